@@ -1,0 +1,106 @@
+"""Records every stage shares: words and speaker turns.
+
+Times are seconds from the start of the meeting, as float. Records are immutable
+(``dataclasses.replace`` makes a changed copy), in the manner of faster-whisper's
+``Word``/``Segment``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import string
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Word:
+    """One recognised word.
+
+    Attributes:
+        start: start time in seconds from the start of the meeting.
+        end: end time in seconds.
+        text: the word as Whisper wrote it, with its leading space when it has one.
+        probability: Whisper's word probability in [0, 1].
+        speaker: the speaker label of this word ("Speaker A"), or None before diarization.
+    """
+
+    start: float
+    end: float
+    text: str
+    probability: float
+    speaker: str | None = None
+
+
+@dataclass(frozen=True)
+class SpeakerTurn:
+    """One message per speaker turn: an utterance, or a piece of one split at a speaker change.
+
+    Attributes:
+        speaker: the diarization label, "Speaker A", "Speaker B"… in order of first appearance.
+            It never changes once the turn has been emitted.
+        text: the turn's text (words joined, stripped).
+        start: start time in seconds (first word's start).
+        end: end time in seconds (last word's end).
+        words: the words with their times and probabilities.
+        channel: where the audio came from: ``"replay"`` for a replayed file, ``"mic"``, or a
+            LiveKit lane such as ``"room1/2"``.
+        metadata: free-form metadata; ``metadata["sender_name"]`` is the display name of the
+            speaker, stamped with the speaker label at ingress and changed by hooks (renames).
+        turn_id: the store's id once committed, else None.
+        emitted_at: the meeting time (seconds) at which the turn was emitted; turn latency is
+            ``emitted_at - end``.
+    """
+
+    speaker: str
+    text: str
+    start: float
+    end: float
+    words: tuple[Word, ...] = ()
+    channel: str = "replay"
+    metadata: dict[str, Any] = field(default_factory=dict)
+    turn_id: int | None = None
+    emitted_at: float | None = None
+
+    @property
+    def sender_name(self) -> str:
+        """The name shown for this turn: ``metadata["sender_name"]`` or the speaker label."""
+        name = str(self.metadata.get("sender_name") or "").strip()
+        return name or self.speaker
+
+    @property
+    def confidence(self) -> float:
+        """Mean word probability in [0, 1]; 0.0 for a turn without words."""
+        if not self.words:
+            return 0.0
+        return sum(w.probability for w in self.words) / len(self.words)
+
+    def replace(self, **changes: Any) -> "SpeakerTurn":
+        """Return a copy with ``changes`` applied (``dataclasses.replace``)."""
+        return dataclasses.replace(self, **changes)
+
+
+def speaker_label(index: int) -> str:
+    """Label of the ``index``-th speaker (0-based) in order of first appearance.
+
+    ``0 -> "Speaker A"``, ``25 -> "Speaker Z"``, ``26 -> "Speaker AA"``, ``27 -> "Speaker AB"``.
+
+    Raises:
+        ValueError: if ``index`` is negative.
+    """
+    if index < 0:
+        raise ValueError(f"speaker index must be >= 0, got {index}")
+    letters = string.ascii_uppercase
+    name = ""
+    n = index
+    while True:
+        name = letters[n % 26] + name
+        n = n // 26 - 1
+        if n < 0:
+            break
+    return f"Speaker {name}"
+
+
+def join_words(words: tuple[Word, ...] | list[Word]) -> str:
+    """Join Whisper words (each with its own leading space) into clean text."""
+    return "".join(w.text for w in words).strip()
