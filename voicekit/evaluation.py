@@ -1,0 +1,258 @@
+"""Scoring against references: DER (pyannote.metrics) and WER (jiwer).
+
+Conventions (stated in every table this module prints):
+
+- DER is pyannote.metrics' ``DiarizationErrorRate(collar=c, skip_overlap=False)`` scored inside
+  the file's UEM (``[0, duration]`` when the file has none). pyannote's ``collar`` is the *total*
+  width removed around each reference boundary, so ``collar=0.5`` equals md-eval's
+  ``--collar 0.25`` (the usual setting in papers). Reported at collar 0 and 0.5.
+- Pooled DER is (sum of false alarm + missed + confusion) / (sum of reference speech), never a
+  mean of per-file percentages.
+- WER is jiwer's on text normalised with Whisper's English normaliser (``whisper-normalizer``'s
+  ``EnglishTextNormalizer``, a port of openai/whisper's ``normalizers/english.py``).
+"""
+
+from __future__ import annotations
+
+import csv
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from voicekit.turns import SpeakerTurn
+
+COLLARS = (0.0, 0.5)
+
+
+@dataclass(frozen=True)
+class EvalFile:
+    """One recording with a speaker reference (a row of ``eval/index.tsv``).
+
+    Attributes:
+        file_id: the id used in the RTTM and UEM.
+        audio / rttm / uem / transcript: paths (uem and transcript may be None).
+        speakers: true number of speakers.
+        kind: a short description ("ami-farfield", "telephone-2spk"…).
+    """
+
+    file_id: str
+    audio: Path
+    rttm: Path
+    uem: Path | None
+    transcript: Path | None
+    speakers: int
+    kind: str
+
+
+def load_index(eval_dir: str | Path) -> list[EvalFile]:
+    """Read ``<eval_dir>/index.tsv``.
+
+    Raises:
+        FileNotFoundError: when the index is missing (point ``--eval-dir`` at ``../shared/eval``).
+    """
+    eval_dir = Path(eval_dir)
+    index = eval_dir / "index.tsv"
+    if not index.is_file():
+        raise FileNotFoundError(f"{index} not found: point --eval-dir at the evaluation folder (../shared/eval)")
+    out = []
+    with open(index, encoding="utf-8") as f:
+        for row in csv.DictReader(f, delimiter="\t"):
+            def p(key: str) -> Path | None:
+                v = row[key].strip()
+                return None if v in ("", "-") else eval_dir / unicodedata.normalize("NFC", v)
+            out.append(EvalFile(row["file_id"], p("audio"), p("rttm"), p("uem"), p("transcript"),
+                                int(row["speakers"]), row["kind"]))
+    return out
+
+
+def load_reference(file: EvalFile, duration: float):
+    """The reference ``pyannote.core.Annotation`` and UEM ``Timeline`` of a file."""
+    from pyannote.core import Annotation, Segment, Timeline
+
+    ref = Annotation(uri=file.file_id)
+    for line in file.rttm.read_text(encoding="utf-8").splitlines():
+        parts = line.split()
+        if len(parts) >= 8 and parts[0] == "SPEAKER" and parts[1] == file.file_id:
+            start, dur = float(parts[3]), float(parts[4])
+            ref[Segment(start, start + dur), ref.new_track(Segment(start, start + dur))] = parts[7]
+    uem = None
+    if file.uem is not None:
+        for line in file.uem.read_text(encoding="utf-8").splitlines():
+            parts = line.split()
+            if len(parts) == 4 and parts[0] == file.file_id:
+                uem = Timeline([Segment(float(parts[2]), float(parts[3]))], uri=file.file_id)
+    if uem is None:
+        uem = Timeline([Segment(0.0, duration)], uri=file.file_id)
+    return ref, uem
+
+
+def turns_to_annotation(turns: Sequence[SpeakerTurn], uri: str):
+    """Speaker turns as a ``pyannote.core.Annotation`` (one segment per turn, label = speaker)."""
+    from pyannote.core import Annotation, Segment
+
+    hyp = Annotation(uri=uri)
+    for t in turns:
+        if t.end > t.start:
+            seg = Segment(t.start, t.end)
+            hyp[seg, hyp.new_track(seg)] = t.speaker
+    return hyp
+
+
+@dataclass(frozen=True)
+class DerScore:
+    """DER components in seconds at one collar.
+
+    Attributes:
+        collar: pyannote collar (total width, seconds).
+        total: reference speech in seconds.
+        false_alarm / missed / confusion: seconds.
+    """
+
+    collar: float
+    total: float
+    false_alarm: float
+    missed: float
+    confusion: float
+
+    @property
+    def der(self) -> float:
+        """Diarization error rate as a fraction (0.07 = 7 %)."""
+        return (self.false_alarm + self.missed + self.confusion) / self.total if self.total else 0.0
+
+
+def score_der(reference, hypothesis, uem, collar: float) -> DerScore:
+    """DER of ``hypothesis`` against ``reference`` inside ``uem`` (pyannote.metrics)."""
+    from pyannote.metrics.diarization import DiarizationErrorRate
+
+    metric = DiarizationErrorRate(collar=collar, skip_overlap=False)
+    d = metric(reference, hypothesis, uem=uem, detailed=True)
+    return DerScore(collar, d["total"], d["false alarm"], d["missed detection"], d["confusion"])
+
+
+def pool(scores: Sequence[DerScore]) -> DerScore:
+    """Pooled DER: components summed over files."""
+    return DerScore(scores[0].collar if scores else 0.0, sum(s.total for s in scores),
+                    sum(s.false_alarm for s in scores), sum(s.missed for s in scores),
+                    sum(s.confusion for s in scores))
+
+
+def normalize_text(text: str) -> str:
+    """Whisper's English text normalisation (``whisper_normalizer.english.EnglishTextNormalizer``)."""
+    from whisper_normalizer.english import EnglishTextNormalizer
+
+    return EnglishTextNormalizer()(text)
+
+
+def wer(reference: str, hypothesis: str) -> float:
+    """Word error rate (jiwer) after Whisper-style normalisation, as a fraction."""
+    import jiwer
+
+    ref, hyp = normalize_text(reference), normalize_text(hypothesis)
+    if not ref.strip():
+        return 0.0 if not hyp.strip() else 1.0
+    return float(jiwer.wer(ref, hyp))
+
+
+def reference_text(file: EvalFile) -> str | None:
+    """The reference transcript of a file (STM text in time order), or None."""
+    if file.transcript is None or not file.transcript.is_file():
+        return None
+    rows = []
+    for line in file.transcript.read_text(encoding="utf-8").splitlines():
+        if not line.strip() or line.startswith(";;"):
+            continue
+        parts = line.split(maxsplit=5)
+        if len(parts) == 6:
+            rows.append((float(parts[3]), parts[5]))
+    return " ".join(text for _, text in sorted(rows))
+
+
+@dataclass
+class FileResult:
+    """Scores of one file.
+
+    Attributes:
+        file: the :class:`EvalFile`.
+        live / refined: ``{collar: DerScore}`` for the live and refined outputs.
+        speakers_live / speakers_refined: number of speakers found.
+        wer: WER of the transcript, or None without a reference transcript.
+        audio_seconds / processing_seconds: for the real-time factor.
+        error: the exception text when the file failed.
+    """
+
+    file: EvalFile
+    live: dict
+    refined: dict
+    speakers_live: int
+    speakers_refined: int
+    wer: float | None
+    audio_seconds: float
+    processing_seconds: float
+    error: str | None = None
+
+
+def evaluate_file(file: EvalFile, components, options) -> FileResult:
+    """Replay one file through a fresh :class:`~voicekit.pipeline.Pipeline` and score it."""
+    from voicekit.audio import probe
+    from voicekit.pipeline import Pipeline
+    from voicekit.sources import FileSource
+
+    try:
+        info = probe(file.audio)
+        pipe = Pipeline(options, components)
+        result = pipe.run(FileSource(file.audio), refine=True)
+    except Exception as exc:  # noqa: BLE001 - reported in the table
+        return FileResult(file, {}, {}, 0, 0, None, 0.0, 0.0, f"{type(exc).__name__}: {exc}")
+    turns = [t.replace(turn_id=i) if t.turn_id is None else t for i, t in enumerate(result.turns)]
+    refined_turns = [t.replace(speaker=result.refined.get(t.turn_id, t.speaker)) for t in turns]
+    ref, uem = load_reference(file, info.duration)
+    live = {c: score_der(ref, turns_to_annotation(turns, file.file_id), uem, c) for c in COLLARS}
+    refined = {c: score_der(ref, turns_to_annotation(refined_turns, file.file_id), uem, c) for c in COLLARS}
+    ref_text = reference_text(file)
+    hyp_text = " ".join(t.text for t in turns)
+    return FileResult(file, live, refined, len({t.speaker for t in turns}),
+                      len({t.speaker for t in refined_turns}),
+                      None if ref_text is None else wer(ref_text, hyp_text),
+                      result.audio_seconds, result.processing_seconds)
+
+
+def format_table(results: Sequence[FileResult]) -> str:
+    """A Markdown table of per-file and pooled scores, with the scoring conventions."""
+    lines = [
+        "DER: pyannote.metrics DiarizationErrorRate(skip_overlap=False), file UEM (else [0, duration]); "
+        "c0 = collar 0, c0.5 = pyannote collar 0.5 s total (= md-eval 0.25 s per side). "
+        "Pooled = summed errors / summed reference speech. WER: jiwer after Whisper's English normaliser.",
+        "",
+        "| file | kind | live DER c0 | live DER c0.5 (FA/miss/conf) | refined DER c0 | refined DER c0.5 (FA/miss/conf) "
+        "| #spk live/refined/true | WER | RTF |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+
+    def pct(x: float) -> str:
+        return f"{100 * x:.1f}"
+
+    def split(s: DerScore) -> str:
+        t = s.total or 1.0
+        return f"{pct(s.der)} ({pct(s.false_alarm / t)}/{pct(s.missed / t)}/{pct(s.confusion / t)})"
+
+    ok = [r for r in results if r.error is None]
+    for r in results:
+        if r.error:
+            lines.append(f"| {r.file.file_id} | {r.file.kind} | ERROR: {r.error} | | | | | | |")
+            continue
+        lines.append(
+            f"| {r.file.file_id} | {r.file.kind} | {pct(r.live[0.0].der)} | {split(r.live[0.5])} | "
+            f"{pct(r.refined[0.0].der)} | {split(r.refined[0.5])} | "
+            f"{r.speakers_live}/{r.speakers_refined}/{r.file.speakers} | "
+            f"{'-' if r.wer is None else pct(r.wer)} | {r.processing_seconds / max(r.audio_seconds, 1e-9):.3f} |")
+    if ok:
+        live0, live5 = pool([r.live[0.0] for r in ok]), pool([r.live[0.5] for r in ok])
+        ref0, ref5 = pool([r.refined[0.0] for r in ok]), pool([r.refined[0.5] for r in ok])
+        exact_l = sum(r.speakers_live == r.file.speakers for r in ok)
+        exact_r = sum(r.speakers_refined == r.file.speakers for r in ok)
+        audio = sum(r.audio_seconds for r in ok)
+        proc = sum(r.processing_seconds for r in ok)
+        lines.append(f"| **pooled ({len(ok)} files)** | | {pct(live0.der)} | {split(live5)} | {pct(ref0.der)} | "
+                     f"{split(ref5)} | exact {exact_l}/{exact_r} of {len(ok)} | | {proc / audio:.3f} |")
+    return "\n".join(lines)

@@ -1,0 +1,202 @@
+"""Hooks: user code that sees every speaker turn before it is committed.
+
+One enum names the hook points (:class:`HookTrigger`). An ``ON_TRANSCRIPTION`` hook is a
+callable, sync or async, taking the :class:`~voicekit.turns.SpeakerTurn` and returning:
+
+- ``None``: keep the turn as it is;
+- a :class:`~voicekit.turns.SpeakerTurn`: the edited turn (e.g. ``turn.replace(text=…)``);
+- a :class:`HookResult`: rename (this turn, or with ``for_speaker=True`` every later turn of the
+  same speaker), edit the text, or block the turn.
+
+A hook script (``voicekit replay … --hook rename.py``) is a Python file that defines
+``on_transcription(turn)`` with that contract. A hook that raises or runs past its timeout
+(default 2 s) is logged with its name and the turn goes on unchanged: a broken hook never loses
+a turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import enum
+import importlib.util
+import inspect
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from voicekit.turns import SpeakerTurn
+
+log = logging.getLogger(__name__)
+
+
+class HookTrigger(enum.Enum):
+    """The points where hooks run."""
+
+    ON_TRANSCRIPTION = "on_transcription"
+    """Every speaker turn, before it is committed to the store."""
+
+
+@dataclass(frozen=True)
+class HookResult:
+    """What an ``ON_TRANSCRIPTION`` hook decides.
+
+    Attributes:
+        name: a new speaker name (``sender_name``), or None to keep it.
+        for_speaker: apply ``name`` to every later turn of the same speaker label too.
+        text: new text, or None to keep it.
+        block: drop the turn: it is not committed, stored or sent.
+    """
+
+    name: str | None = None
+    for_speaker: bool = False
+    text: str | None = None
+    block: bool = False
+
+    @classmethod
+    def rename(cls, name: str, for_speaker: bool = True) -> "HookResult":
+        """Rename the speaker (by default for this and every later turn of the same speaker)."""
+        return cls(name=name, for_speaker=for_speaker)
+
+    @classmethod
+    def blocked(cls) -> "HookResult":
+        """Block the turn."""
+        return cls(block=True)
+
+
+class HookError(Exception):
+    """A hook script cannot be loaded. The message names the fix."""
+
+
+@dataclass
+class _Hook:
+    name: str
+    fn: Callable[..., Any]
+
+
+class HookRunner:
+    """Run the registered hooks on each turn, in registration order.
+
+    Args:
+        timeout: seconds a hook may run before it is abandoned (default 2.0).
+
+    Attributes:
+        names: persistent renames, speaker label -> name, applied to every turn before hooks run.
+        failures: ``(hook name, turn start, reason)`` of every hook that failed or timed out.
+    """
+
+    def __init__(self, timeout: float = 2.0) -> None:
+        self.timeout = timeout
+        self._hooks: dict[HookTrigger, list[_Hook]] = {t: [] for t in HookTrigger}
+        self.names: dict[str, str] = {}
+        self.failures: list[tuple[str, float, str]] = []
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="voicekit-hook")
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def register(self, fn: Callable[..., Any], trigger: HookTrigger = HookTrigger.ON_TRANSCRIPTION,
+                 name: str | None = None) -> None:
+        """Register a sync or async callable on a trigger."""
+        self._hooks[trigger].append(_Hook(name or getattr(fn, "__qualname__", repr(fn)), fn))
+
+    def set_names(self, names: dict[str, str]) -> None:
+        """Persistent renames, e.g. ``{"Speaker A": "Diane"}``."""
+        self.names.update({k.strip(): v.strip() for k, v in names.items() if k.strip() and v.strip()})
+
+    def load_script(self, path: str | Path) -> None:
+        """Register ``on_transcription`` from a hook script.
+
+        Raises:
+            HookError: missing file, a script that fails to import, or one without
+                ``on_transcription``.
+        """
+        path = Path(path)
+        if not path.is_file():
+            raise HookError(f"hook script {path} not found; pass a Python file that defines on_transcription(turn)")
+        spec = importlib.util.spec_from_file_location(f"voicekit_hook_{path.stem}", path)
+        module = importlib.util.module_from_spec(spec)
+        try:
+            spec.loader.exec_module(module)  # type: ignore[union-attr]
+        except Exception as exc:  # noqa: BLE001
+            raise HookError(f"hook script {path} failed to load: {type(exc).__name__}: {exc}") from exc
+        fn = getattr(module, "on_transcription", None)
+        if not callable(fn):
+            raise HookError(f"hook script {path} defines no on_transcription(turn) function")
+        self.register(fn, name=f"{path.name}:on_transcription")
+
+    def _call(self, hook: _Hook, turn: SpeakerTurn) -> Any:
+        if inspect.iscoroutinefunction(hook.fn):
+            if self._loop is None:
+                self._loop = asyncio.new_event_loop()
+                threading.Thread(target=self._loop.run_forever, name="voicekit-hook-loop", daemon=True).start()
+            return asyncio.run_coroutine_threadsafe(hook.fn(turn), self._loop).result(self.timeout)
+        return self._pool.submit(hook.fn, turn).result(self.timeout)
+
+    def run(self, turn: SpeakerTurn) -> SpeakerTurn | None:
+        """Apply persistent names, then every ``ON_TRANSCRIPTION`` hook.
+
+        Returns:
+            the turn to commit, or None when a hook blocked it.
+        """
+        if turn.speaker in self.names:
+            turn = turn.replace(metadata={**turn.metadata, "sender_name": self.names[turn.speaker]})
+        for hook in self._hooks[HookTrigger.ON_TRANSCRIPTION]:
+            try:
+                result = self._call(hook, turn)
+            except concurrent.futures.TimeoutError:
+                self._fail(hook, turn, f"timed out after {self.timeout:g} s")
+                continue
+            except Exception as exc:  # noqa: BLE001 - a broken hook never loses a turn
+                self._fail(hook, turn, f"{type(exc).__name__}: {exc}")
+                continue
+            if result is None:
+                continue
+            if isinstance(result, SpeakerTurn):
+                turn = result
+            elif isinstance(result, HookResult):
+                if result.block:
+                    log.info("hook %s blocked the turn at %.2f s", hook.name, turn.start)
+                    return None
+                if result.name is not None and result.name.strip():
+                    turn = turn.replace(metadata={**turn.metadata, "sender_name": result.name.strip()})
+                    if result.for_speaker:
+                        self.names[turn.speaker] = result.name.strip()
+                if result.text is not None:
+                    turn = turn.replace(text=result.text)
+            else:
+                self._fail(hook, turn, f"returned {type(result).__name__}; expected None, a SpeakerTurn or a HookResult")
+        return turn
+
+    def _fail(self, hook: _Hook, turn: SpeakerTurn, reason: str) -> None:
+        self.failures.append((hook.name, turn.start, reason))
+        log.warning("hook %s failed on the turn at %.2f s (%s); the turn is committed unchanged",
+                    hook.name, turn.start, reason)
+
+    def close(self) -> None:
+        """Stop the hook threads (hooks still running are abandoned)."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+
+
+def parse_speaker_names(text: str) -> dict[str, str]:
+    """Parse ``"Speaker A=Diane,Speaker B=Sheila"`` or a names file (one ``Speaker A = Diane`` per
+    line, ``#`` comments) into ``{"Speaker A": "Diane", …}``.
+
+    Raises:
+        ValueError: for an entry without ``=``.
+    """
+    names: dict[str, str] = {}
+    for raw in text.replace("\n", ",").split(","):
+        item = raw.split("#", 1)[0].strip()
+        if not item:
+            continue
+        if "=" not in item:
+            raise ValueError(f"speaker name entry {item!r} has no '=': write 'Speaker A=Diane'")
+        label, name = item.split("=", 1)
+        if not label.strip() or not name.strip():
+            raise ValueError(f"speaker name entry {item!r} is missing a label or a name")
+        names[label.strip()] = name.strip()
+    return names

@@ -1,0 +1,122 @@
+"""Writers for a meeting's turns: JSON, RTTM, SRT, WebVTT and plain text.
+
+Every writer takes the committed turns (time order) and writes one file. The JSON schema is
+documented in ``docs/transcript-format.md``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from voicekit.turns import SpeakerTurn
+
+FORMATS = ("json", "rttm", "srt", "vtt", "txt")
+JSON_SCHEMA_VERSION = 1
+
+
+def clock(seconds: float, sep: str = ".", digits: int = 3) -> str:
+    """Format seconds as ``HH:MM:SS.mmm`` (``sep`` before the fraction, ``digits`` of it)."""
+    seconds = max(0.0, seconds)
+    scale = 10 ** digits
+    total = int(round(seconds * scale))
+    h, rest = divmod(total, 3600 * scale)
+    m, rest = divmod(rest, 60 * scale)
+    s, frac = divmod(rest, scale)
+    return f"{h:02d}:{m:02d}:{s:02d}{sep}{frac:0{digits}d}"
+
+
+def format_line(turn: SpeakerTurn) -> str:
+    """The live line for a turn: ``[00:00:03.1 → 00:00:07.9] Speaker A: text``."""
+    return f"[{clock(turn.start, digits=1)} → {clock(turn.end, digits=1)}] {turn.sender_name}: {turn.text}"
+
+
+def to_json(turns: Sequence[SpeakerTurn], meta: dict | None = None) -> dict:
+    """The transcript as a JSON-serialisable dict (schema in ``docs/transcript-format.md``)."""
+    speakers: dict[str, str] = {}
+    for t in turns:
+        speakers.setdefault(t.speaker, t.sender_name)
+    return {
+        "version": JSON_SCHEMA_VERSION,
+        "meeting": meta or {},
+        "speakers": [{"label": k, "name": v} for k, v in speakers.items()],
+        "turns": [
+            {
+                "id": t.turn_id,
+                "speaker": t.speaker,
+                "name": t.sender_name,
+                "channel": t.channel,
+                "start": round(t.start, 3),
+                "end": round(t.end, 3),
+                "text": t.text,
+                "confidence": round(t.confidence, 4),
+                "emitted_at": None if t.emitted_at is None else round(t.emitted_at, 3),
+                **({"moved_from": t.metadata["moved_from"]} if "moved_from" in t.metadata else {}),
+                "words": [{"start": round(w.start, 3), "end": round(w.end, 3), "word": w.text,
+                           "probability": round(w.probability, 4)} for w in t.words],
+            }
+            for t in turns
+        ],
+    }
+
+
+def to_rttm(turns: Sequence[SpeakerTurn], file_id: str) -> str:
+    """RTTM lines ``SPEAKER <file> 1 <start> <dur> <NA> <NA> <name> <NA> <NA>``; spaces in names
+    become ``_`` (RTTM fields are space-separated)."""
+    lines = []
+    for t in turns:
+        name = "_".join(t.sender_name.split())
+        fid = "_".join(file_id.split())
+        lines.append(f"SPEAKER {fid} 1 {t.start:.3f} {max(0.0, t.end - t.start):.3f} <NA> <NA> {name} <NA> <NA>")
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def to_srt(turns: Sequence[SpeakerTurn]) -> str:
+    """SubRip subtitles, one cue per turn: ``Speaker A: text``."""
+    cues = []
+    for i, t in enumerate(turns, 1):
+        cues.append(f"{i}\n{clock(t.start, ',')} --> {clock(t.end, ',')}\n{t.sender_name}: {t.text}\n")
+    return "\n".join(cues)
+
+
+def to_vtt(turns: Sequence[SpeakerTurn]) -> str:
+    """WebVTT with voice tags: ``<v Speaker A>text``."""
+    def esc(s: str) -> str:
+        return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+    cues = ["WEBVTT\n"]
+    for t in turns:
+        cues.append(f"{clock(t.start)} --> {clock(t.end)}\n<v {esc(t.sender_name)}>{esc(t.text)}\n")
+    return "\n".join(cues)
+
+
+def to_text(turns: Sequence[SpeakerTurn]) -> str:
+    """Plain text, one live line per turn."""
+    return "".join(format_line(t) + "\n" for t in turns)
+
+
+def write_all(turns: Sequence[SpeakerTurn], out_dir: str | Path, stem: str, meta: dict | None = None,
+              suffix: str = "") -> list[Path]:
+    """Write every format to ``out_dir/<stem><suffix>.<ext>`` atomically (write, then rename).
+
+    Returns:
+        the paths written.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    contents = {
+        "json": json.dumps(to_json(turns, meta), ensure_ascii=False, indent=2) + "\n",
+        "rttm": to_rttm(turns, stem),
+        "srt": to_srt(turns),
+        "vtt": to_vtt(turns),
+        "txt": to_text(turns),
+    }
+    written = []
+    for ext, text in contents.items():
+        path = out_dir / f"{stem}{suffix}.{ext}"
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+        written.append(path)
+    return written

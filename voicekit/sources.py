@@ -1,0 +1,122 @@
+"""Audio sources: where 16 kHz mono blocks come from.
+
+A source is an iterable of ``(n,)`` float32 blocks at 16 kHz with a ``channel`` name and a
+``duration`` (seconds, or None for a live stream). :class:`FileSource` replays a recording, as
+fast as the pipeline goes or paced at 1x (``realtime=True``); paced replay goes through
+:class:`LiveFeed`, the bounded queue that live capture fills from its audio thread, so a paced
+replay and a microphone run the same code.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from voicekit.audio import SAMPLE_RATE, iter_16k_blocks, probe
+
+log = logging.getLogger(__name__)
+
+
+class LiveFeed:
+    """A bounded queue between an audio producer (a capture callback, a paced replay) and the
+    pipeline, which reads it from another thread.
+
+    The producer calls :meth:`push` (never blocks: when the queue is full the block is dropped
+    and counted in :attr:`overflows`) and :meth:`close`; the consumer iterates.
+
+    Args:
+        max_seconds: capacity of the queue in seconds of 16 kHz audio.
+    """
+
+    def __init__(self, max_seconds: float = 30.0, block_seconds: float = 0.1) -> None:
+        self._queue: queue.Queue[np.ndarray | None] = queue.Queue(
+            maxsize=max(2, int(max_seconds / block_seconds))
+        )
+        self.overflows = 0
+        self.dropped_seconds = 0.0
+
+    def push(self, block: np.ndarray) -> None:
+        """Queue one ``(n,)`` float32 16 kHz block; drop and count it when the queue is full."""
+        try:
+            self._queue.put_nowait(block)
+        except queue.Full:
+            self.overflows += 1
+            self.dropped_seconds += len(block) / SAMPLE_RATE
+            if self.overflows in (1, 10, 100) or self.overflows % 1000 == 0:
+                log.warning("audio queue full: %d blocks (%.1f s) dropped so far; processing is "
+                            "slower than real time", self.overflows, self.dropped_seconds)
+
+    def close(self) -> None:
+        """Mark the end of the stream."""
+        self._queue.put(None)
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        while True:
+            block = self._queue.get()
+            if block is None:
+                return
+            yield block
+
+
+class FileSource:
+    """Replay a recording as 16 kHz mono blocks.
+
+    Args:
+        path: the recording (any format :mod:`voicekit.audio` decodes).
+        block_seconds: block length in seconds (default 0.1).
+        realtime: pace the blocks at 1x speed through a :class:`LiveFeed`, exactly as live
+            capture delivers them.
+        channel: 0-based channel to keep instead of the downmix.
+
+    Raises:
+        voicekit.audio.AudioError: when the file cannot be read (raised at construction).
+    """
+
+    def __init__(self, path: str | Path, block_seconds: float = 0.1, realtime: bool = False,
+                 channel: int | None = None) -> None:
+        self.path = Path(path)
+        self.info = probe(self.path)
+        self.block_seconds = block_seconds
+        self.realtime = realtime
+        self.audio_channel = channel
+        self.channel = "replay"
+        self.duration: float | None = self.info.duration
+        self.feed: LiveFeed | None = None
+
+    def _blocks(self) -> Iterator[np.ndarray]:
+        return iter_16k_blocks(self.path, self.block_seconds, self.audio_channel)
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        if not self.realtime:
+            yield from self._blocks()
+            return
+        self.feed = LiveFeed(block_seconds=self.block_seconds)
+        error: list[BaseException] = []
+
+        def produce() -> None:
+            t0 = time.monotonic()
+            sent = 0.0
+            try:
+                for block in self._blocks():
+                    delay = t0 + sent - time.monotonic()
+                    if delay > 0:
+                        time.sleep(delay)
+                    self.feed.push(block)
+                    sent += len(block) / SAMPLE_RATE
+            except BaseException as exc:  # noqa: BLE001 - re-raised in the consumer
+                error.append(exc)
+            finally:
+                self.feed.close()
+
+        thread = threading.Thread(target=produce, name="voicekit-replay", daemon=True)
+        thread.start()
+        yield from self.feed
+        thread.join()
+        if error:
+            raise error[0]

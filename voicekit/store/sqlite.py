@@ -1,0 +1,154 @@
+"""The embedded meeting store: SQLite in WAL mode, one file per meeting (``DIR/meeting.sqlite``).
+
+Each committed turn is written in its own transaction, so a crash, a Ctrl-C or a killed process
+loses nothing already committed; ``voicekit export DIR`` rebuilds every output from here. The
+store keeps the live speaker label (what was emitted, never changed) and, after refinement, the
+refined label beside it.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+from voicekit.turns import SpeakerTurn, Word
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meeting (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS turns (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    channel TEXT NOT NULL,
+    speaker TEXT NOT NULL,
+    sender_name TEXT NOT NULL,
+    text TEXT NOT NULL,
+    start REAL NOT NULL,
+    "end" REAL NOT NULL,
+    words TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    emitted_at REAL,
+    committed_at REAL NOT NULL,
+    refined_speaker TEXT,
+    sent INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS turns_start ON turns(start);
+CREATE TABLE IF NOT EXISTS speaker_names (speaker TEXT PRIMARY KEY, name TEXT NOT NULL);
+"""
+
+
+class StoreError(Exception):
+    """The meeting store cannot be opened or written. The message names the fix."""
+
+
+def _words_json(words: tuple[Word, ...]) -> str:
+    return json.dumps([[w.start, w.end, w.text, round(w.probability, 4), w.speaker] for w in words],
+                      ensure_ascii=False)
+
+
+def _words_from_json(text: str) -> tuple[Word, ...]:
+    return tuple(Word(s, e, t, p, spk) for s, e, t, p, spk in json.loads(text))
+
+
+class MeetingStore:
+    """A meeting's turns in SQLite.
+
+    Args:
+        path: the database file (``DIR/meeting.sqlite``); its directory is created.
+
+    Raises:
+        StoreError: when the directory is not writable or the file is not a voicekit store.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.conn = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None,
+                                        check_same_thread=False)
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=NORMAL")
+            self.conn.executescript(SCHEMA)
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(f"cannot open the meeting store {self.path} ({exc}); "
+                             "choose a writable --out directory") from exc
+
+    # --- meeting metadata -------------------------------------------------------------------
+    def set_meta(self, **values: Any) -> None:
+        """Store meeting metadata (JSON-serialisable values)."""
+        with self.conn:
+            self.conn.executemany("INSERT OR REPLACE INTO meeting(key, value) VALUES (?, ?)",
+                                  [(k, json.dumps(v, ensure_ascii=False)) for k, v in values.items()])
+
+    def meta(self) -> dict[str, Any]:
+        """All meeting metadata."""
+        return {k: json.loads(v) for k, v in self.conn.execute("SELECT key, value FROM meeting")}
+
+    # --- turns ------------------------------------------------------------------------------
+    def commit(self, turn: SpeakerTurn) -> SpeakerTurn:
+        """Commit one turn durably; returns it with ``turn_id`` set."""
+        metadata = {k: v for k, v in turn.metadata.items() if k != "sender_name"}
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+            cur = self.conn.execute(
+                'INSERT INTO turns(channel, speaker, sender_name, text, start, "end", words, metadata,'
+                " emitted_at, committed_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (turn.channel, turn.speaker, turn.sender_name, turn.text, turn.start, turn.end,
+                 _words_json(turn.words), json.dumps(metadata, ensure_ascii=False, default=str),
+                 turn.emitted_at, time.time()))
+            self.conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            raise StoreError(f"cannot write to {self.path} ({exc})") from exc
+        return turn.replace(turn_id=cur.lastrowid)
+
+    def set_speaker_names(self, names: dict[str, str]) -> None:
+        """Record persistent renames (speaker label -> name)."""
+        with self.conn:
+            self.conn.executemany("INSERT OR REPLACE INTO speaker_names(speaker, name) VALUES (?, ?)",
+                                  list(names.items()))
+
+    def speaker_names(self) -> dict[str, str]:
+        """Persistent renames, speaker label -> name."""
+        return dict(self.conn.execute("SELECT speaker, name FROM speaker_names"))
+
+    def set_refined(self, refined: dict[int, str]) -> None:
+        """Record the refined speaker label of each turn (turn id -> label)."""
+        with self.conn:
+            self.conn.executemany("UPDATE turns SET refined_speaker = ? WHERE id = ?",
+                                  [(label, tid) for tid, label in refined.items()])
+
+    def turns(self, refined: bool = False) -> list[SpeakerTurn]:
+        """All committed turns in time order.
+
+        Args:
+            refined: return the refined labels (where refinement ran) instead of the live ones;
+                a turn moved to another speaker carries that speaker's persistent name.
+        """
+        names = self.speaker_names() if refined else {}
+        rows = self.conn.execute(
+            'SELECT id, channel, speaker, sender_name, text, start, "end", words, metadata, emitted_at,'
+            " refined_speaker FROM turns ORDER BY start, id").fetchall()
+        out = []
+        for tid, channel, speaker, sender, text, start, end, words, metadata, emitted, refined_spk in rows:
+            meta = json.loads(metadata)
+            ws = _words_from_json(words)
+            if refined and refined_spk and refined_spk != speaker:
+                meta["moved_from"] = speaker
+                speaker = refined_spk
+                sender = names.get(speaker, speaker)
+                ws = tuple(Word(w.start, w.end, w.text, w.probability, speaker) for w in ws)
+            meta["sender_name"] = sender
+            out.append(SpeakerTurn(speaker=speaker, text=text, start=start, end=end, words=ws,
+                                   channel=channel, metadata=meta, turn_id=tid, emitted_at=emitted))
+        return out
+
+    def has_refined(self) -> bool:
+        """Whether refinement has run on this meeting."""
+        return self.conn.execute("SELECT COUNT(*) FROM turns WHERE refined_speaker IS NOT NULL").fetchone()[0] > 0
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.conn.close()

@@ -1,0 +1,102 @@
+"""Speech-to-text with faster-whisper (CTranslate2), word timestamps on.
+
+One call per utterance. The VAD has already cut the audio, so Whisper's own VAD filter is off;
+segments whose no-speech probability is high and whose average log-probability is low are
+dropped, which is how Whisper's own decoder rejects silence (openai/whisper ``transcribe``:
+``no_speech_threshold=0.6`` with ``logprob_threshold=-1.0``), so music and noise do not become
+invented text.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+
+from voicekit.models import resolve_whisper
+from voicekit.turns import Word
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SttOptions:
+    """Options of the transcriber.
+
+    Attributes:
+        model: ``tiny.en`` (default, English), ``base`` (multilingual) or a CTranslate2 directory.
+        device: ``cpu``, ``cuda`` or ``auto``.
+        compute_type: CTranslate2 compute type (``int8`` on CPU by default, ``float16`` on CUDA).
+        language: language code, or None to detect (multilingual models only).
+        beam_size: beam width (default 5, as faster-whisper).
+        cpu_threads: CTranslate2 intra-op threads on CPU (0 = CTranslate2's default).
+        no_speech_threshold: a segment with no-speech probability above this…
+        logprob_threshold: …and average log-probability below this is dropped.
+    """
+
+    model: str = "tiny.en"
+    device: str = "cpu"
+    compute_type: str = "default"
+    language: str | None = None
+    beam_size: int = 5
+    cpu_threads: int = 0
+    no_speech_threshold: float = 0.6
+    logprob_threshold: float = -1.0
+
+
+class Transcriber:
+    """faster-whisper on one utterance at a time.
+
+    Raises:
+        voicekit.models.ModelError: when the model cannot be found (at construction).
+    """
+
+    def __init__(self, options: SttOptions | None = None) -> None:
+        from faster_whisper import WhisperModel
+
+        self.options = opt = options or SttOptions()
+        self.model_path = resolve_whisper(opt.model)
+        compute = opt.compute_type
+        if compute == "default":
+            compute = "int8" if opt.device == "cpu" else "default"
+        self.model = WhisperModel(str(self.model_path), device=opt.device, compute_type=compute,
+                                  cpu_threads=opt.cpu_threads, local_files_only=True)
+        self.english_only = not self.model.model.is_multilingual
+        self.seconds_transcribed = 0.0
+
+    def transcribe(self, samples: np.ndarray, offset: float = 0.0) -> list[Word]:
+        """Transcribe one utterance.
+
+        Args:
+            samples: ``(n,)`` float32 at 16 kHz.
+            offset: the utterance's start time in seconds, added to every word time.
+
+        Returns:
+            the words, times in seconds from the start of the meeting, each word's time clipped
+            to the utterance.
+        """
+        opt = self.options
+        duration = len(samples) / 16000.0
+        if duration < 0.1:
+            return []
+        language = "en" if self.english_only else opt.language
+        segments, _info = self.model.transcribe(
+            samples, language=language, beam_size=opt.beam_size, word_timestamps=True,
+            vad_filter=False, condition_on_previous_text=False,
+            no_speech_threshold=opt.no_speech_threshold, log_prob_threshold=opt.logprob_threshold,
+        )
+        words: list[Word] = []
+        for seg in segments:
+            if seg.no_speech_prob > opt.no_speech_threshold and seg.avg_logprob < opt.logprob_threshold:
+                log.debug("dropped a no-speech segment at %.2f s: %r", offset + seg.start, seg.text)
+                continue
+            for w in seg.words or []:
+                if not w.word.strip():
+                    continue
+                start = min(max(0.0, w.start), duration)
+                end = min(max(start, w.end), duration)
+                words.append(Word(round(offset + start, 3), round(offset + end, 3), w.word,
+                                  float(w.probability)))
+        self.seconds_transcribed += duration
+        return words

@@ -1,0 +1,275 @@
+"""Voice activity detection and the endpointer that closes utterances.
+
+Blocks of any size are re-buffered into the frames a VAD accepts (:class:`FrameBuffer`); a VAD
+gives each frame a speech probability; the :class:`Endpointer` opens an utterance on speech and
+closes it at the first silence longer than the hangover, or at the maximum length.
+
+Two VADs:
+
+- :class:`SileroVad`: Silero VAD v6 (ONNX, MIT), the model file that ships inside
+  faster-whisper (``faster_whisper/assets/silero_vad_v6.onnx``), run frame by frame with its
+  recurrent state carried across calls. 512-sample frames (32 ms) at 16 kHz.
+- :class:`WebRtcVad`: the WebRTC VAD (``webrtcvad``, from the ``webrtcvad-wheels`` wheel),
+  fed 16-bit mono frames of 10, 20 or 30 ms.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from voicekit.audio import SAMPLE_RATE
+
+
+class FrameBuffer:
+    """Re-buffer blocks of any size into frames of exactly ``frame_samples`` samples.
+
+    Args:
+        frame_samples: frame length in samples.
+    """
+
+    def __init__(self, frame_samples: int) -> None:
+        if frame_samples <= 0:
+            raise ValueError(f"frame_samples must be positive, got {frame_samples}")
+        self.frame_samples = frame_samples
+        self._pending = np.zeros(0, dtype=np.float32)
+
+    def push(self, block: np.ndarray) -> Iterator[np.ndarray]:
+        """Add a ``(n,)`` float32 block; yield every complete ``(frame_samples,)`` frame."""
+        data = np.concatenate([self._pending, np.asarray(block, dtype=np.float32).reshape(-1)])
+        n_full = len(data) // self.frame_samples
+        for i in range(n_full):
+            yield data[i * self.frame_samples:(i + 1) * self.frame_samples]
+        self._pending = data[n_full * self.frame_samples:]
+
+    def flush(self) -> Iterator[np.ndarray]:
+        """Yield the remainder zero-padded to a full frame (nothing if empty)."""
+        if len(self._pending):
+            frame = np.zeros(self.frame_samples, dtype=np.float32)
+            frame[:len(self._pending)] = self._pending
+            self._pending = np.zeros(0, dtype=np.float32)
+            yield frame
+
+
+class SileroVad:
+    """Silero VAD v6, streaming.
+
+    Call it on consecutive ``(512,)`` float32 frames at 16 kHz; it returns the speech
+    probability in [0, 1] of each. Source: Silero VAD (snakers4/silero-vad, MIT), model file
+    as shipped in faster-whisper.
+    """
+
+    frame_samples = 512
+    _context_samples = 64
+
+    def __init__(self) -> None:
+        import onnxruntime
+        from faster_whisper.utils import get_assets_path
+        import os
+
+        opts = onnxruntime.SessionOptions()
+        opts.inter_op_num_threads = 1
+        opts.intra_op_num_threads = 1
+        opts.log_severity_level = 4
+        path = os.path.join(get_assets_path(), "silero_vad_v6.onnx")
+        self._session = onnxruntime.InferenceSession(
+            path, providers=["CPUExecutionProvider"], sess_options=opts)
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the recurrent state (start of a new stream)."""
+        self._h = np.zeros((1, 1, 128), dtype=np.float32)
+        self._c = np.zeros((1, 1, 128), dtype=np.float32)
+        self._context = np.zeros(self._context_samples, dtype=np.float32)
+
+    def __call__(self, frame: np.ndarray) -> float:
+        x = np.concatenate([self._context, frame]).reshape(1, -1).astype(np.float32)
+        out, self._h, self._c = self._session.run(None, {"input": x, "h": self._h, "c": self._c})
+        self._context = frame[-self._context_samples:]
+        return float(out.reshape(-1)[0])
+
+
+class WebRtcVad:
+    """The WebRTC VAD on 30 ms frames: returns 1.0 for speech, 0.0 for non-speech.
+
+    Args:
+        aggressiveness: 0 (least) to 3 (most aggressive at rejecting non-speech).
+    """
+
+    frame_samples = 480  # 30 ms at 16 kHz: one of the legal 10/20/30 ms sizes
+
+    def __init__(self, aggressiveness: int = 2) -> None:
+        import webrtcvad
+
+        if aggressiveness not in (0, 1, 2, 3):
+            raise ValueError(f"webrtcvad aggressiveness must be 0-3, got {aggressiveness}")
+        self._vad = webrtcvad.Vad(aggressiveness)
+
+    def reset(self) -> None:
+        """No state to forget."""
+
+    def __call__(self, frame: np.ndarray) -> float:
+        pcm = (np.clip(frame, -1.0, 1.0) * 32767.0).astype("<i2").tobytes()
+        return 1.0 if self._vad.is_speech(pcm, SAMPLE_RATE) else 0.0
+
+
+def make_vad(name: str):
+    """Build a VAD by name: ``"silero"`` or ``"webrtc"`` (``"webrtc:3"`` sets aggressiveness).
+
+    Raises:
+        ValueError: for an unknown name.
+    """
+    if name == "silero":
+        return SileroVad()
+    if name.startswith("webrtc"):
+        _, _, level = name.partition(":")
+        return WebRtcVad(int(level) if level else 2)
+    raise ValueError(f"unknown VAD {name!r}: use 'silero' or 'webrtc' (or 'webrtc:0'..'webrtc:3')")
+
+
+@dataclass(frozen=True)
+class EndpointerOptions:
+    """Options of the endpointer (all durations in seconds).
+
+    Attributes:
+        threshold: speech probability at or above which a frame is speech (default 0.5).
+        min_speech: speech shorter than this does not open an utterance (default 0.25).
+        hangover: silence that closes an utterance (default 0.6).
+        pad: audio kept before the first and after the last speech frame (default 0.2).
+        max_utterance: an utterance is closed at this length even while speech goes on
+            (default 20.0).
+    """
+
+    threshold: float = 0.5
+    min_speech: float = 0.25
+    hangover: float = 0.6
+    pad: float = 0.2
+    max_utterance: float = 20.0
+
+
+@dataclass
+class Utterance:
+    """Speech from its start to the first silence longer than the hangover.
+
+    Attributes:
+        index: 0-based number of the utterance in the stream.
+        start: start time in seconds from the start of the stream.
+        samples: ``(n,)`` float32 at 16 kHz, from ``start``.
+        speech: per VAD frame, whether it was speech, ``(n_frames,)`` bool.
+        frame_seconds: duration of one VAD frame in seconds.
+        closed_at: stream time in seconds when the endpointer closed it.
+    """
+
+    index: int
+    start: float
+    samples: np.ndarray
+    speech: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    frame_seconds: float = 0.032
+    closed_at: float = 0.0
+
+    @property
+    def end(self) -> float:
+        """End time in seconds."""
+        return self.start + len(self.samples) / SAMPLE_RATE
+
+    @property
+    def duration(self) -> float:
+        """Length in seconds."""
+        return len(self.samples) / SAMPLE_RATE
+
+
+class Endpointer:
+    """Turn a stream of 16 kHz blocks into utterances.
+
+    Args:
+        vad: a VAD (:class:`SileroVad`, :class:`WebRtcVad`): a callable on
+            ``(vad.frame_samples,)`` float32 frames returning a speech probability.
+        options: :class:`EndpointerOptions`.
+    """
+
+    def __init__(self, vad, options: EndpointerOptions | None = None) -> None:
+        self.vad = vad
+        self.opt = options or EndpointerOptions()
+        self.frames = FrameBuffer(vad.frame_samples)
+        self.frame_seconds = vad.frame_samples / SAMPLE_RATE
+        fs = self.frame_seconds
+        self._pad_frames = max(0, round(self.opt.pad / fs))
+        self._min_speech_frames = max(1, round(self.opt.min_speech / fs))
+        self._hangover_frames = max(1, round(self.opt.hangover / fs))
+        self._max_frames = max(1, round(self.opt.max_utterance / fs))
+        self._history: deque[tuple[np.ndarray, bool]] = deque(maxlen=self._pad_frames + self._min_speech_frames)
+        self._frame_index = 0  # frames seen so far
+        self._active: list[tuple[np.ndarray, bool]] | None = None
+        self._active_start_frame = 0
+        self._silence_run = 0
+        self._speech_run = 0
+        self._count = 0
+        self.speech_seconds = 0.0
+
+    @property
+    def position(self) -> float:
+        """Stream time in seconds of the audio consumed so far."""
+        return self._frame_index * self.frame_seconds
+
+    def push(self, block: np.ndarray) -> Iterator[Utterance]:
+        """Feed a ``(n,)`` float32 16 kHz block; yield each utterance it closes."""
+        for frame in self.frames.push(block):
+            yield from self._frame(frame)
+
+    def flush(self) -> Iterator[Utterance]:
+        """End of stream: yield the open utterance, if any."""
+        for frame in self.frames.flush():
+            yield from self._frame(frame)
+        if self._active is not None:
+            yield self._close(trim_silence=True)
+
+    def _frame(self, frame: np.ndarray) -> Iterator[Utterance]:
+        is_speech = self.vad(frame) >= self.opt.threshold
+        self._frame_index += 1
+        if is_speech:
+            self.speech_seconds += self.frame_seconds
+        if self._active is None:
+            self._history.append((frame, is_speech))
+            self._speech_run = self._speech_run + 1 if is_speech else 0
+            if self._speech_run >= self._min_speech_frames:
+                self._active = list(self._history)
+                self._active_start_frame = self._frame_index - len(self._active)
+                self._history.clear()
+                self._silence_run = 0
+                self._speech_run = 0
+            return
+        self._active.append((frame, is_speech))
+        self._silence_run = 0 if is_speech else self._silence_run + 1
+        if self._silence_run >= self._hangover_frames:
+            yield self._close(trim_silence=True)
+        elif len(self._active) >= self._max_frames:
+            yield self._close(trim_silence=False)
+
+    def _close(self, trim_silence: bool) -> Utterance:
+        frames = self._active or []
+        if trim_silence:
+            keep = len(frames) - max(0, self._silence_run - self._pad_frames)
+            tail = frames[keep:]
+            frames = frames[:keep]
+        else:
+            tail = []
+        start = self._active_start_frame * self.frame_seconds
+        utt = Utterance(
+            index=self._count,
+            start=start,
+            samples=np.concatenate([f for f, _ in frames]) if frames else np.zeros(0, np.float32),
+            speech=np.array([s for _, s in frames], dtype=bool),
+            frame_seconds=self.frame_seconds,
+            closed_at=self.position,
+        )
+        self._count += 1
+        self._active = None
+        self._silence_run = 0
+        self._speech_run = 0
+        self._history.clear()
+        for item in tail[-self._history.maxlen:] if self._history.maxlen else []:
+            self._history.append(item)
+        return utt
