@@ -49,7 +49,7 @@ def _pipeline_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--hangover", type=float, default=None, metavar="SECONDS",
                    help="silence that ends an utterance (default 0.6)")
     g.add_argument("--max-utterance", type=float, default=None, metavar="SECONDS",
-                   help="longest utterance before it is closed anyway (default 20)")
+                   help="longest utterance before it is closed anyway (default 10)")
     g.add_argument("--num-speakers", type=int, default=None, help="exact number of speakers, when known")
     g.add_argument("--min-speakers", type=int, default=None, help="at least this many speakers")
     g.add_argument("--max-speakers", type=int, default=None, help="at most this many speakers")

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from voicekit.turns import SpeakerTurn
+from voicekit.turns import SpeakerTurn, split_by_labels
 
 COLLARS = (0.0, 0.5)
 
@@ -205,7 +205,7 @@ def evaluate_file(file: EvalFile, components, options) -> FileResult:
     except Exception as exc:  # noqa: BLE001 - reported in the table
         return FileResult(file, {}, {}, 0, 0, None, 0.0, 0.0, f"{type(exc).__name__}: {exc}")
     turns = [t.replace(turn_id=i) if t.turn_id is None else t for i, t in enumerate(result.turns)]
-    refined_turns = [t.replace(speaker=result.refined.get(t.turn_id, t.speaker)) for t in turns]
+    refined_turns = refined_view(turns, result.refined)
     ref, uem = load_reference(file, info.duration)
     live = {c: score_der(ref, turns_to_annotation(turns, file.file_id), uem, c) for c in COLLARS}
     refined = {c: score_der(ref, turns_to_annotation(refined_turns, file.file_id), uem, c) for c in COLLARS}
@@ -215,6 +215,14 @@ def evaluate_file(file: EvalFile, components, options) -> FileResult:
                       len({t.speaker for t in refined_turns}),
                       None if ref_text is None else wer(ref_text, hyp_text),
                       result.audio_seconds, result.processing_seconds)
+
+
+def refined_view(turns: Sequence[SpeakerTurn], refined: dict[int, list[str]]) -> list[SpeakerTurn]:
+    """Turns split and relabelled by word-level refined labels (as the store's refined view)."""
+    out: list[SpeakerTurn] = []
+    for t in turns:
+        out.extend(split_by_labels(t, refined.get(t.turn_id, [])))
+    return out
 
 
 def format_table(results: Sequence[FileResult]) -> str:

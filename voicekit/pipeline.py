@@ -76,7 +76,7 @@ class MeetingResult:
 
     Attributes:
         turns: the committed turns (live labels), in emission order.
-        refined: ``{turn_id: refined label}`` when refinement ran, else None.
+        refined: ``{turn_id: [refined label per word]}`` when refinement ran, else None.
         audio_seconds: seconds of audio consumed.
         speech_seconds: seconds the VAD marked as speech.
         processing_seconds: wall-clock seconds of the run (model loading excluded).
@@ -85,7 +85,7 @@ class MeetingResult:
     """
 
     turns: list[SpeakerTurn]
-    refined: dict[int, str] | None
+    refined: dict[int, list[str]] | None
     audio_seconds: float
     speech_seconds: float
     processing_seconds: float
@@ -199,8 +199,9 @@ class Pipeline:
         return MeetingResult(self.turns, refined, consumed / SAMPLE_RATE, self.endpointer.speech_seconds,
                              time.monotonic() - self._t0, dict(self.stage_seconds), self.blocked)
 
-    def refine(self) -> dict[int, str]:
-        """Re-cluster the meeting so far; returns ``{turn_id: label}`` and records it in the store."""
+    def refine(self) -> dict[int, list[str]]:
+        """Re-cluster the meeting so far; returns ``{turn_id: [label per word]}`` and records it
+        in the store (live labels are kept beside it, never rewritten)."""
         d = self.options.diarizer
         turns = self.turns
         if any(t.turn_id is None for t in turns):

@@ -140,3 +140,41 @@ def words_to_turns(words: list[Word], channel: str = "replay", emitted_at: float
         run.append(w)
     close()
     return [t for t in turns if t.text]
+
+
+def split_by_labels(turn: SpeakerTurn, labels: list[str], names: dict[str, str] | None = None) -> list[SpeakerTurn]:
+    """Relabel a turn's words and split it where the labels change (the refined view of a turn).
+
+    Args:
+        turn: a committed turn.
+        labels: one speaker label per word of ``turn``.
+        names: persistent names, label -> name; a piece moved to another speaker carries that
+            speaker's name (else its label) and ``metadata["moved_from"]``.
+
+    Returns:
+        the pieces in time order (``[turn]`` when nothing changes or the lengths differ).
+    """
+    names = names or {}
+    if len(labels) != len(turn.words) or not labels:
+        return [turn]
+    if all(label == turn.speaker for label in labels):
+        return [turn]
+    pieces: list[SpeakerTurn] = []
+    run: list[Word] = []
+    for w, label in zip(turn.words, labels):
+        if run and label != run[-1].speaker:
+            pieces.append(_relabelled_piece(turn, run, names))
+            run = []
+        run.append(Word(w.start, w.end, w.text, w.probability, label))
+    pieces.append(_relabelled_piece(turn, run, names))
+    return pieces
+
+
+def _relabelled_piece(turn: SpeakerTurn, words: list[Word], names: dict[str, str]) -> SpeakerTurn:
+    speaker = words[0].speaker
+    meta = dict(turn.metadata)
+    if speaker != turn.speaker:
+        meta["moved_from"] = turn.speaker
+        meta["sender_name"] = names.get(speaker, speaker)
+    return turn.replace(speaker=speaker, text=join_words(words), start=words[0].start, end=words[-1].end,
+                        words=tuple(words), metadata=meta)

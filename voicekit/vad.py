@@ -139,15 +139,16 @@ class EndpointerOptions:
         min_speech: speech shorter than this does not open an utterance (default 0.25).
         hangover: silence that closes an utterance (default 0.6).
         pad: audio kept before the first and after the last speech frame (default 0.2).
-        max_utterance: an utterance is closed at this length even while speech goes on
-            (default 20.0).
+        max_utterance: an utterance is closed at this length even while speech goes on, at the
+            least speech-like frame of its last third (default 10.0: a turn is out at most
+            about 10 s after its speaker started).
     """
 
     threshold: float = 0.5
     min_speech: float = 0.25
     hangover: float = 0.6
     pad: float = 0.2
-    max_utterance: float = 20.0
+    max_utterance: float = 10.0
 
 
 @dataclass
@@ -200,9 +201,9 @@ class Endpointer:
         self._min_speech_frames = max(1, round(self.opt.min_speech / fs))
         self._hangover_frames = max(1, round(self.opt.hangover / fs))
         self._max_frames = max(1, round(self.opt.max_utterance / fs))
-        self._history: deque[tuple[np.ndarray, bool]] = deque(maxlen=self._pad_frames + self._min_speech_frames)
+        self._history: deque[tuple[np.ndarray, float]] = deque(maxlen=self._pad_frames + self._min_speech_frames)
         self._frame_index = 0  # frames seen so far
-        self._active: list[tuple[np.ndarray, bool]] | None = None
+        self._active: list[tuple[np.ndarray, float]] | None = None
         self._active_start_frame = 0
         self._silence_run = 0
         self._speech_run = 0
@@ -224,15 +225,16 @@ class Endpointer:
         for frame in self.frames.flush():
             yield from self._frame(frame)
         if self._active is not None:
-            yield self._close(trim_silence=True)
+            yield self._close(len(self._active) - max(0, self._silence_run - self._pad_frames))
 
     def _frame(self, frame: np.ndarray) -> Iterator[Utterance]:
-        is_speech = self.vad(frame) >= self.opt.threshold
+        prob = float(self.vad(frame))
+        is_speech = prob >= self.opt.threshold
         self._frame_index += 1
         if is_speech:
             self.speech_seconds += self.frame_seconds
         if self._active is None:
-            self._history.append((frame, is_speech))
+            self._history.append((frame, prob))
             self._speech_run = self._speech_run + 1 if is_speech else 0
             if self._speech_run >= self._min_speech_frames:
                 self._active = list(self._history)
@@ -241,35 +243,47 @@ class Endpointer:
                 self._silence_run = 0
                 self._speech_run = 0
             return
-        self._active.append((frame, is_speech))
+        self._active.append((frame, prob))
         self._silence_run = 0 if is_speech else self._silence_run + 1
         if self._silence_run >= self._hangover_frames:
-            yield self._close(trim_silence=True)
+            yield self._close(len(self._active) - max(0, self._silence_run - self._pad_frames))
         elif len(self._active) >= self._max_frames:
-            yield self._close(trim_silence=False)
+            # cut at the least speech-like frame of the last third, not in the middle of a word
+            probs = np.array([p for _, p in self._active])
+            lo = len(probs) * 2 // 3
+            yield self._close(lo + int(np.argmin(probs[lo:])) + 1)
 
-    def _close(self, trim_silence: bool) -> Utterance:
+    def _close(self, keep: int | None = None) -> Utterance:
+        """Close the open utterance after its first ``keep`` frames (all when None); the frames
+        after the cut go back to the look-back buffer and may open the next utterance."""
         frames = self._active or []
-        if trim_silence:
-            keep = len(frames) - max(0, self._silence_run - self._pad_frames)
-            tail = frames[keep:]
-            frames = frames[:keep]
-        else:
-            tail = []
+        keep = len(frames) if keep is None else keep
+        frames, tail = frames[:keep], frames[keep:]
         start = self._active_start_frame * self.frame_seconds
         utt = Utterance(
             index=self._count,
             start=start,
             samples=np.concatenate([f for f, _ in frames]) if frames else np.zeros(0, np.float32),
-            speech=np.array([s for _, s in frames], dtype=bool),
+            speech=np.array([p >= self.opt.threshold for _, p in frames], dtype=bool),
             frame_seconds=self.frame_seconds,
             closed_at=self.position,
         )
         self._count += 1
         self._active = None
         self._silence_run = 0
-        self._speech_run = 0
         self._history.clear()
-        for item in tail[-self._history.maxlen:] if self._history.maxlen else []:
-            self._history.append(item)
+        if tail and tail[-1][1] >= self.opt.threshold and len(tail) >= self._min_speech_frames:
+            # speech goes on after a cut at the maximum length: the next utterance opens at once
+            self._active = list(tail)
+            self._active_start_frame = self._frame_index - len(tail)
+            self._speech_run = 0
+        else:
+            for item in tail[-self._history.maxlen:]:
+                self._history.append(item)
+            run = 0
+            for _, p in reversed(self._history):
+                if p < self.opt.threshold:
+                    break
+                run += 1
+            self._speech_run = run
         return utt

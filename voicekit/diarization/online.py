@@ -49,7 +49,7 @@ class DiarizerOptions:
     """
 
     new_speaker_threshold: float = 0.75
-    merge_threshold: float = 0.85
+    merge_threshold: float = 0.8
     min_run_windows: int = 2
     min_new_speaker_seconds: float = 1.0
     max_history_windows: int = 800

@@ -4,8 +4,8 @@ Clustering is spectral clustering on the cosine affinity of all window embedding
 top-p pruning, the symmetric normalised Laplacian and the eigengap heuristic for the number of
 speakers (Ng, Jordan & Weiss, NIPS 2001; pruning and eigengap as in Park et al., "Auto-Tuning
 Spectral Clustering for Speaker Diarization Using Normalized Maximum Eigengap", IEEE SPL 2019,
-with a fixed pruning ratio instead of the NME search). Each turn then takes the cluster that
-covers most of it, and the clusters are matched to the live labels (Hungarian assignment on
+with a fixed pruning ratio instead of the NME search). Each word then takes the cluster of the
+windows that cover it, and the clusters are matched to the live labels (Hungarian assignment on
 shared speech time) so that labels change only where the refinement disagrees.
 """
 
@@ -78,52 +78,59 @@ def spectral_clusters(vectors: np.ndarray, num_speakers: int | None = None, min_
 
 def refine_turns(turns: Sequence[SpeakerTurn], windows: Sequence[WindowEmbeddings],
                  num_speakers: int | None = None, min_speakers: int | None = None,
-                 max_speakers: int | None = None) -> dict[int, str]:
-    """Re-cluster a meeting and give every turn a refined speaker label.
+                 max_speakers: int | None = None) -> dict[int, list[str]]:
+    """Re-cluster a meeting and give every word a refined speaker label.
+
+    Each word takes the majority cluster of the windows that cover its midpoint (the nearest
+    window when none covers it).
 
     Args:
-        turns: the committed turns (with ``turn_id`` and their live ``speaker``).
+        turns: the committed turns (with ``turn_id``, their live ``speaker`` and words).
         windows: every utterance's window embeddings, as the online diarizer kept them.
         num_speakers / min_speakers / max_speakers: speaker-count constraints.
 
     Returns:
-        ``{turn_id: refined label}`` for every turn; labels reuse the live label of the speaker
-        each cluster overlaps most, and a cluster with no live match gets the next free label.
+        ``{turn_id: [refined label per word]}``; labels reuse the live label of the speaker each
+        cluster shares most speech with, and a cluster with no live match gets the next free label.
     """
     if not turns or not windows:
-        return {t.turn_id: t.speaker for t in turns}
+        return {t.turn_id: [t.speaker] * len(t.words) for t in turns}
     starts = np.concatenate([w.starts for w in windows])
     ends = np.concatenate([w.ends for w in windows])
     vectors = np.concatenate([w.vectors for w in windows])
     centers = (starts + ends) / 2
     clusters = spectral_clusters(vectors, num_speakers, min_speakers or 1, max_speakers or 8)
-
-    turn_cluster: dict[int, int] = {}
-    for t in turns:
-        inside = (centers >= t.start) & (centers <= t.end)
-        if inside.any():
-            votes = np.bincount(clusters[inside])
-            turn_cluster[t.turn_id] = int(np.argmax(votes))
-        else:
-            turn_cluster[t.turn_id] = int(clusters[int(np.argmin(np.abs(centers - (t.start + t.end) / 2)))])
-
-    live_labels = sorted({t.speaker for t in turns}, key=lambda s: min(x.start for x in turns if x.speaker == s))
     n_clusters = int(clusters.max()) + 1
-    overlap = np.zeros((n_clusters, len(live_labels)))
-    index = {s: i for i, s in enumerate(live_labels)}
+
+    word_cluster: dict[int, list[int]] = {}
     for t in turns:
-        overlap[turn_cluster[t.turn_id], index[t.speaker]] += t.end - t.start
+        labels = []
+        for w in t.words:
+            mid = (w.start + w.end) / 2
+            cover = (starts <= mid) & (ends >= mid)
+            if cover.any():
+                labels.append(int(np.argmax(np.bincount(clusters[cover], minlength=n_clusters))))
+            else:
+                labels.append(int(clusters[int(np.argmin(np.abs(centers - mid)))]))
+        word_cluster[t.turn_id] = labels
+
+    live_labels = list(dict.fromkeys(t.speaker for t in sorted(turns, key=lambda x: x.start)))
+    index = {s: i for i, s in enumerate(live_labels)}
+    overlap = np.zeros((n_clusters, len(live_labels)))
+    for t in turns:
+        for w, c in zip(t.words, word_cluster[t.turn_id]):
+            overlap[c, index[t.speaker]] += max(w.end - w.start, 0.01)
     rows, cols = linear_sum_assignment(-overlap)
     name: dict[int, str] = {int(r): live_labels[c] for r, c in zip(rows, cols) if overlap[r, c] > 0}
-    used = set(name.values())
+    used = set(name.values()) | set(index)
     next_index = 0
     for cluster in range(n_clusters):
         if cluster not in name:
-            while speaker_label(next_index) in used or speaker_label(next_index) in index:
+            while speaker_label(next_index) in used:
                 next_index += 1
             name[cluster] = speaker_label(next_index)
             used.add(name[cluster])
-    return {tid: name[c] for tid, c in turn_cluster.items()}
+    return {tid: [name[c] for c in cs] for tid, cs in word_cluster.items()}
 
 
 def speaker_seconds(turns: Sequence[SpeakerTurn]) -> dict[str, float]:

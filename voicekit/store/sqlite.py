@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from voicekit.turns import SpeakerTurn, Word
+from voicekit.turns import SpeakerTurn, Word, split_by_labels
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meeting (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -31,6 +31,7 @@ CREATE TABLE IF NOT EXISTS turns (
     emitted_at REAL,
     committed_at REAL NOT NULL,
     refined_speaker TEXT,
+    refined_words TEXT,
     sent INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS turns_start ON turns(start);
@@ -114,35 +115,47 @@ class MeetingStore:
         """Persistent renames, speaker label -> name."""
         return dict(self.conn.execute("SELECT speaker, name FROM speaker_names"))
 
-    def set_refined(self, refined: dict[int, str]) -> None:
-        """Record the refined speaker label of each turn (turn id -> label)."""
+    def set_refined(self, refined: dict[int, list[str]]) -> None:
+        """Record the refined speaker label of every word (turn id -> one label per word).
+
+        The turn's ``refined_speaker`` is the label holding most of its words; a turn whose words
+        disagree is split into several refined turns by :meth:`turns` (``refined=True``).
+        """
+        rows = []
+        for tid, labels in refined.items():
+            major = max(set(labels), key=labels.count) if labels else None
+            rows.append((major, json.dumps(labels), tid))
         with self.conn:
-            self.conn.executemany("UPDATE turns SET refined_speaker = ? WHERE id = ?",
-                                  [(label, tid) for tid, label in refined.items()])
+            self.conn.executemany("UPDATE turns SET refined_speaker = ?, refined_words = ? WHERE id = ?", rows)
+
+    def changed_turns(self) -> list[tuple[int, str, str]]:
+        """Turns whose refined speaker differs from the live one: ``(turn id, live, refined)``."""
+        return list(self.conn.execute(
+            "SELECT id, speaker, refined_speaker FROM turns WHERE refined_speaker IS NOT NULL "
+            "AND refined_speaker != speaker ORDER BY id"))
 
     def turns(self, refined: bool = False) -> list[SpeakerTurn]:
         """All committed turns in time order.
 
         Args:
-            refined: return the refined labels (where refinement ran) instead of the live ones;
-                a turn moved to another speaker carries that speaker's persistent name.
+            refined: return the refined view (where refinement ran): each turn split where its
+                words' refined speakers change; a piece moved to another speaker carries that
+                speaker's persistent name and ``metadata["moved_from"]`` (the live label).
         """
         names = self.speaker_names() if refined else {}
         rows = self.conn.execute(
             'SELECT id, channel, speaker, sender_name, text, start, "end", words, metadata, emitted_at,'
-            " refined_speaker FROM turns ORDER BY start, id").fetchall()
+            " refined_words FROM turns ORDER BY start, id").fetchall()
         out = []
-        for tid, channel, speaker, sender, text, start, end, words, metadata, emitted, refined_spk in rows:
+        for tid, channel, speaker, sender, text, start, end, words, metadata, emitted, refined_words in rows:
             meta = json.loads(metadata)
-            ws = _words_from_json(words)
-            if refined and refined_spk and refined_spk != speaker:
-                meta["moved_from"] = speaker
-                speaker = refined_spk
-                sender = names.get(speaker, speaker)
-                ws = tuple(Word(w.start, w.end, w.text, w.probability, speaker) for w in ws)
             meta["sender_name"] = sender
-            out.append(SpeakerTurn(speaker=speaker, text=text, start=start, end=end, words=ws,
-                                   channel=channel, metadata=meta, turn_id=tid, emitted_at=emitted))
+            turn = SpeakerTurn(speaker=speaker, text=text, start=start, end=end, words=_words_from_json(words),
+                               channel=channel, metadata=meta, turn_id=tid, emitted_at=emitted)
+            if refined and refined_words:
+                out.extend(split_by_labels(turn, json.loads(refined_words), names))
+            else:
+                out.append(turn)
         return out
 
     def has_refined(self) -> bool:

@@ -1,0 +1,102 @@
+#!/usr/bin/env python
+"""Grid-search the online diarizer's thresholds on the evaluation files, without the acceptance
+file (``sample``, the pyannote sample, is held out and never scored here).
+
+VAD + STT run once per file and are cached (``--cache``); each grid point then replays only the
+diarization. Prints pooled DER (collar 0.5, live and refined) per grid point, best first.
+
+    python scripts/tune_diarization.py --grid new_speaker_threshold=0.6,0.7 merge_threshold=0.8,0.85
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import pickle
+import sys
+from pathlib import Path
+
+from voicekit.audio import probe
+from voicekit.diarization.encoder import SpeakerEncoder
+from voicekit.diarization.online import DiarizerOptions, OnlineDiarizer
+from voicekit.diarization.refine import refine_turns
+from voicekit.evaluation import load_index, load_reference, pool, refined_view, score_der, turns_to_annotation
+from voicekit.sources import FileSource
+from voicekit.stt import Transcriber
+from voicekit.turns import words_to_turns
+from voicekit.vad import Endpointer, EndpointerOptions, make_vad
+
+HELD_OUT = {"sample"}
+
+
+def transcribe_all(files, vad: str, hangover: float, cache: Path):
+    path = cache / f"stt-{vad}-{hangover}.pkl"
+    if path.exists():
+        return pickle.loads(path.read_bytes())
+    stt = Transcriber()
+    data = {}
+    for f in files:
+        ep = Endpointer(make_vad(vad), EndpointerOptions(hangover=hangover))
+        utts = []
+        for block in FileSource(f.audio):
+            utts.extend(ep.push(block))
+        utts.extend(ep.flush())
+        data[f.file_id] = [(u, stt.transcribe(u.samples, u.start)) for u in utts]
+        print(f"stt {f.file_id}: {len(utts)} utterances", file=sys.stderr)
+    path.write_bytes(pickle.dumps(data))
+    return data
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--eval-dir", default=str(Path(__file__).resolve().parents[2] / "shared" / "eval"))
+    ap.add_argument("--vad", default="silero")
+    ap.add_argument("--hangover", type=float, default=0.6)
+    ap.add_argument("--window", type=float, default=1.6)
+    ap.add_argument("--hop", type=float, default=0.4)
+    ap.add_argument("--cache", default="/tmp/voicekit-tune")
+    ap.add_argument("--grid", nargs="*", default=[], help="name=v1,v2 … (DiarizerOptions fields)")
+    args = ap.parse_args()
+    cache = Path(args.cache)
+    cache.mkdir(parents=True, exist_ok=True)
+    files = [f for f in load_index(args.eval_dir) if f.file_id not in HELD_OUT]
+    data = transcribe_all(files, args.vad, args.hangover, cache)
+    encoder = SpeakerEncoder(window=args.window, hop=args.hop)
+    refs = {f.file_id: load_reference(f, probe(f.audio).duration) for f in files}
+    names, values = [], []
+    for item in args.grid:
+        k, v = item.split("=")
+        names.append(k)
+        values.append([type(getattr(DiarizerOptions(), k))(x) if getattr(DiarizerOptions(), k) is not None else int(x)
+                       for x in v.split(",")])
+    rows = []
+    for combo in itertools.product(*values) if values else [()]:
+        opt = DiarizerOptions(**dict(zip(names, combo)))
+        live, refined, exact_l, exact_r = [], [], 0, 0
+        for f in files:
+            d = OnlineDiarizer(encoder, opt)
+            turns = []
+            for u, words in data[f.file_id]:
+                ws, _ = d.process(u, words)
+                turns.extend(words_to_turns(ws))
+            turns = [t.replace(turn_id=i) for i, t in enumerate(turns)]
+            rt = refined_view(turns, refine_turns(turns, [w for _, w in d.history]))
+            ref, uem = refs[f.file_id]
+            live.append(score_der(ref, turns_to_annotation(turns, f.file_id), uem, 0.5))
+            refined.append(score_der(ref, turns_to_annotation(rt, f.file_id), uem, 0.5))
+            exact_l += len({t.speaker for t in turns}) == f.speakers
+            exact_r += len({t.speaker for t in rt}) == f.speakers
+        pl, pr = pool(live), pool(refined)
+        rows.append((pl.der, pr.der, dict(zip(names, combo)), exact_l, exact_r, pl, pr))
+        print(f"{dict(zip(names, combo))}: live {100*pl.der:.1f} (conf {100*pl.confusion/pl.total:.1f}) "
+              f"refined {100*pr.der:.1f} (conf {100*pr.confusion/pr.total:.1f}) exact {exact_l}/{exact_r}",
+              file=sys.stderr)
+    print(f"\nwindow {args.window} hop {args.hop} vad {args.vad} hangover {args.hangover}; "
+          f"{len(files)} files (held out: {sorted(HELD_OUT)}); DER c0.5 pooled")
+    for pl_der, pr_der, combo, el, er, pl, pr in sorted(rows, key=lambda r: r[0] + r[1]):
+        print(f"live {100*pl_der:5.1f}  refined {100*pr_der:5.1f}  exact#spk {el}/{er}  miss {100*pl.missed/pl.total:.1f}  {combo}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
