@@ -1,0 +1,158 @@
+"""A4, A5, A11: where a name comes from, and look-alike names told apart by rank."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from voicekit.attribution import (
+    AuthorRegister,
+    Participant,
+    meeting_lock,
+    rank_labels,
+    resolve_name,
+)
+from voicekit.attribution._unicode import name_keys, reads_alike, strip_ignorables
+from voicekit.turns import SpeakerTurn
+
+
+def turn(name: str | None, text: str = "hi", channel: str = "mic", **meta) -> SpeakerTurn:
+    if name is not None:
+        meta["sender_name"] = name
+    return SpeakerTurn(speaker=meta.pop("speaker", f"Speaker {name}"), text=text, start=0.0,
+                       end=1.0, channel=channel, metadata=meta)
+
+
+def texts(turns, participants=()):
+    return [lab.text if lab else None for lab in rank_labels(turns, participants)]
+
+
+# --- A4 / A5 ----------------------------------------------------------------------------------
+
+def test_a4_sender_name_first_stripped_then_participant_record():
+    alice = Participant("u-alice", "Alice", channels=("chat",))
+    assert resolve_name(turn("  Ally  ", participant_id="u-alice", channel="chat"), [alice]) == "Ally"
+    assert resolve_name(turn("   ", participant_id="u-alice", channel="chat"), [alice]) == "Alice"
+    assert resolve_name(turn(None, participant_id="u-alice", channel="chat"), [alice]) == "Alice"
+    assert resolve_name(turn(None, participant_id="u-bob", channel="chat"), [alice]) is None
+    assert resolve_name(turn(None), [alice]) is None
+
+
+def test_a4_participant_matched_by_its_resolved_identity_id():
+    carol = Participant("u-carol", "Carol", identity_id="voice:carol")
+    assert resolve_name(turn(None, participant_id="voice:carol", channel="mic"), [carol]) == "Carol"
+
+
+def test_a5_participant_id_names_only_on_its_channels_identity_on_any():
+    alice = Participant("u-alice", "Alice", identity_id="id-alice", channels=("room1/2",))
+    assert resolve_name(turn(None, participant_id="u-alice", channel="room1/2"), [alice]) == "Alice"
+    # the same id string on another channel is someone else
+    assert resolve_name(turn(None, participant_id="u-alice", channel="sms"), [alice]) is None
+    assert resolve_name(turn(None, identity_id="id-alice", channel="sms"), [alice]) == "Alice"
+    assert resolve_name(turn(None, identity_id="u-alice", channel="mic"), [alice]) == "Alice"
+
+
+def test_a6_unresolved_source_reads_as_channel_never_its_id():
+    labels = texts([turn(None, participant_id="+15551234", channel="sms1"),
+                    turn("Marie", channel="chat")])
+    assert labels == ["@sms1", "Marie"]
+
+
+# --- A11: reading alike ----------------------------------------------------------------------
+
+ALICE_FAMILY = ["Alice", "ALICE", "\u0410lice", "\uff41\uff4c\uff49\uff43\uff45", "Al\u200bice"]
+
+
+def test_a11_keys_use_skeleton_casefold_ignorables_nfkc():
+    base = name_keys("Alice")
+    for name in ALICE_FAMILY[1:]:
+        k = name_keys(name)
+        assert k[0] == base[0] or k[1] == base[1], name
+    assert strip_ignorables("A\u200bl\u200di\u2060c\ufeffe\u00ad") == "Alice"
+    assert not reads_alike("Alice", "Alicia")
+
+
+def test_a11_alice_family_ranks_in_order_heard():
+    assert texts([turn(n, speaker=f"S{i}") for i, n in enumerate(ALICE_FAMILY)]) == [
+        "Alice", "ALICE (2)", "\u0410lice (3)", "\uff41\uff4c\uff49\uff43\uff45 (4)", "Alice (5)"]
+
+
+def test_a11_lan_ian_ian_chain_through_case_and_look():
+    assert texts([turn("Lan", speaker="1"), turn("Ian", speaker="2"), turn("ian", speaker="3")]) == [
+        "Lan", "Ian (2)", "ian (3)"]
+
+
+def test_a11_greek_and_cyrillic_lookalikes():
+    # Greek capital Nu and omicron; Cyrillic es and o
+    assert texts([turn("Nikos", speaker="1"), turn("\u039dik\u03bfs", speaker="2"),
+                  turn("Olga", speaker="3"), turn("\u041ElgA", speaker="4")]) == [
+        "Nikos", "\u039dik\u03bfs (2)", "Olga", "\u041ElgA (2)"]
+
+
+def test_a11_combining_marks_compose_but_other_accents_differ():
+    # precomposed e-acute and e + combining acute are one name; Zoe and Zoë are two (UTS #39)
+    assert texts([turn("Ren\u00e9", speaker="1"), turn("Rene\u0301", speaker="2"),
+                  turn("Zoe", speaker="3"), turn("Zo\u00eb", speaker="4")]) == [
+        "Ren\u00e9", "Ren\u00e9 (2)", "Zoe", "Zo\u00eb"]
+
+
+def test_a11_same_source_keeps_its_rank_and_same_name_two_sources_differ():
+    labels = texts([turn("Alice", speaker="A"), turn("Alice", speaker="B"), turn("ALICE", speaker="A"),
+                    turn("Alice", speaker="B")])
+    assert labels == ["Alice", "Alice (2)", "ALICE", "Alice (2)"]
+
+
+def test_a11_registered_participant_keeps_bare_name_when_registered_first():
+    alice = Participant("u-alice", "Alice", channels=("room1/1",))
+    labels = texts([turn("ALICE", speaker="X"), turn(None, participant_id="u-alice", channel="room1/1")],
+                   [alice])
+    assert labels == ["ALICE (2)", "Alice"]
+
+
+def test_a11_registered_late_takes_lowest_rank_free():
+    conn = sqlite3.connect(":memory:")
+    AuthorRegister.ensure_schema(conn)
+    reg = AuthorRegister("m")
+    with meeting_lock(conn):
+        assert reg.record_turn(conn, 1, turn("ALICE", speaker="X")).text == "ALICE"
+        assert reg.record_turn(conn, 2, turn("alice", speaker="Y")).text == "alice (2)"
+    alice = Participant("u-alice", "Alice", channels=("room1/1",))
+    with meeting_lock(conn):
+        assert reg.register_participant(conn, alice) == 3
+        lab = reg.record_turn(conn, 3, turn(None, participant_id="u-alice", channel="room1/1"), [alice])
+    assert lab.text == "Alice (3)"
+    with meeting_lock(conn):  # committed ranks never change
+        assert [x.text for x in reg.labels_for(conn, [turn("ALICE", speaker="X").replace(turn_id=1)])] == ["ALICE"]
+
+
+def test_a11_unregistered_participant_does_not_reserve_the_name():
+    guest = Participant("u-g", "Alice", channels=("room1/1",), registered=False)
+    labels = texts([turn("ALICE", speaker="X"), turn(None, participant_id="u-g", channel="room1/1")], [guest])
+    assert labels == ["ALICE", "Alice (2)"]
+
+
+def test_a11_bridging_name_renumbers_neither_group():
+    # "Lan" (keys lan/lan) and "ian" (ian/ian) are two groups; "Ian" (ian/lan) reads like both.
+    labels = texts([turn("Lan", speaker="1"), turn("ian", speaker="2"), turn("Lan", speaker="3"),
+                    turn("Ian", speaker="4"), turn("LAN", speaker="5"), turn("ian", speaker="2")])
+    assert labels == ["Lan", "ian", "Lan (2)", "Ian (3)", "LAN (4)", "ian"]
+
+
+def test_a11_name_ending_in_a_rank_cannot_pass_for_one():
+    assert texts([turn("Bob", speaker="1"), turn("Bob (2)", speaker="2"), turn("Bob", speaker="3")]) == [
+        "Bob", "Bob [2]", "Bob (2)"]
+
+
+def test_a11_role_like_names_rank_after_their_marker():
+    assert texts([turn("User", speaker="1"), turn("user", speaker="2")]) == [
+        "User (a participant)", "user (a participant) (2)"]
+
+
+def test_a11_at_sign_names_group_with_their_bare_form():
+    assert texts([turn("ai2", speaker="1"), turn("@ai2", speaker="2")]) == ["ai2", "ai2 (2)"]
+
+
+@pytest.mark.parametrize("name", ["", "   ", "@", "\u200b"])
+def test_a4_empty_names_are_absent(name):
+    assert resolve_name(turn(name)) is None

@@ -1,0 +1,180 @@
+"""A12: ranks fixed at commit, stored with the turn, salted digests only, under the meeting's lock."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import sqlite3
+import unicodedata
+
+import pytest
+
+from voicekit.attribution import AuthorRegister, Participant, SpeakerLabel, meeting_lock
+from voicekit.attribution._unicode import name_keys
+from voicekit.turns import SpeakerTurn
+
+
+def turn(name: str | None, text: str = "hi", channel: str = "mic", **meta) -> SpeakerTurn:
+    if name is not None:
+        meta["sender_name"] = name
+    return SpeakerTurn(speaker=meta.pop("speaker", f"Speaker {name}"), text=text, start=0.0,
+                       end=1.0, channel=channel, metadata=meta)
+
+
+class MiniStore:
+    """A minimal meeting store for the tests: a ``turns`` table and the register."""
+
+    def __init__(self, conn: sqlite3.Connection, meeting_id: str = "m1", participants=()):
+        self.conn = conn
+        self.participants = list(participants)
+        conn.execute("CREATE TABLE IF NOT EXISTS turns (id INTEGER PRIMARY KEY AUTOINCREMENT, "
+                     "speaker TEXT, text TEXT, channel TEXT, sender_name TEXT, visibility TEXT)")
+        AuthorRegister.ensure_schema(conn)
+        conn.commit()
+        self.register = AuthorRegister(meeting_id)
+
+    def commit(self, t: SpeakerTurn, hook=None) -> tuple[SpeakerTurn, SpeakerLabel | None]:
+        with meeting_lock(self.conn):
+            cur = self.conn.execute(
+                "INSERT INTO turns (speaker, text, channel, sender_name, visibility) VALUES (?, ?, ?, ?, ?)",
+                (t.speaker, t.text, t.channel, t.metadata.get("sender_name"), t.metadata.get("visibility")))
+            t = t.replace(turn_id=cur.lastrowid)
+            label = self.register.record_turn(self.conn, t.turn_id, t, self.participants)
+            if hook is not None:
+                hook(t)  # a hook may block the turn by raising: nothing is committed
+        return t, label
+
+    def labels(self, turns):
+        return [x.text if x else None for x in self.register.labels_for(self.conn, turns, self.participants)]
+
+
+@pytest.fixture
+def store(tmp_path):
+    conn = sqlite3.connect(tmp_path / "meeting.db")
+    yield MiniStore(conn)
+    conn.close()
+
+
+def test_a12_rank_is_fixed_at_commit_and_stable_as_the_window_slides(store):
+    committed = [store.commit(turn(n, speaker=s))[0] for n, s in
+                 [("Alice", "A"), ("ALICE", "B"), ("Bob", "C"), ("Аlice", "D"), ("ALICE", "B")]]
+    full = store.labels(committed)
+    assert full == ["Alice", "ALICE (2)", "Bob", "Аlice (3)", "ALICE (2)"]
+    # a window that no longer holds Alice still reads ALICE (2): ranks are the meeting's
+    assert store.labels(committed[1:]) == full[1:]
+    assert store.labels(committed[3:]) == full[3:]
+
+
+def test_a12_renamed_speaker_reads_as_named_then_on_earlier_turns(store):
+    t1, _ = store.commit(turn("Speaker A", speaker="Speaker A"))
+    t2, _ = store.commit(turn("Bob", speaker="Speaker B"))
+    # a hook renames Speaker A to Alice from now on
+    t3, _ = store.commit(turn("Alice", speaker="Speaker A"))
+    assert store.labels([t1, t2, t3]) == ["Speaker A", "Bob", "Alice"]
+    rows = store.conn.execute("SELECT name, rank FROM turn_attribution ORDER BY turn_id").fetchall()
+    assert rows == [("Speaker A", 1), ("Bob", 1), ("Alice", 1)]
+
+
+def test_a12_private_aside_joins_the_register_blocked_turn_does_not(store):
+    store.commit(turn("Alice", speaker="A"))
+    aside, label = store.commit(turn("ALICE", speaker="B", visibility="private"))
+    assert label.text == "ALICE (2)"
+
+    def block(_):
+        raise PermissionError("hook blocked the turn")
+
+    with pytest.raises(PermissionError):
+        store.commit(turn("alice", speaker="C"), hook=block)
+    assert store.conn.execute("SELECT COUNT(*) FROM turns").fetchone()[0] == 2
+    # the blocked source took no rank; the aside kept its own
+    t, label = store.commit(turn("aLiCe", speaker="D"))
+    assert label.text == "aLiCe (3)"
+
+
+def test_a12_turn_without_record_is_ranked_against_the_register_on_read(store):
+    store.commit(turn("Alice", speaker="A"))
+    old = store.commit(turn("ALICE", speaker="B"))[0]
+    # older data: a turn committed before the register existed, with no record
+    store.conn.execute("INSERT INTO turns (speaker, text, channel) VALUES ('X', 'old', 'mic')")
+    legacy = turn("Аlice", speaker="X").replace(turn_id=999)
+    assert store.labels([old, legacy]) == ["ALICE (2)", "Аlice (3)"]
+    # reading wrote nothing
+    assert store.conn.execute("SELECT COUNT(*) FROM author_register").fetchone()[0] == 2
+    assert store.conn.execute("SELECT COUNT(*) FROM turn_attribution").fetchone()[0] == 2
+
+
+def test_a12_register_keeps_only_salted_digests(store, tmp_path):
+    secrets_ = ["Alice", "u-alice", "voice:alice", "Speaker A", "room1/2", "+15551234"]
+    alice = Participant("u-alice", "Alice", identity_id="voice:alice", channels=("room1/2",))
+    store.participants = [alice]
+    store.commit(turn(None, participant_id="u-alice", channel="room1/2"))
+    store.commit(turn("ALICE", speaker="Speaker A", participant_id="+15551234"))
+    dump = b""
+    for table in ("meeting_secret", "author_key", "author_register"):
+        for row in store.conn.execute(f"SELECT * FROM {table}"):
+            for v in row:
+                dump += v if isinstance(v, bytes) else str(v).encode()
+    forms = set()
+    for s in secrets_:
+        forms |= {s, s.casefold(), *name_keys(s)}
+    for f in forms:
+        assert f.encode() not in dump, f
+    digests = [r[0] for r in store.conn.execute("SELECT key_digest FROM author_key")]
+    assert digests and all(len(d) == 32 for d in digests)
+    # a per-meeting salt: the same name gives other digests in another meeting
+    other = MiniStore(store.conn, "m2")
+    other.commit(turn("Alice", speaker="Speaker A"))
+    by_meeting = {m: {r[0] for r in store.conn.execute(
+        "SELECT key_digest FROM author_key WHERE meeting_id = ?", (m,))} for m in ("m1", "m2")}
+    assert not (by_meeting["m1"] & by_meeting["m2"])
+    salts = [r[0] for r in store.conn.execute("SELECT salt FROM meeting_secret ORDER BY meeting_id")]
+    assert len(salts) == 2 and salts[0] != salts[1] and all(len(s) == 32 for s in salts)
+
+
+def test_a12_writes_only_inside_the_meetings_lock(store):
+    with pytest.raises(RuntimeError):
+        store.register.record_turn(store.conn, 1, turn("Alice"))
+    with pytest.raises(RuntimeError):
+        store.register.register_participant(store.conn, Participant("p", "Alice"))
+    with meeting_lock(store.conn):
+        with pytest.raises(RuntimeError):
+            with meeting_lock(store.conn):
+                pass
+
+
+def test_a12_assistant_instruction_event_turns_are_recorded_without_label(store):
+    _, a = store.commit(turn(None, "ok", role="assistant"))
+    _, i = store.commit(turn(None, "be brief", role="instruction"))
+    assert a is None and i is None
+    assert store.conn.execute("SELECT COUNT(*) FROM turn_attribution WHERE name IS NULL").fetchone()[0] == 2
+
+
+def _sqlite_worker(path, n, wid, barrier, out):
+    names = ["Alice", "ALICE", "Аlice", "ａｌｉｃｅ"]
+    conn = sqlite3.connect(path, timeout=30)
+    st = MiniStore(conn)
+    barrier.wait()
+    got = []
+    for i in range(n):
+        t, lab = st.commit(turn(names[(wid + i) % len(names)], speaker=f"w{wid}-s{i % 2}"))
+        got.append((t.turn_id, f"w{wid}-s{i % 2}", lab.rank or 1))
+    out.put(got)
+    conn.close()
+
+
+def test_a12_sqlite_lock_two_processes_get_distinct_stable_ranks(tmp_path):
+    path = str(tmp_path / "shared.db")
+    MiniStore(sqlite3.connect(path))
+    ctx = mp.get_context("spawn")
+    barrier, out = ctx.Barrier(2), ctx.Queue()
+    procs = [ctx.Process(target=_sqlite_worker, args=(path, 60, w, barrier, out)) for w in range(2)]
+    for p in procs:
+        p.start()
+    results = [r for _ in procs for r in out.get(timeout=120)]
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    ranks: dict[str, set[int]] = {}
+    for _, src, rank in results:
+        ranks.setdefault(src, set()).add(rank)
+    assert all(len(r) == 1 for r in ranks.values())  # stable
+    assert sorted(r.pop() for r in ranks.values()) == [1, 2, 3, 4]  # distinct

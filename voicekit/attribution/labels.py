@@ -1,0 +1,318 @@
+"""Labels: the A8 line format, speaker labels, participants and name resolution (A4–A8)."""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from voicekit.attribution._unicode import name_keys, strip_ignorables
+from voicekit.attribution.note import replace_mark_copies
+from voicekit.turns import SpeakerTurn
+
+# --- A8: the line format ---------------------------------------------------------------------
+
+#: Double quote marks other than ``"`` that A8 turns into ``'`` before JSON-encoding a line.
+OTHER_QUOTE_MARKS = "\u201c\u201d\u201e\u201f\u2033\u2036\u301d\u301e\u301f\uff02\u00ab\u00bb"
+_QUOTE_TABLE = {ord(c): "'" for c in OTHER_QUOTE_MARKS}
+
+
+def replace_quote_marks(text: str) -> str:
+    """Replace every A8 double quote mark other than ``"`` by ``'``."""
+    return text.translate(_QUOTE_TABLE)
+
+
+def quote_line(text: str) -> str:
+    """The JSON-string part of one A8 line.
+
+    Every double quote mark other than ``"`` (U+201C/D/E/F, U+2033, U+2036, U+301D/E/F, U+FF02,
+    U+00AB, U+00BB) becomes ``'``, then the line is encoded with
+    ``json.dumps(line, ensure_ascii=False)``, so ``"`` and ``\\`` are escaped as JSON escapes them.
+
+    Args:
+        text: one line (the caller splits lines; a line boundary inside would be JSON-escaped).
+
+    Returns:
+        The quoted line, opening and closing with ``"``.
+    """
+    return json.dumps(replace_quote_marks(text), ensure_ascii=False)
+
+
+def label_lines(label: str, text: str) -> str:
+    """``label: "line"`` for every line of ``text``, joined with ``"\\n"`` (A8).
+
+    Lines are split with ``str.splitlines()`` (``\\r\\n``, ``\\u2028``, ``\\x85``…), so every
+    visual line opens with the label. An empty text gives one empty line: ``label: ""``.
+
+    Args:
+        label: the label text (see :attr:`SpeakerLabel.text`).
+        text: the turn's text, raw.
+    """
+    lines = text.splitlines() or [""]
+    return "\n".join(f"{label}: {quote_line(line)}" for line in lines)
+
+
+# --- names shown in labels -------------------------------------------------------------------
+
+_AT_SIGNS = "@\uff20\ufe6b"
+_ROLE_WORDS = ("assistant", "user", "system", "you")
+_ROLE_KEYS = tuple(name_keys(w) for w in _ROLE_WORDS)
+_TRAILING_MARKER = re.compile(r"\s*[(\uff08]\s*([0-9\uff10-\uff19]+|a participant)\s*[)\uff09]\s*$",
+                              re.IGNORECASE)
+PARTICIPANT_MARKER = " (a participant)"
+
+
+def reads_like_role(name: str) -> bool:
+    """True when a name reads like a role a model knows: assistant, user, system, you (A7).
+
+    Compared by the look-alike keys of A11, so ``USER``, ``Ｕｓｅｒ`` and ``Uѕer`` (Cyrillic
+    ``ѕ``) count too.
+    """
+    keys = name_keys(name.strip())
+    return any(keys[0] == rk[0] or keys[1] == rk[1] for rk in _ROLE_KEYS)
+
+
+def display_name(name: str) -> str:
+    """The form a resolved name takes in a label (empty when nothing is left).
+
+    In order: NFC; default-ignorable characters removed; every control, line or paragraph
+    separator becomes a space and runs of whitespace one space; double quote marks become ``'``
+    (a name cannot open a quoted part); copies of runtime marks replaced (A10); leading ``@``
+    signs and their look-alikes removed (A6); a trailing rank-like ``(n)`` or ``(a participant)``
+    shown as ``[n]`` / ``[a participant]`` so that it cannot pass for what the runtime places
+    (A7, A11).
+    """
+    s = strip_ignorables(unicodedata.normalize("NFC", name))
+    s = "".join(" " if (unicodedata.category(c) in ("Cc", "Zl", "Zp") or c.isspace()) else c
+                for c in s)
+    s = " ".join(s.split())
+    s = s.replace('"', "'")
+    s = replace_quote_marks(s)
+    s = replace_mark_copies(s)
+    while s and (s[0] in _AT_SIGNS or s[0].isspace()):
+        s = s[1:]
+    tail: list[str] = []
+    while True:
+        m = _TRAILING_MARKER.search(s)
+        if not m or not s[: m.start()].strip():
+            break
+        inner = unicodedata.normalize("NFKC", m.group(1))
+        tail.insert(0, f"[{inner}]")
+        s = s[: m.start()]
+    s = s.strip()
+    if tail:
+        s = s + " " + " ".join(tail)
+    return s
+
+
+@dataclass(frozen=True)
+class SpeakerLabel:
+    """Who a turn is attributed to, as the model reads it.
+
+    Attributes:
+        name: the resolved name (A4), or None for a nameless source.
+        rank: the look-alike rank (A11): None (or 1) for the source that keeps the bare name,
+            2, 3… for later sources whose names read alike.
+        channel: the channel the turn came through, as the meeting addresses it (``"mic"``,
+            ``"room1/2"``, ``"ai2"``).
+    """
+
+    name: str | None
+    rank: int | None
+    channel: str
+
+    def __post_init__(self) -> None:
+        if self.rank is not None and self.rank < 1:
+            raise ValueError(f"rank must be None or >= 1, got {self.rank}")
+
+    @property
+    def base_name(self) -> str | None:
+        """The name as shown, without rank or role marker; None for a nameless source."""
+        if self.name is None:
+            return None
+        shown = display_name(self.name)
+        return shown or None
+
+    @property
+    def text(self) -> str:
+        """The label: ``Alice``, ``Alice (2)``, ``User (a participant) (2)`` or ``@mic``."""
+        base = self.base_name
+        if base is None:
+            return "@" + self.channel
+        if reads_like_role(base):
+            base += PARTICIPANT_MARKER
+        if self.rank is not None and self.rank > 1:
+            base += f" ({self.rank})"
+        return base
+
+    @property
+    def speaker_key(self) -> tuple[str, str, int]:
+        """What A1 counts: one speaker per (name, rank), one per channel for nameless sources."""
+        base = self.base_name
+        if base is None:
+            return ("channel", self.channel, 0)
+        return ("name", base, self.rank or 1)
+
+
+# --- participants and resolution (A4, A5, A6) --------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Participant:
+    """A participant record of a meeting.
+
+    Attributes:
+        id: the participant's id on the channels they are reached through (a LiveKit identity,
+            a chat sender id).
+        display_name: the name people know them by, or None.
+        identity_id: the id an identity step resolved them to (an enrolled voice), or None. It
+            names them on every channel (A5).
+        channels: the channels they are reached through; their ``id`` names them only there.
+        registered: True for a participant the meeting registered (an enrolled voice, a LiveKit
+            identity): such a participant keeps the bare name against look-alikes (A11).
+        kind: ``"person"`` or ``"agent"`` (another AI member).
+    """
+
+    id: str
+    display_name: str | None = None
+    identity_id: str | None = None
+    channels: tuple[str, ...] = ()
+    registered: bool = True
+    kind: str = "person"
+
+    @property
+    def source_key(self) -> str:
+        """The source this participant is in the register (before salting)."""
+        return "participant:" + self.id
+
+
+# Turn roles, read from ``turn.metadata["role"]``.
+ROLE_KEY = "role"
+PERSON = "user"          #: a person's turn (the default)
+ASSISTANT = "assistant"  #: this assistant's own reply
+AGENT = "agent"          #: another AI member's reply
+INSTRUCTION = "instruction"  #: an instruction from the application
+EVENT = "event"          #: a runtime system event
+_ROLES = (PERSON, ASSISTANT, AGENT, INSTRUCTION, EVENT)
+
+
+def turn_role(turn: SpeakerTurn, assistant_id: str | None = None) -> str:
+    """The role of a turn: ``"user"``, ``"assistant"``, ``"agent"``, ``"instruction"``, ``"event"``.
+
+    Read from ``turn.metadata["role"]`` (default ``"user"``). With ``assistant_id``, an
+    ``"agent"`` or ``"assistant"`` turn whose ``metadata["agent_id"]`` equals it is this
+    assistant's own (``"assistant"``) and any other agent's turn is ``"agent"`` (turn-taking T12).
+
+    Raises:
+        ValueError: for an unknown role.
+    """
+    role = str(turn.metadata.get(ROLE_KEY) or PERSON)
+    if role not in _ROLES:
+        raise ValueError(f"unknown turn role {role!r}; expected one of {_ROLES}")
+    if assistant_id is not None and role in (ASSISTANT, AGENT):
+        agent = turn.metadata.get("agent_id")
+        if agent is not None:
+            return ASSISTANT if str(agent) == assistant_id else AGENT
+    return role
+
+
+def is_speaker_turn(role: str) -> bool:
+    """True for the roles that carry a label and count as speakers (people and other agents)."""
+    return role in (PERSON, AGENT)
+
+
+def _meta_str(turn: SpeakerTurn, key: str) -> str | None:
+    value = turn.metadata.get(key)
+    if value is None:
+        return None
+    value = str(value).strip()
+    return value or None
+
+
+def find_participant(turn: SpeakerTurn, participants: Iterable[Participant]) -> Participant | None:
+    """The participant record that names a turn's source, or None (A4, A5).
+
+    ``metadata["identity_id"]`` (set by an identity step) matches a participant's ``id`` or
+    ``identity_id`` on any channel. ``metadata["participant_id"]`` matches a participant's
+    ``identity_id`` on any channel, and their ``id`` only when the turn's channel is one of the
+    participant's ``channels``.
+    """
+    ident = _meta_str(turn, "identity_id")
+    pid = _meta_str(turn, "participant_id")
+    if ident is None and pid is None:
+        return None
+    by_id: Participant | None = None
+    for p in participants:
+        if ident is not None and (p.id == ident or p.identity_id == ident):
+            return p
+        if pid is not None:
+            if p.identity_id is not None and p.identity_id == pid:
+                return p
+            if by_id is None and p.id == pid and turn.channel in p.channels:
+                by_id = p
+    return by_id
+
+
+def resolve_name(turn: SpeakerTurn, participants: Iterable[Participant] = ()) -> str | None:
+    """The name of a turn's speaker, or None (A4).
+
+    In order: ``metadata["sender_name"]`` with whitespace stripped (empty means absent); the
+    ``display_name`` of the participant :func:`find_participant` returns; otherwise None. A name
+    that is empty once shown (:func:`display_name`, e.g. only ``@`` signs) counts as no name.
+    """
+    name = _meta_str(turn, "sender_name")
+    if name is None:
+        p = find_participant(turn, participants)
+        if p is not None and p.display_name is not None:
+            name = p.display_name.strip() or None
+    if name is not None and not display_name(name):
+        return None
+    return name
+
+
+def source_key(turn: SpeakerTurn, participants: Iterable[Participant] = ()) -> str:
+    """Who produced a turn, as a key for the register (salted before it is stored).
+
+    ``metadata["source_id"]`` when set; else the participant that :func:`find_participant`
+    returns; else a resolved identity; else the participant id on its channel; else the
+    pipeline speaker on its channel.
+    """
+    explicit = _meta_str(turn, "source_id")
+    if explicit is not None:
+        return "source:" + explicit
+    p = find_participant(turn, participants)
+    if p is not None:
+        return p.source_key
+    ident = _meta_str(turn, "identity_id")
+    if ident is not None:
+        return "identity:" + ident
+    pid = _meta_str(turn, "participant_id")
+    if pid is not None:
+        return f"channel-participant:{turn.channel}\x00{pid}"
+    return f"speaker:{turn.channel}\x00{turn.speaker}"
+
+
+def distinct_speakers(labels: Iterable[SpeakerLabel | None]) -> set[tuple[str, str, int]]:
+    """The A1 speaker keys of the given labels (None entries are ignored)."""
+    return {lab.speaker_key for lab in labels if lab is not None}
+
+
+def check_labels(labels: Sequence[SpeakerLabel | None], n: int) -> Sequence[SpeakerLabel | None]:
+    """Check that ``labels`` has one entry per turn.
+
+    Raises:
+        ValueError: when the lengths differ.
+    """
+    if len(labels) != n:
+        raise ValueError(f"expected {n} labels (one per turn), got {len(labels)}")
+    return labels
+
+
+__all__ = [
+    "OTHER_QUOTE_MARKS", "replace_quote_marks", "quote_line", "label_lines", "reads_like_role",
+    "display_name", "SpeakerLabel", "Participant", "ROLE_KEY", "PERSON", "ASSISTANT", "AGENT",
+    "INSTRUCTION", "EVENT", "turn_role", "is_speaker_turn", "find_participant", "resolve_name",
+    "source_key", "distinct_speakers", "check_labels",
+]

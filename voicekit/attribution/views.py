@@ -1,0 +1,209 @@
+"""What a model receives: chat-request messages (A1, A2, A8–A10) and realtime items (A3)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Iterable, Sequence
+
+from voicekit.attribution.labels import (
+    ASSISTANT,
+    EVENT,
+    INSTRUCTION,
+    Participant,
+    SpeakerLabel,
+    check_labels,
+    distinct_speakers,
+    is_speaker_turn,
+    label_lines,
+    turn_role,
+)
+from voicekit.attribution.note import RUNTIME_NOTE, SUMMARY_MARK, replace_mark_copies
+from voicekit.attribution.summary import Summary
+from voicekit.turns import SpeakerTurn
+
+#: Key of ``turn.metadata`` holding the parts of a multimodal turn (a list of dicts).
+PARTS_KEY = "parts"
+_TEXT_PART_TYPES = ("text", "input_text")
+
+
+def attribution_on(turns: Sequence[SpeakerTurn], labels: Sequence[SpeakerLabel | None], *,
+                   summary: Summary | None = None, assistant_id: str | None = None) -> bool:
+    """A1: True when the window (and the summary before it) holds two or more speakers.
+
+    A named source counts once per name and rank; a nameless one once per channel. The
+    assistant's own turns, application instructions and runtime events never count.
+
+    Raises:
+        ValueError: when ``labels`` and ``turns`` differ in length.
+    """
+    check_labels(labels, len(turns))
+    speakers = [lab for t, lab in zip(turns, labels) if is_speaker_turn(turn_role(t, assistant_id))]
+    if summary is not None:
+        speakers.extend(summary.speakers)
+    return len(distinct_speakers(speakers)) >= 2
+
+
+def summary_text(summary: Summary, labelled: bool) -> str:
+    """How a summary reads in a request: the summary note mark, a line break, the summary."""
+    text = replace_mark_copies(summary.text) if labelled else summary.text
+    return f"{SUMMARY_MARK}]\n{text}"
+
+
+def _parts(parts: Sequence[Any], labelled: bool) -> list[Any]:
+    out = copy.deepcopy(list(parts))
+    if labelled:
+        for p in out:
+            if isinstance(p, dict) and p.get("type") in _TEXT_PART_TYPES and isinstance(p.get("text"), str):
+                p["text"] = replace_mark_copies(p["text"])
+    return out
+
+
+def _resolve(turns: Sequence[SpeakerTurn], labels: Sequence[SpeakerLabel | None] | None,
+             participants: Sequence[Participant], assistant_id: str | None) -> Sequence[SpeakerLabel | None]:
+    if labels is None:
+        from voicekit.attribution.register import rank_labels
+
+        return rank_labels(turns, participants, assistant_id=assistant_id)
+    return check_labels(labels, len(turns))
+
+
+def build_chat_messages(turns: Sequence[SpeakerTurn],
+                        labels: Sequence[SpeakerLabel | None] | None = None, *,
+                        participants: Sequence[Participant] = (),
+                        system_prompt: str | None = None,
+                        summary: Summary | None = None,
+                        assistant_id: str | None = None,
+                        attribution: bool = True,
+                        instruction_role: str = "system") -> list[dict[str, Any]]:
+    """The messages of a chat request built from a window of turns.
+
+    With attribution on (A1), every line of a person's or another agent's turn reads
+    ``Label: "line"`` (A8), a multimodal turn gets a leading ``Label:`` text part (A8b), copies
+    of runtime marks are replaced (A10) in every turn except application instructions, and the
+    runtime note is appended to the last ``user`` message after a blank line (A9). Otherwise the
+    messages are exactly those of ``attribution=False`` (A2). Turns are never modified (A13).
+
+    Args:
+        turns: the window, oldest first. Roles come from ``metadata["role"]`` (``turn_role``).
+        labels: one label per turn (``AuthorRegister.labels_for``); None ranks the window in
+            memory (``rank_labels``).
+        participants: participant records, used only when ``labels`` is None.
+        system_prompt: sent first as a ``system`` message, unchanged (the note never goes here).
+        summary: the summary the window follows; its speakers count for A1 (A15).
+        assistant_id: the agent whose own turns read as ``assistant``.
+        attribution: False switches attribution off altogether.
+        instruction_role: the role of application instructions, runtime events and the summary.
+
+    Returns:
+        A list of ``{"role": ..., "content": ...}`` dicts; ``content`` is a str, or a list of
+        parts for a multimodal turn.
+
+    Raises:
+        ValueError: when ``labels`` and ``turns`` differ in length, a role is unknown, or a
+            person's turn has no label.
+    """
+    labels = _resolve(turns, labels, participants, assistant_id)
+    on = attribution and attribution_on(turns, labels, summary=summary, assistant_id=assistant_id)
+    messages: list[dict[str, Any]] = []
+    if system_prompt is not None:
+        messages.append({"role": "system", "content": system_prompt})
+    if summary is not None:
+        messages.append({"role": instruction_role, "content": summary_text(summary, on)})
+    for t, lab in zip(turns, labels):
+        role = turn_role(t, assistant_id)
+        parts = t.metadata.get(PARTS_KEY)
+        if role == INSTRUCTION:
+            content: Any = _parts(parts, False) if isinstance(parts, list) else t.text
+            messages.append({"role": instruction_role, "content": content})
+            continue
+        if isinstance(parts, list):
+            content = _parts(parts, on)
+        else:
+            content = replace_mark_copies(t.text) if on else t.text
+        if role in (ASSISTANT, EVENT):
+            messages.append({"role": "assistant" if role == ASSISTANT else instruction_role,
+                             "content": content})
+            continue
+        if on:
+            if lab is None:
+                raise ValueError(f"turn {t.turn_id!r} of role {role!r} has no label")
+            if isinstance(content, list):
+                content = [{"type": "text", "text": f"{lab.text}:"}] + content
+            else:
+                content = label_lines(lab.text, content)
+        messages.append({"role": "user", "content": content})
+    if on:
+        for m in reversed(messages):
+            if m["role"] == "user":
+                if isinstance(m["content"], list):
+                    m["content"] = m["content"] + [{"type": "text", "text": RUNTIME_NOTE}]
+                else:
+                    m["content"] = m["content"] + "\n\n" + RUNTIME_NOTE
+                break
+    return messages
+
+
+class RealtimeAttribution:
+    """Labels for the items sent to one realtime session (A3).
+
+    The session's window is every item it has been sent: once two speakers have been sent, this
+    and every later line is labelled, even when the meeting drops back to one speaker, and the
+    note goes, once, as the second ``input_text`` part of the first labelled item.
+
+    Args:
+        assistant_id: the agent the session speaks as (see ``turn_role``).
+        already_sent: labels of speakers the session already holds (a summary it was given, a
+            history it was seeded with).
+    """
+
+    def __init__(self, assistant_id: str | None = None,
+                 already_sent: Iterable[SpeakerLabel] = ()) -> None:
+        self.assistant_id = assistant_id
+        self._speakers = distinct_speakers(already_sent)
+        self.labelled = False
+        self.note_sent = False
+
+    def item(self, turn: SpeakerTurn, label: SpeakerLabel | None) -> dict[str, Any]:
+        """The ``conversation.item.create`` item for one turn, and note it as sent.
+
+        A person's or another agent's turn is a ``user`` message of ``input_text`` parts; an
+        application instruction or runtime event a ``system`` message; the assistant's own
+        turn an ``assistant`` message of one ``output_text`` part.
+
+        Raises:
+            ValueError: when a person's turn has no label, or its role is unknown.
+        """
+        role = turn_role(turn, self.assistant_id)
+        parts = turn.metadata.get(PARTS_KEY)
+        if role == INSTRUCTION:
+            return {"type": "message", "role": "system",
+                    "content": [{"type": "input_text", "text": turn.text}]}
+        if not is_speaker_turn(role):
+            text = replace_mark_copies(turn.text) if self.labelled else turn.text
+            if role == ASSISTANT:
+                return {"type": "message", "role": "assistant",
+                        "content": [{"type": "output_text", "text": text}]}
+            return {"type": "message", "role": "system",
+                    "content": [{"type": "input_text", "text": text}]}
+        if label is None:
+            raise ValueError(f"turn {turn.turn_id!r} of role {role!r} has no label")
+        self._speakers.add(label.speaker_key)
+        if len(self._speakers) >= 2:
+            self.labelled = True
+        if isinstance(parts, list):
+            content = _parts(parts, self.labelled)
+            if self.labelled:
+                content = [{"type": "input_text", "text": f"{label.text}:"}] + content
+        elif self.labelled:
+            content = [{"type": "input_text",
+                        "text": label_lines(label.text, replace_mark_copies(turn.text))}]
+        else:
+            content = [{"type": "input_text", "text": turn.text}]
+        if self.labelled and not self.note_sent:
+            content.insert(1, {"type": "input_text", "text": RUNTIME_NOTE})
+            self.note_sent = True
+        return {"type": "message", "role": "user", "content": content}
+
+    def line(self, turn: SpeakerTurn, label: SpeakerLabel | None) -> str:
+        """The text of :meth:`item`'s first part (the labelled line), and note it as sent."""
+        return self.item(turn, label)["content"][0].get("text", "")
