@@ -23,7 +23,7 @@ import time
 import unicodedata
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 
 import regex
 
@@ -70,18 +70,49 @@ _WORD_CHAR = r"[\p{L}\p{N}\p{M}]"
 # of any script is not.
 _WORD_CHAR_NOT_HIRAGANA = r"[[\p{L}\p{N}\p{M}]--\p{Hiragana}]"
 _IDEOGRAPHIC_EDGE = regex.compile(r"[\p{Han}\p{Katakana}]", regex.V1)
+_IS_WORD_CHAR = regex.compile(_WORD_CHAR, regex.V1)
+_IS_WORD_CHAR_NOT_HIRAGANA = regex.compile(_WORD_CHAR_NOT_HIRAGANA, regex.V1)
 
 
 def _nfc(text: str) -> str:
     return unicodedata.normalize("NFC", text)
 
 
-def _name_pattern(name: str) -> str:
-    parts = _nfc(name).split()
-    body = r"\s+".join(regex.escape(p) for p in parts)
-    before = _WORD_CHAR_NOT_HIRAGANA if _IDEOGRAPHIC_EDGE.match(parts[0][0]) else _WORD_CHAR
-    after = _WORD_CHAR_NOT_HIRAGANA if _IDEOGRAPHIC_EDGE.match(parts[-1][-1]) else _WORD_CHAR
-    return rf"(?<!{before}){body}(?!{after})"
+def _phrase_body(words: Sequence[str]) -> str:
+    """Regex for words separated by whitespace; ' and ’ both match an apostrophe."""
+    return r"\s+".join(regex.escape(w).replace("'", "['’]").replace("’", "['’]") for w in words)
+
+
+class _BoundedSearch:
+    """Search alternatives (longest first) whose ends must sit on word boundaries.
+
+    Each alternative is a literal-first pattern with a lookahead for its end; the start boundary
+    is checked on the character before the match, which keeps the scan a fast literal search.
+    """
+
+    def __init__(self, bodies: Sequence[tuple[str, str, bool]]) -> None:
+        # bodies: (regex body, end-boundary class, hiragana allowed before the start)
+        alternatives = [f"(?P<g{i}>{body}(?!{after}))" for i, (body, after, _) in enumerate(bodies)]
+        self.regex = regex.compile("|".join(alternatives), regex.V1 | regex.IGNORECASE)
+        self._loose_start = {f"g{i}": loose for i, (_, _, loose) in enumerate(bodies)}
+
+    def finditer(self, text: str) -> Iterator[regex.Match]:
+        pos = 0
+        search = self.regex.search
+        while True:
+            match = search(text, pos)
+            if match is None:
+                return
+            start = match.start()
+            if start:
+                check = (
+                    _IS_WORD_CHAR_NOT_HIRAGANA if self._loose_start[match.lastgroup] else _IS_WORD_CHAR
+                )
+                if check.match(text[start - 1]):
+                    pos = start + 1
+                    continue
+            yield match
+            pos = match.end()
 
 
 class NameMatcher:
@@ -106,18 +137,31 @@ class NameMatcher:
             for n in m.call_names:
                 if not n.strip():
                     raise ValueError(f"member {m.name!r} has an empty name")
-                entries.append((n.strip(), m.name))
-        entries.sort(key=lambda e: -len(_nfc(e[0])))
-        self._owners = [owner for _, owner in entries]
-        alternatives = [f"(?P<n{i}>{_name_pattern(n)})" for i, (n, _) in enumerate(entries)]
-        self._regex = regex.compile("|".join(alternatives), regex.V1 | regex.IGNORECASE)
-        self._group_owner = {f"n{i}": owner for i, owner in enumerate(self._owners)}
+                entries.append((_nfc(n.strip()), m.name))
+        entries.sort(key=lambda e: -len(e[0]))
+        bodies = []
+        for name, _ in entries:
+            parts = name.split()
+            body = r"\s+".join(regex.escape(p) for p in parts)
+            loose_after = bool(_IDEOGRAPHIC_EDGE.match(parts[-1][-1]))
+            loose_before = bool(_IDEOGRAPHIC_EDGE.match(parts[0][0]))
+            bodies.append((body, _WORD_CHAR_NOT_HIRAGANA if loose_after else _WORD_CHAR, loose_before))
+        self._search = _BoundedSearch(bodies)
+        self._owner = {f"g{i}": owner for i, (_, owner) in enumerate(entries)}
+        # Cheap prefilter: a name can only match where its case fold occurs in the text's.
+        self._folded = tuple({n.casefold() for n, _ in entries})
+        self._spaced = any(len(n.split()) > 1 for n, _ in entries)
 
     def find(self, text: str) -> tuple[str, ...]:
         """Member names mentioned in ``text``, each once, in order of first appearance."""
+        text = _nfc(text)
+        if not self._spaced:
+            folded = text.casefold()
+            if not any(n in folded for n in self._folded):
+                return ()
         found: list[str] = []
-        for match in self._regex.finditer(_nfc(text)):
-            owner = self._group_owner[match.lastgroup]
+        for match in self._search.finditer(text):
+            owner = self._owner[match.lastgroup]
             if owner not in found:
                 found.append(owner)
         return tuple(found)
@@ -126,43 +170,74 @@ class NameMatcher:
 # --- T2: the room as a whole --------------------------------------------------------------------
 
 DEFAULT_ROOM_PHRASES: tuple[str, ...] = (
-    r"you\s+(?:two|three|four|five|six|both)",
-    r"(?:both|all|each|every\s*one|(?:all\s+)?(?:two|three|four|five|six))\s+of\s+you",
-    r"every(?:one|body)",
-    r"you\s+all(?!\s+right)",
-    r"y['’]all",
-    r"you\s+(?:guys|folks|lot|people|gals)",
+    "you two", "you three", "you four", "you five", "you both",
+    "both of you", "all of you", "each of you", "every one of you", "all two of you",
+    "all three of you", "all four of you", "all five of you", "the two of you",
+    "the three of you", "everyone", "everybody", "you all", "y'all",
+    "you guys", "you folks", "you lot", "you people", "you gals",
 )
-"""Regular expressions (``regex`` syntax, matched case-insensitively on word boundaries) for
-addressing the whole room. Casual plurals count only with a "you" attached: "you guys", never a
-bare "guys"."""
+"""Word sequences that address the whole room (case-insensitive, on the same Unicode word
+boundaries as names, any whitespace between words, ' or ’ for an apostrophe). Casual plurals
+count only with a "you" attached: "you guys", never a bare "guys"."""
+
+DEFAULT_ROOM_EXCLUSIONS: tuple[str, ...] = ("you all right",)
+"""Word sequences that look like a room address but are not ("are you all right?"); one cancels
+a phrase that starts where it starts."""
 
 
 class RoomAddress:
     """Detects a message addressed to the whole room (the second half of T2).
 
     Args:
-        phrases: the patterns to look for (default :data:`DEFAULT_ROOM_PHRASES`).
+        phrases: word sequences that address the room (default :data:`DEFAULT_ROOM_PHRASES`).
+        exclusions: word sequences that cancel a phrase starting at the same place (default
+            :data:`DEFAULT_ROOM_EXCLUSIONS`).
 
     Raises:
-        regex.error: if a pattern does not compile.
+        ValueError: if a phrase has no word.
     """
 
-    def __init__(self, phrases: Iterable[str] = DEFAULT_ROOM_PHRASES) -> None:
-        body = "|".join(f"(?:{p})" for p in phrases)
-        self._regex = regex.compile(
-            rf"(?<!{_WORD_CHAR})(?:{body})(?!{_WORD_CHAR})", regex.V1 | regex.IGNORECASE
-        )
+    def __init__(
+        self,
+        phrases: Iterable[str] = DEFAULT_ROOM_PHRASES,
+        exclusions: Iterable[str] = DEFAULT_ROOM_EXCLUSIONS,
+    ) -> None:
+        def bodies(items: Iterable[str]) -> list[tuple[str, str, bool]]:
+            out = []
+            for phrase in sorted(items, key=len, reverse=True):
+                words = _nfc(phrase).split()
+                if not words:
+                    raise ValueError(f"room phrase without words: {phrase!r}")
+                out.append((_phrase_body(words), _WORD_CHAR, False))
+            return out
+
+        phrases = list(phrases)
+        self._phrases = _BoundedSearch(bodies(phrases))
+        # Cheap prefilter: a phrase can only match where its longest word occurs (case-folded).
+        anchors = set()
+        for phrase in phrases:
+            words = [w.replace("’", "'") for w in _nfc(phrase).casefold().split()]
+            anchors.add(max(reversed(words), key=len))
+        self._anchors = tuple(sorted(anchors))
+        excl = bodies(exclusions)
+        self._exclusions = _BoundedSearch(excl).regex if excl else None
 
     def __call__(self, text: str) -> bool:
         """True when ``text`` addresses the whole room."""
-        return self._regex.search(_nfc(text)) is not None
+        text = _nfc(text)
+        folded = text.casefold().replace("’", "'")
+        if not any(a in folded for a in self._anchors):
+            return False
+        for match in self._phrases.finditer(text):
+            if self._exclusions is None or self._exclusions.match(text, match.start()) is None:
+                return True
+        return False
 
 
 # --- T8: the decision record --------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Decision:
     """One turn-taking decision (T8).
 
@@ -271,7 +346,8 @@ class TurnTaker:
         continuation_max_words: T3 threshold in words (default 3). A message continues when it
             is within either threshold.
         director_timeout_s: hard T4 timeout in seconds (default 5.0).
-        room_phrases: patterns for addressing the room (default :data:`DEFAULT_ROOM_PHRASES`).
+        room_phrases: word sequences addressing the room (default :data:`DEFAULT_ROOM_PHRASES`).
+        room_exclusions: word sequences that are not (default :data:`DEFAULT_ROOM_EXCLUSIONS`).
 
     Raises:
         MembersError: if the member list is invalid.
@@ -290,6 +366,7 @@ class TurnTaker:
         continuation_max_words: int | None = None,
         director_timeout_s: float | None = None,
         room_phrases: Iterable[str] = DEFAULT_ROOM_PHRASES,
+        room_exclusions: Iterable[str] = DEFAULT_ROOM_EXCLUSIONS,
     ) -> None:
         if isinstance(members, RoomConfig):
             cfg = members
@@ -297,6 +374,8 @@ class TurnTaker:
             cfg = RoomConfig(members=validate_members(list(members)))
         self.members: tuple[Member, ...] = validate_members(list(cfg.members))
         self._by_name = {m.name: m for m in self.members}
+        self._all_names = frozenset(self._by_name)
+        self._any_policy = any(m.speak_policy is not None for m in self.members)
         self.director = director
         self.floor = Floor(floor if floor is not None else cfg.floor)
         self.continuation_max_chars = (
@@ -313,7 +392,7 @@ class TurnTaker:
         if self.director_timeout_s < 0:
             raise ValueError("director timeout must be >= 0")
         self.names = NameMatcher(self.members)
-        self.room_address = RoomAddress(room_phrases)
+        self.room_address = RoomAddress(room_phrases, room_exclusions)
         self.state = FloorState()
         self._listeners: list[Listener] = []
 
@@ -393,10 +472,13 @@ class TurnTaker:
         """
         t0 = time.perf_counter()
         speaker = label.text if label is not None else None
-        source = TurnSource(label=label, participant_id=participant_id)
-        eligible = [m for m in self.members if m.accepts(source)]
-        excluded = tuple(m.name for m in self.members if m not in eligible)
-        eligible_names = {m.name for m in eligible}
+        if self._any_policy:
+            source = TurnSource(label=label, participant_id=participant_id)
+            eligible = [m for m in self.members if m.accepts(source)]
+            excluded = tuple(m.name for m in self.members if m.name not in {e.name for e in eligible})
+            eligible_names = {m.name for m in eligible}
+        else:
+            eligible, excluded, eligible_names = list(self.members), (), self._all_names
         mentioned = self.names.find(text)
         last = self.state.last_member
 
@@ -497,6 +579,7 @@ class TurnTaker:
 
 
 __all__ = [
+    "DEFAULT_ROOM_EXCLUSIONS",
     "DEFAULT_ROOM_PHRASES",
     "DEFAULT_TIMEOUT_S",
     "ON_SPEAK_DECISION",
