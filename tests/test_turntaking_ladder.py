@@ -1,0 +1,403 @@
+"""Ladder rungs T1–T3, T5, names (T6), decision records and hooks (T8), T9, T10, T15."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from voicekit.attribution import SpeakerLabel
+from voicekit.turntaking import (
+    ON_SPEAK_DECISION,
+    DecidedBy,
+    Floor,
+    Member,
+    MembersError,
+    NameMatcher,
+    RoomAddress,
+    TurnTaker,
+    answer_only,
+)
+
+ALICE = SpeakerLabel("Alice", None, "mic")
+
+
+def room(*names: str, **kwargs) -> TurnTaker:
+    return TurnTaker([Member(n, f"You are {n}.") for n in names], **kwargs)
+
+
+# --- T1 mention --------------------------------------------------------------------------------
+
+
+def test_t1_one_name_answers_alone():
+    t = room("Iris", "Elena")
+    d = t.decide("Elena, what do you think about the budget?", ALICE)
+    assert d.decided_by == "mention"
+    assert d.decided_by is DecidedBy.MENTION
+    assert d.responders == ("Elena",)
+    assert d.mentioned == ("Elena",)
+    assert d.director_called is False
+
+
+def test_t1_same_name_twice_is_still_one_member():
+    t = room("Iris", "Elena")
+    d = t.decide("Elena? Elena, are you there?", ALICE)
+    assert (d.decided_by, d.responders) == ("mention", ("Elena",))
+
+
+def test_t1_mention_beats_continuation():
+    t = room("Iris", "Elena")
+    t.decide("Iris, hello", ALICE)
+    t.record_reply("Iris")
+    d = t.decide("and Elena?", ALICE)  # short, right after Iris, but names Elena
+    assert (d.decided_by, d.responders) == ("mention", ("Elena",))
+
+
+def test_t1_alias_counts_as_the_member():
+    t = TurnTaker([Member("Elena", aliases=("Dr. Park",)), Member("Iris")])
+    d = t.decide("Dr. Park, is that safe?", ALICE)
+    assert (d.decided_by, d.responders) == ("mention", ("Elena",))
+
+
+# --- T2 group address --------------------------------------------------------------------------
+
+
+def test_t2_several_names_answer_in_order_named():
+    t = room("Iris", "Elena", "Mei")
+    d = t.decide("Mei and Iris, can you compare notes?", ALICE)
+    assert d.decided_by == "group_address"
+    assert d.responders == ("Mei", "Iris")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "What do you two think?",
+        "Both of you, please weigh in.",
+        "Everyone, quick status?",
+        "I'd like all of you to vote.",
+        "You guys ready?",
+        "Thanks, y'all.",
+        "Did you all read the memo?",
+        "EVERYBODY listen",
+    ],
+)
+def test_t2_room_address_answers_everyone_least_recent_first(text):
+    t = room("Iris", "Elena", "Mei")
+    t.record_reply("Iris")
+    t.record_reply("Mei")
+    d = t.decide(text, ALICE)
+    assert d.decided_by == "group_address"
+    # Elena never spoke (least recent), then Iris, then Mei (spoke last).
+    assert d.responders == ("Elena", "Iris", "Mei")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "guys like him never text back",
+        "Hey guys",
+        "the folks at the office are tired",
+        "are you all right?",
+        "one of your points was wrong",
+    ],
+)
+def test_t2_bare_casual_plural_is_not_a_room_address(text):
+    assert RoomAddress()(text) is False
+    t = room("Iris", "Elena")
+    d = t.decide(text, ALICE)
+    assert d.decided_by == "fallback"
+    assert len(d.responders) == 1
+
+
+def test_t2_never_spoken_members_keep_configured_order():
+    t = room("Iris", "Elena", "Mei")
+    d = t.decide("everyone, hello", ALICE)
+    assert d.responders == ("Iris", "Elena", "Mei")
+
+
+# --- T3 continuation ---------------------------------------------------------------------------
+
+
+def test_t3_short_message_after_member_continues():
+    t = room("Iris", "Elena")
+    t.decide("Elena, tell me about the launch", ALICE)
+    t.record_reply("Elena")
+    d = t.decide("haha why?", ALICE)
+    assert (d.decided_by, d.responders) == ("continuation", ("Elena",))
+
+
+def test_t3_three_words_even_if_long_characters():
+    t = room("Iris", "Elena")
+    t.record_reply("Iris")
+    d = t.decide("Incomprehensibilities notwithstanding, absolutely", ALICE)  # 3 words, 49 chars
+    assert (d.decided_by, d.responders) == ("continuation", ("Iris",))
+
+
+def test_t3_long_message_is_not_a_continuation():
+    t = room("Iris", "Elena")
+    t.record_reply("Iris")
+    d = t.decide("I am not sure this plan works for the team at all", ALICE)
+    assert d.decided_by == "fallback"
+    assert d.responders == ("Elena",)  # least recent, not the one who spoke last
+
+
+def test_t3_only_when_a_member_spoke_last():
+    t = room("Iris", "Elena")
+    t.record_reply("Iris")
+    t.decide("I had a very long and tiring day at the office", ALICE)  # human turn in between
+    t.record_reply("Elena")
+    t.decide("something else entirely happened today at lunch", ALICE)
+    d = t.decide("yes", SpeakerLabel("Bob", None, "mic"))  # last turn was a person's
+    assert d.decided_by == "fallback"
+
+
+def test_t3_thresholds_are_configurable():
+    t = room("Iris", "Elena", continuation_max_chars=5, continuation_max_words=1)
+    t.record_reply("Elena")
+    assert t.decide("no way", ALICE).decided_by == "fallback"  # 6 chars, 2 words
+    t.record_reply("Elena")
+    d = t.decide("nope", ALICE)
+    assert (d.decided_by, d.responders) == ("continuation", ("Elena",))
+
+
+# --- T5 fallback -------------------------------------------------------------------------------
+
+
+def test_t5_fallback_rotates_least_recent():
+    t = room("Iris", "Elena", "Mei")
+    chosen = []
+    for _ in range(4):
+        d = t.decide("Here is a long statement with no names in it at all.", ALICE)
+        assert d.decided_by == "fallback"
+        chosen.append(d.responders)
+        t.record_reply(d.responders[0])
+    assert chosen == [("Iris",), ("Elena",), ("Mei",), ("Iris",)]
+
+
+# --- T6 names ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Iris, look", ("Iris",)),
+        ("I love irises in spring", ()),
+        ("IRIS!", ("Iris",)),
+        ("iris's idea", ("Iris",)),
+        ("Meiko said so", ()),
+        ("Mei said so", ("Mei",)),
+        ("ask Zoë", ("Zoë",)),
+        ("ask ZOË now", ("Zoë",)),
+        ("ask Zoe\u0308 (decomposed)", ("Zoë",)),
+        ("ask Zoey", ()),
+        ("Anaïs?", ("Anaïs",)),
+        ("Anaïsa?", ()),
+        ("Zoë2 is a bot", ()),
+        ("Zoë, then Anaïs, then Iris", ("Zoë", "Anaïs", "Iris")),
+        ("Iris then Zoë then Iris", ("Iris", "Zoë")),
+    ],
+)
+def test_t6_unicode_word_boundaries(text, expected):
+    matcher = NameMatcher([Member(n) for n in ("Iris", "Mei", "Zoë", "Anaïs")])
+    assert matcher.find(text) == expected
+
+
+def test_t6_mei_and_meiko_both_members():
+    t = room("Mei", "Meiko")
+    assert t.decide("Meiko, your turn", ALICE).responders == ("Meiko",)
+    assert t.decide("Mei, your turn", ALICE).responders == ("Mei",)
+    d = t.decide("Meiko and Mei, both", ALICE)
+    assert (d.decided_by, d.responders) == ("group_address", ("Meiko", "Mei"))
+
+
+def test_t6_iris_not_matched_in_irises_falls_through():
+    t = room("Iris", "Elena")
+    t.record_reply("Iris")
+    d = t.decide("The irises in the lobby need water, can somebody handle it", ALICE)
+    assert d.mentioned == ()
+    assert (d.decided_by, d.responders) == ("fallback", ("Elena",))
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Наташа, что думаешь?", ("Наташа",)),
+        ("НАТАША!", ("Наташа",)),
+        ("Наташин отчёт готов", ()),
+        ("Олег и Наташа", ("Олег", "Наташа")),
+    ],
+)
+def test_t6_cyrillic_names(text, expected):
+    matcher = NameMatcher([Member("Наташа"), Member("Олег")])
+    assert matcher.find(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("美咲さん、どう思いますか？", ("美咲",)),  # hiragana honorific after kanji
+        ("美咲子さんに聞いて", ()),  # another name: kanji continues
+        ("王伟，你怎么看？", ("王伟",)),
+        ("王伟你怎么看", ()),  # no separator in Han text: conservative, no match
+        ("ユキさん、おはよう", ("ユキ",)),
+        ("민준, 어떻게 생각해?", ("민준",)),
+    ],
+)
+def test_t6_cjk_names(text, expected):
+    matcher = NameMatcher([Member(n) for n in ("美咲", "王伟", "ユキ", "민준")])
+    assert matcher.find(text) == expected
+
+
+def test_t6_longer_overlapping_name_wins():
+    matcher = NameMatcher([Member("Mei"), Member("Mei Ling")])
+    assert matcher.find("Mei Ling, please") == ("Mei Ling",)
+    assert matcher.find("Mei, please") == ("Mei",)
+
+
+# --- T8 decision records, hooks and logs --------------------------------------------------------
+
+
+def test_t8_decisions_reach_hooks_and_logs(caplog):
+    t = room("Iris", "Elena")
+    seen = []
+    t.on(ON_SPEAK_DECISION, seen.append)
+    t.on(ON_SPEAK_DECISION, lambda d: 1 / 0)  # a broken listener never breaks the room
+    with caplog.at_level(logging.INFO, logger="voicekit.turntaking"):
+        d1 = t.decide("Iris, hi", ALICE, turn_id=7)
+        d2 = t.decide("everyone, hi", ALICE)
+    assert [d.decided_by for d in seen] == ["mention", "group_address"]
+    assert seen[0] is d1 and seen[1] is d2
+    assert d1.turn_id == 7 and d1.speaker == "Alice"
+    assert "[mention] -> Iris" in caplog.text
+    assert "[group_address] -> Iris, Elena" in caplog.text
+    assert "listener" in caplog.text  # the ZeroDivisionError was logged
+
+
+def test_t8_unknown_event_and_member_are_errors():
+    t = room("Iris", "Elena")
+    with pytest.raises(ValueError):
+        t.on("on_something_else", print)
+    with pytest.raises(KeyError):
+        t.record_reply("Nobody")
+
+
+# --- T9 optional director -----------------------------------------------------------------------
+
+
+def test_t9_room_works_without_director():
+    t = room("Iris", "Elena")
+    assert t.director is None
+    d = t.decide("I had the worst day at work today, honestly.", ALICE)
+    assert (d.decided_by, d.responders) == ("fallback", ("Iris",))
+    assert d.director_raw is None and d.director_latency_s is None
+
+
+def test_t9_single_member_never_calls_director():
+    calls = []
+    t = TurnTaker([Member("Iris")], director=lambda r: calls.append(r) or '{"responder":"A"}')
+    d = t.decide("I had the worst day at work today, honestly.", ALICE)
+    assert (d.decided_by, d.responders) == ("fallback", ("Iris",))
+    assert calls == []
+
+
+# --- T10 silence -------------------------------------------------------------------------------
+
+
+def test_t10_when_addressed_runs_only_t1_t2():
+    calls = []
+    t = room(
+        "Iris",
+        "Elena",
+        floor=Floor.WHEN_ADDRESSED,
+        director=lambda r: calls.append(r) or '{"responder": "A", "chime_in": false}',
+    )
+    t.record_reply("Iris")
+    quiet = t.decide("ok", ALICE)  # would be a continuation under Floor.ALWAYS
+    assert (quiet.decided_by, quiet.responders) == ("silence", ())
+    long = t.decide("The quarterly numbers look weaker than we hoped for.", ALICE)
+    assert (long.decided_by, long.responders) == ("silence", ())
+    assert calls == []  # no director either
+    named = t.decide("Elena, summarise please", ALICE)
+    assert (named.decided_by, named.responders) == ("mention", ("Elena",))
+    room_wide = t.decide("Everyone: action items?", ALICE)
+    assert room_wide.decided_by == "group_address"
+    assert set(room_wide.responders) == {"Iris", "Elena"}
+
+
+# --- T15 speak policies ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("label", "answers"),
+    [
+        (SpeakerLabel("Alice", None, "mic"), True),
+        (SpeakerLabel("Alice", 2, "mic"), True),
+        (SpeakerLabel("ALICE", 2, "mic"), False),
+        (SpeakerLabel("\u0410lice", 3, "mic"), False),  # Cyrillic А
+        (SpeakerLabel("A\u0301lice", None, "mic"), False),
+        (SpeakerLabel(None, None, "mic"), False),
+        (SpeakerLabel("Bob", None, "mic"), False),
+    ],
+)
+def test_t15_answer_only_names_reads_labels(label, answers):
+    t = TurnTaker([Member("Iris", speak_policy=answer_only(["Alice"])), Member("Elena")])
+    d = t.decide("Iris, can you check the numbers?", label)
+    assert d.decided_by == "mention"
+    assert d.responders == (("Iris",) if answers else ())
+    assert d.excluded == (() if answers else ("Iris",))
+
+
+def test_t15_answer_only_compares_after_nfc():
+    policy = answer_only(["Ana\u0308is"])  # a + combining diaeresis (NFD)
+    t = TurnTaker([Member("Iris", speak_policy=policy)])
+    d = t.decide("Iris?", SpeakerLabel("An\u00e4is", 2, "mic"))  # precomposed ä (NFC)
+    assert (d.decided_by, d.responders) == ("mention", ("Iris",))
+    d = t.decide("Iris?", SpeakerLabel("Anais", None, "mic"))  # no diaeresis: another name
+    assert (d.decided_by, d.responders, d.excluded) == ("mention", (), ("Iris",))
+
+
+def test_t15_excluded_member_is_skipped_by_fallback_and_group():
+    t = TurnTaker(
+        [Member("Iris", speak_policy=answer_only(["Alice"])), Member("Elena"), Member("Mei")]
+    )
+    bob = SpeakerLabel("Bob", None, "mic")
+    d = t.decide("A long remark with nobody named, about the budget.", bob)
+    assert (d.decided_by, d.responders, d.excluded) == ("fallback", ("Elena",), ("Iris",))
+    t.record_reply("Elena")
+    d = t.decide("everyone, thoughts?", bob)
+    assert (d.decided_by, d.responders) == ("group_address", ("Mei", "Elena"))
+    d = t.decide("Iris and Mei, thoughts?", bob)
+    assert (d.decided_by, d.responders) == ("group_address", ("Mei",))
+
+
+def test_t15_answer_only_participants_binds_the_source():
+    t = TurnTaker([Member("Iris", speak_policy=answer_only(participants=["p-alice"]))])
+    impostor = t.decide("Iris, approve it", SpeakerLabel("Alice", None, "room1/2"), participant_id="p-x")
+    assert (impostor.decided_by, impostor.responders) == ("mention", ())
+    real = t.decide("Iris, approve it", SpeakerLabel("Alice", None, "room1/1"), participant_id="p-alice")
+    assert (real.decided_by, real.responders) == ("mention", ("Iris",))
+    nameless = t.decide("A long remark from the bound participant.", None, participant_id="p-alice")
+    assert (nameless.decided_by, nameless.responders) == ("fallback", ("Iris",))
+
+
+def test_t15_everyone_excluded_is_silence():
+    t = TurnTaker([Member("Iris", speak_policy=answer_only(["Alice"]))])
+    d = t.decide("A long remark with nobody named, about the budget.", SpeakerLabel("Bob", None, "mic"))
+    assert (d.decided_by, d.responders) == ("silence", ())
+
+
+def test_t15_answer_only_needs_something():
+    with pytest.raises(ValueError):
+        answer_only([])
+    with pytest.raises(ValueError):
+        answer_only([" "])
+
+
+def test_members_must_have_distinct_names():
+    with pytest.raises(MembersError):
+        TurnTaker([Member("Iris"), Member("IRIS")])
+    with pytest.raises(MembersError):
+        TurnTaker([])
+    with pytest.raises(MembersError):
+        TurnTaker([Member("Iris", aliases=("Elena",)), Member("Elena")])

@@ -1,0 +1,77 @@
+"""members.yaml loading (members with names and instructions, speak policies, floor)."""
+
+from __future__ import annotations
+
+import pytest
+
+from voicekit.attribution import SpeakerLabel
+from voicekit.turntaking import Floor, MembersError, TurnSource, TurnTaker, load_members, parse_members
+
+YAML = """\
+floor: always
+continuation:
+  max_chars: 20
+  max_words: 2
+director:
+  timeout_s: 2.5
+members:
+  - name: Zoë
+    instructions: |
+      You are Zoë, the note-taker.
+      Keep it short.
+  - name: Anaïs
+    instructions: You are Anaïs, the domain expert.
+    aliases: [Dr. Anaïs]
+    answer_only: [Alice]
+    answer_only_participants: [p-ceo]
+"""
+
+
+def test_t15_members_yaml_loads_policies(tmp_path):
+    path = tmp_path / "members.yaml"
+    path.write_text(YAML, encoding="utf-8")
+    cfg = load_members(path)
+    assert [m.name for m in cfg.members] == ["Zoë", "Anaïs"]
+    assert cfg.members[0].instructions == "You are Zoë, the note-taker.\nKeep it short."
+    assert cfg.members[1].aliases == ("Dr. Anaïs",)
+    assert (cfg.floor, cfg.continuation_max_chars, cfg.continuation_max_words) == (Floor.ALWAYS, 20, 2)
+    assert cfg.director_timeout_s == 2.5
+    anais = cfg.members[1]
+    assert anais.accepts(TurnSource(SpeakerLabel("Alice", 2, "mic"))) is True
+    assert anais.accepts(TurnSource(SpeakerLabel("Bob", None, "mic"))) is False
+    assert anais.accepts(TurnSource(SpeakerLabel("Bob", None, "mic"), participant_id="p-ceo")) is True
+    t = TurnTaker(cfg)
+    assert t.director_timeout_s == 2.5
+    d = t.decide("Dr. Anaïs, is it safe?", SpeakerLabel("Alice", None, "mic"))
+    assert (d.decided_by, d.responders) == ("mention", ("Anaïs",))
+
+
+def test_t10_members_yaml_floor_when_addressed():
+    cfg = parse_members({"floor": "when_addressed", "members": ["Iris", {"name": "Mei"}]})
+    t = TurnTaker(cfg)
+    d = t.decide("A remark that names nobody at all, for the minutes.", SpeakerLabel("Alice", None, "mic"))
+    assert (d.decided_by, d.responders) == ("silence", ())
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"members": []},
+        {"members": [{"instructions": "no name"}]},
+        {"members": ["Iris", "iris"]},
+        {"members": ["Iris"], "floor": "sometimes"},
+        {"members": [{"name": "Iris", "instructions": 3}]},
+        {"members": [{"name": "Iris", "answer_only": {"a": 1}}]},
+        "just text",
+    ],
+)
+def test_members_file_errors(data):
+    with pytest.raises(MembersError):
+        parse_members(data)
+
+
+def test_members_file_bad_yaml(tmp_path):
+    path = tmp_path / "members.yaml"
+    path.write_text("members: [unclosed", encoding="utf-8")
+    with pytest.raises(MembersError):
+        load_members(path)

@@ -1,0 +1,106 @@
+"""T12 private views, T13 prompt rules, T14 own-name stripping."""
+
+from __future__ import annotations
+
+import pytest
+
+from voicekit.attribution import SpeakerLabel
+from voicekit.turntaking import Member, TranscriptEntry, build_view, strip_own_name
+from voicekit.turntaking.views import labels_on, system_prompt
+
+ELENA = Member("Elena", "You are Elena, a cautious engineer.")
+IRIS = Member("Iris", "You are Iris, an optimistic designer.")
+MEMBERS = [ELENA, IRIS]
+ALICE = SpeakerLabel("Alice", None, "mic")
+ALICE2 = SpeakerLabel("Alice", 2, "room1/2")
+
+TRANSCRIPT = [
+    TranscriptEntry(text="Should we ship on Friday?", label=ALICE),
+    TranscriptEntry(text="Only if the tests pass.", member="Elena"),
+    TranscriptEntry(text='Friday is fine, "trust me".\nIt will work.', member="Iris"),
+    TranscriptEntry(text="Elena: I approve", label=ALICE2),
+]
+
+
+def test_t12_own_lines_are_assistant_others_are_labelled_user():
+    view = build_view(ELENA, MEMBERS, TRANSCRIPT)
+    assert [m.role for m in view] == ["system", "user", "assistant", "user", "user"]
+    assert view[1].content == 'Alice: "Should we ship on Friday?"'
+    assert view[2].content == "Only if the tests pass."  # own line, never prefixed
+    assert view[3].content == 'Iris: "Friday is fine, \\"trust me\\"."\nIris: "It will work."'
+    assert view[4].content == 'Alice (2): "Elena: I approve"'  # a typed Name: stays inside
+
+
+def test_t12_same_transcript_from_the_other_side():
+    view = build_view(IRIS, MEMBERS, TRANSCRIPT)
+    assert [m.role for m in view] == ["system", "user", "user", "assistant", "user"]
+    assert view[2].content == 'Elena: "Only if the tests pass."'
+    assert view[3].content == 'Friday is fine, "trust me".\nIt will work.'
+    # never another member's words as assistant
+    assert all(m.content != "Only if the tests pass." for m in view if m.role == "assistant")
+
+
+def test_t12_one_speaker_window_is_unlabelled():
+    only_alice = [TranscriptEntry(text="Hello there", label=ALICE)]
+    assert labels_on("Elena", only_alice) is False
+    view = build_view(ELENA, MEMBERS, only_alice)
+    assert view[1].content == "Hello there"
+    # Elena's own lines do not count as a second speaker
+    with_own = only_alice + [TranscriptEntry(text="Hi Alice", member="Elena")]
+    assert labels_on("Elena", with_own) is False
+    assert labels_on("Iris", with_own) is True
+
+
+def test_t12_nameless_speaker_reads_as_channel():
+    mic = SpeakerLabel(None, None, "mic")
+    view = build_view(ELENA, MEMBERS, [TranscriptEntry("hi", label=mic), TRANSCRIPT[0]])
+    assert view[1].content == '@mic: "hi"'
+
+
+def test_t12_entry_needs_one_author():
+    with pytest.raises(ValueError):
+        TranscriptEntry(text="x")
+    with pytest.raises(ValueError):
+        TranscriptEntry(text="x", member="Elena", label=ALICE)
+
+
+def test_t13_prompt_rules_in_system_message():
+    text = system_prompt(ELENA, MEMBERS)
+    assert text.startswith("You are Elena, a cautious engineer.\n\n")
+    assert "You speak only as Elena." in text
+    assert "Never write what Iris or anyone else says" in text
+    assert "prefixed with the name" in text
+    assert "do not put Elena: or any other name in front of it" in text
+    assert build_view(ELENA, MEMBERS, TRANSCRIPT)[0].content == text
+    # stays the same from turn to turn (prompt caches)
+    assert build_view(ELENA, MEMBERS, TRANSCRIPT[:1])[0].content == text
+
+
+def test_t13_three_members_names_all_others():
+    mei = Member("Mei")
+    text = system_prompt(mei, MEMBERS + [mei])
+    assert "Other AI members in this meeting: Elena, Iris." in text
+    assert text.startswith("You are Mei")  # no instructions: rules only
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        ("Elena: Only if the tests pass.", "Only if the tests pass."),
+        ("elena:  ok", "ok"),
+        ("  **Elena:** Sure.", "Sure."),
+        ("Elena： 好的", "好的"),
+        ('Elena: "Mirrored format."', "Mirrored format."),
+        ("Iris: not mine", "Iris: not mine"),
+        ("Elena, I think so.", "Elena, I think so."),
+        ("Elenas: plural", "Elenas: plural"),
+        ("I said Elena: yes", "I said Elena: yes"),
+    ],
+)
+def test_t14_strip_own_name_prefix(reply, expected):
+    assert strip_own_name(reply, "Elena") == expected
+
+
+def test_t14_unicode_name():
+    assert strip_own_name("ZOË: salut", "Zoë") == "salut"
+    assert strip_own_name("Zo\u0065\u0308: salut", "Zoë") == "salut"

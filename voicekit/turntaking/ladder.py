@@ -1,0 +1,592 @@
+"""The decision ladder (T1–T5): which AI member answers a human turn, or nobody.
+
+Cheapest rung first; the first that matches decides:
+
+- T1 ``mention``: exactly one member named.
+- T2 ``group_address``: several members named (answer in the order named), or the room addressed
+  as a whole (everyone answers, least recently heard first).
+- T3 ``continuation``: a short message right after a member spoke; that member continues.
+- T4 ``director``: an optional model call (:mod:`voicekit.turntaking.director`).
+- T5 ``fallback``: the least recently heard member answers alone; every T4 failure lands here.
+
+T6 (names on Unicode-aware boundaries) is :class:`NameMatcher`; T8 (how a decision was made) is
+the :class:`Decision` record, delivered to ``ON_SPEAK_DECISION`` listeners and logged; T9/T10 are
+:class:`~voicekit.turntaking.members.Floor`; T15 speak policies are applied per member before the
+ladder runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import unicodedata
+from dataclasses import dataclass
+from enum import Enum
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
+
+import regex
+
+from voicekit.turntaking.director import (
+    DEFAULT_TIMEOUT_S,
+    Director,
+    DirectorRequest,
+    member_keys,
+    parse_director_output,
+)
+from voicekit.turntaking.members import Floor, Member, RoomConfig, TurnSource, validate_members
+
+if TYPE_CHECKING:
+    from voicekit.attribution import SpeakerLabel
+
+log = logging.getLogger("voicekit.turntaking")
+
+ON_SPEAK_DECISION = "on_speak_decision"
+"""Hook event name: listeners get every :class:`Decision` as it is made."""
+
+
+class DecidedBy(str, Enum):
+    """How a decision was made (T8). Compares equal to its string value."""
+
+    MENTION = "mention"
+    GROUP_ADDRESS = "group_address"
+    CONTINUATION = "continuation"
+    DIRECTOR = "director"
+    FALLBACK = "fallback"
+    SILENCE = "silence"
+    """Nobody answers: the T10 floor with no mention nor room address, or every member's speak
+    policy refused the turn. (The contract lists five tags; this sixth one names the no-answer
+    outcome instead of overloading ``fallback``.)"""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+# --- T6: names ---------------------------------------------------------------------------------
+
+_WORD_CHAR = r"[\p{L}\p{N}\p{M}]"
+# Japanese writes honorifics and particles in hiragana right after a name in kanji or katakana
+# ("美咲さん"); for such a name edge a hiragana neighbour is a boundary. Any other letter or digit
+# of any script is not.
+_WORD_CHAR_NOT_HIRAGANA = r"[[\p{L}\p{N}\p{M}]--\p{Hiragana}]"
+_IDEOGRAPHIC_EDGE = regex.compile(r"[\p{Han}\p{Katakana}]", regex.V1)
+_IS_WORD_CHAR = regex.compile(_WORD_CHAR, regex.V1)
+_IS_WORD_CHAR_NOT_HIRAGANA = regex.compile(_WORD_CHAR_NOT_HIRAGANA, regex.V1)
+
+
+def _nfc(text: str) -> str:
+    return unicodedata.normalize("NFC", text)
+
+
+def _phrase_body(words: Sequence[str]) -> str:
+    """Regex for words separated by whitespace; ' and ’ both match an apostrophe."""
+    return r"\s+".join(regex.escape(w).replace("'", "['’]").replace("’", "['’]") for w in words)
+
+
+class _BoundedSearch:
+    """Search alternatives (longest first) whose ends must sit on word boundaries.
+
+    Each alternative is a literal-first pattern with a lookahead for its end; the start boundary
+    is checked on the character before the match, which keeps the scan a fast literal search.
+    """
+
+    def __init__(self, bodies: Sequence[tuple[str, str, bool]]) -> None:
+        # bodies: (regex body, end-boundary class, hiragana allowed before the start)
+        alternatives = [f"(?P<g{i}>{body}(?!{after}))" for i, (body, after, _) in enumerate(bodies)]
+        self.regex = regex.compile("|".join(alternatives), regex.V1 | regex.IGNORECASE)
+        self._loose_start = {f"g{i}": loose for i, (_, _, loose) in enumerate(bodies)}
+
+    def finditer(self, text: str) -> Iterator[regex.Match]:
+        pos = 0
+        search = self.regex.search
+        while True:
+            match = search(text, pos)
+            if match is None:
+                return
+            start = match.start()
+            if start:
+                check = (
+                    _IS_WORD_CHAR_NOT_HIRAGANA if self._loose_start[match.lastgroup] else _IS_WORD_CHAR
+                )
+                if check.match(text[start - 1]):
+                    pos = start + 1
+                    continue
+            yield match
+            pos = match.end()
+
+
+class NameMatcher:
+    """Finds members named in a message (T6).
+
+    A name matches case-insensitively (full Unicode case folding, after NFC) when it is not
+    preceded nor followed by a letter, digit or combining mark of any script: ``Iris`` does not
+    match ``irises``, ``Mei`` does not match ``Meiko``, ``Zoë`` and ``Anaïs`` match. One
+    exception: a name that starts or ends in kanji or katakana treats a hiragana neighbour as a
+    boundary (``美咲さん`` names 美咲). Where two names overlap, the longer one wins.
+
+    Args:
+        members: the members; each one's ``call_names`` (name and aliases) are searched.
+
+    Raises:
+        ValueError: if a name is empty.
+    """
+
+    def __init__(self, members: Sequence[Member]) -> None:
+        entries: list[tuple[str, str]] = []
+        for m in members:
+            for n in m.call_names:
+                if not n.strip():
+                    raise ValueError(f"member {m.name!r} has an empty name")
+                entries.append((_nfc(n.strip()), m.name))
+        entries.sort(key=lambda e: -len(e[0]))
+        bodies = []
+        for name, _ in entries:
+            parts = name.split()
+            body = r"\s+".join(regex.escape(p) for p in parts)
+            loose_after = bool(_IDEOGRAPHIC_EDGE.match(parts[-1][-1]))
+            loose_before = bool(_IDEOGRAPHIC_EDGE.match(parts[0][0]))
+            bodies.append((body, _WORD_CHAR_NOT_HIRAGANA if loose_after else _WORD_CHAR, loose_before))
+        self._search = _BoundedSearch(bodies)
+        self._owner = {f"g{i}": owner for i, (_, owner) in enumerate(entries)}
+        # Cheap prefilter: a name can only match where its case fold occurs in the text's.
+        self._folded = tuple({n.casefold() for n, _ in entries})
+        self._spaced = any(len(n.split()) > 1 for n, _ in entries)
+
+    def find(self, text: str) -> tuple[str, ...]:
+        """Member names mentioned in ``text``, each once, in order of first appearance."""
+        text = _nfc(text)
+        if not self._spaced:
+            folded = text.casefold()
+            if not any(n in folded for n in self._folded):
+                return ()
+        found: list[str] = []
+        for match in self._search.finditer(text):
+            owner = self._owner[match.lastgroup]
+            if owner not in found:
+                found.append(owner)
+        return tuple(found)
+
+
+# --- T2: the room as a whole --------------------------------------------------------------------
+
+DEFAULT_ROOM_PHRASES: tuple[str, ...] = (
+    "you two", "you three", "you four", "you five", "you both",
+    "both of you", "all of you", "each of you", "every one of you", "all two of you",
+    "all three of you", "all four of you", "all five of you", "the two of you",
+    "the three of you", "everyone", "everybody", "you all", "y'all",
+    "you guys", "you folks", "you lot", "you people", "you gals",
+)
+"""Word sequences that address the whole room (case-insensitive, on the same Unicode word
+boundaries as names, any whitespace between words, ' or ’ for an apostrophe). Casual plurals
+count only with a "you" attached: "you guys", never a bare "guys"."""
+
+DEFAULT_ROOM_EXCLUSIONS: tuple[str, ...] = ("you all right",)
+"""Word sequences that look like a room address but are not ("are you all right?"); one cancels
+a phrase that starts where it starts."""
+
+
+class RoomAddress:
+    """Detects a message addressed to the whole room (the second half of T2).
+
+    Args:
+        phrases: word sequences that address the room (default :data:`DEFAULT_ROOM_PHRASES`).
+        exclusions: word sequences that cancel a phrase starting at the same place (default
+            :data:`DEFAULT_ROOM_EXCLUSIONS`).
+
+    Raises:
+        ValueError: if a phrase has no word.
+    """
+
+    def __init__(
+        self,
+        phrases: Iterable[str] = DEFAULT_ROOM_PHRASES,
+        exclusions: Iterable[str] = DEFAULT_ROOM_EXCLUSIONS,
+    ) -> None:
+        def bodies(items: Iterable[str]) -> list[tuple[str, str, bool]]:
+            out = []
+            for phrase in sorted(items, key=len, reverse=True):
+                words = _nfc(phrase).split()
+                if not words:
+                    raise ValueError(f"room phrase without words: {phrase!r}")
+                out.append((_phrase_body(words), _WORD_CHAR, False))
+            return out
+
+        phrases = list(phrases)
+        self._phrases = _BoundedSearch(bodies(phrases))
+        # Cheap prefilter: a phrase can only match where its longest word occurs (case-folded).
+        anchors = set()
+        for phrase in phrases:
+            words = [w.replace("’", "'") for w in _nfc(phrase).casefold().split()]
+            anchors.add(max(reversed(words), key=len))
+        self._anchors = tuple(sorted(anchors))
+        excl = bodies(exclusions)
+        self._exclusions = _BoundedSearch(excl).regex if excl else None
+
+    def __call__(self, text: str) -> bool:
+        """True when ``text`` addresses the whole room."""
+        text = _nfc(text)
+        folded = text.casefold().replace("’", "'")
+        if not any(a in folded for a in self._anchors):
+            return False
+        for match in self._phrases.finditer(text):
+            if self._exclusions is None or self._exclusions.match(text, match.start()) is None:
+                return True
+        return False
+
+
+# --- T8: the decision record --------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """One turn-taking decision (T8).
+
+    Attributes:
+        responders: member names that answer, in the order they generate (empty: nobody).
+        decided_by: the rung that decided (:class:`DecidedBy`).
+        text: the human message decided on.
+        speaker: the speaker's label text (``"Alice (2)"``), or None.
+        mentioned: every member named in the message, in order of appearance (before speak
+            policies).
+        excluded: members whose speak policy refused this turn (T15).
+        chime_in: True when the director let a second member react (T4).
+        director_raw: the director's raw output, when it was called and answered.
+        director_latency_s: seconds the director call took (up to the timeout), when called.
+        director_error: why the director gave no decision (``"timeout after 5.0 s"``, an
+            exception, ``"unparseable output"``), when it was called and failed.
+        decide_s: seconds the whole decision took, director included.
+        turn_id: the stored turn's id when the caller passed one.
+    """
+
+    responders: tuple[str, ...]
+    decided_by: DecidedBy
+    text: str
+    speaker: str | None = None
+    mentioned: tuple[str, ...] = ()
+    excluded: tuple[str, ...] = ()
+    chime_in: bool = False
+    director_raw: str | None = None
+    director_latency_s: float | None = None
+    director_error: str | None = None
+    decide_s: float = 0.0
+    turn_id: int | None = None
+
+    @property
+    def director_called(self) -> bool:
+        """True when the director was consulted for this decision."""
+        return self.director_latency_s is not None
+
+    def explain(self) -> str:
+        """One line for logs and ``--explain``: rung, responders, director details."""
+        who = ", ".join(self.responders) if self.responders else "nobody"
+        parts = [f"[{self.decided_by.value}] -> {who}"]
+        if self.chime_in:
+            parts.append("(chime-in)")
+        if self.excluded:
+            parts.append(f"excluded by speak policy: {', '.join(self.excluded)}")
+        if self.director_called:
+            parts.append(f"director {self.director_latency_s * 1000:.0f} ms")
+            if self.director_error:
+                parts.append(f"failed: {self.director_error}")
+            if self.director_raw is not None:
+                parts.append(f"raw={self.director_raw!r}")
+        return " ".join(parts)
+
+
+# --- floor bookkeeping -------------------------------------------------------------------------
+
+
+class FloorState:
+    """Who spoke when, as the ladder needs it (T3 and the least-recent order of T2/T5)."""
+
+    def __init__(self) -> None:
+        self._seq = 0
+        self._last_spoke: dict[str, int] = {}
+        self.last_member: str | None = None
+        """The member who produced the room's latest turn, or None when it was a person's."""
+
+    def record_member(self, name: str) -> None:
+        """A member's reply was committed."""
+        self._seq += 1
+        self._last_spoke[name] = self._seq
+        self.last_member = name
+
+    def record_human(self) -> None:
+        """A person's turn was committed."""
+        self._seq += 1
+        self.last_member = None
+
+    def most_recent_member(self) -> str | None:
+        """The member who spoke most recently, whoever spoke after; None if none spoke yet."""
+        if not self._last_spoke:
+            return None
+        return max(self._last_spoke, key=self._last_spoke.__getitem__)
+
+    def least_recent_first(self, members: Sequence[Member]) -> list[Member]:
+        """``members`` ordered least recently heard first; never-heard members first of all, in
+        their given (configured) order."""
+        return sorted(members, key=lambda m: self._last_spoke.get(m.name, -1))
+
+
+# --- the ladder ---------------------------------------------------------------------------------
+
+Listener = Callable[[Decision], None]
+
+
+class TurnTaker:
+    """Runs the decision ladder for one room.
+
+    Args:
+        members: the AI members, in configured order (or a :class:`RoomConfig`, whose floor and
+            thresholds then apply unless given here).
+        director: the T4 director (a callable, :class:`~voicekit.turntaking.director.ModelDirector`
+            for a model); None (the default) skips T4 (T9).
+        floor: ``Floor.ALWAYS`` (default) or ``Floor.WHEN_ADDRESSED`` (T10).
+        continuation_max_chars: T3 threshold in characters (default 25).
+        continuation_max_words: T3 threshold in words (default 3). A message continues when it
+            is within either threshold.
+        director_timeout_s: hard T4 timeout in seconds (default 5.0).
+        room_phrases: word sequences addressing the room (default :data:`DEFAULT_ROOM_PHRASES`).
+        room_exclusions: word sequences that are not (default :data:`DEFAULT_ROOM_EXCLUSIONS`).
+
+    Raises:
+        MembersError: if the member list is invalid.
+        ValueError: if a threshold or the timeout is negative.
+
+    Not thread-safe: decide and record turns of one room from one thread (or under a lock).
+    """
+
+    def __init__(
+        self,
+        members: Sequence[Member] | RoomConfig,
+        *,
+        director: Director | None = None,
+        floor: Floor | None = None,
+        continuation_max_chars: int | None = None,
+        continuation_max_words: int | None = None,
+        director_timeout_s: float | None = None,
+        room_phrases: Iterable[str] = DEFAULT_ROOM_PHRASES,
+        room_exclusions: Iterable[str] = DEFAULT_ROOM_EXCLUSIONS,
+    ) -> None:
+        if isinstance(members, RoomConfig):
+            cfg = members
+        else:
+            cfg = RoomConfig(members=validate_members(list(members)))
+        self.members: tuple[Member, ...] = validate_members(list(cfg.members))
+        self._by_name = {m.name: m for m in self.members}
+        self._all_names = frozenset(self._by_name)
+        self._any_policy = any(m.speak_policy is not None for m in self.members)
+        self.director = director
+        self.floor = Floor(floor if floor is not None else cfg.floor)
+        self.continuation_max_chars = (
+            cfg.continuation_max_chars if continuation_max_chars is None else continuation_max_chars
+        )
+        self.continuation_max_words = (
+            cfg.continuation_max_words if continuation_max_words is None else continuation_max_words
+        )
+        self.director_timeout_s = float(
+            cfg.director_timeout_s if director_timeout_s is None else director_timeout_s
+        )
+        if min(self.continuation_max_chars, self.continuation_max_words) < 0:
+            raise ValueError("continuation thresholds must be >= 0")
+        if self.director_timeout_s < 0:
+            raise ValueError("director timeout must be >= 0")
+        self.names = NameMatcher(self.members)
+        self.room_address = RoomAddress(room_phrases, room_exclusions)
+        self.state = FloorState()
+        self._listeners: list[Listener] = []
+
+    # hooks ---------------------------------------------------------------------------------
+
+    def on(self, event: str, callback: Listener) -> None:
+        """Register ``callback`` for ``event`` (only :data:`ON_SPEAK_DECISION` exists).
+
+        Callbacks run synchronously after each decision, in registration order; an exception in
+        one is logged and never reaches the room.
+
+        Raises:
+            ValueError: for an unknown event name.
+        """
+        if event != ON_SPEAK_DECISION:
+            raise ValueError(f"unknown turn-taking event {event!r}")
+        self._listeners.append(callback)
+
+    def _emit(self, decision: Decision) -> None:
+        if log.isEnabledFor(logging.INFO):
+            log.info("speak decision for %r: %s", decision.speaker, decision.explain())
+        for callback in self._listeners:
+            try:
+                callback(decision)
+            except Exception:  # a listener must not break the room
+                log.exception("ON_SPEAK_DECISION listener %r failed", callback)
+
+    # bookkeeping ---------------------------------------------------------------------------
+
+    def record_reply(self, member: str) -> None:
+        """Record that ``member`` replied (its reply was committed to the meeting).
+
+        Raises:
+            KeyError: if ``member`` is not a member of this room.
+        """
+        if member not in self._by_name:
+            raise KeyError(f"unknown member {member!r}")
+        self.state.record_member(member)
+
+    def member(self, name: str) -> Member:
+        """The member called ``name``.
+
+        Raises:
+            KeyError: if there is none.
+        """
+        return self._by_name[name]
+
+    # the ladder ----------------------------------------------------------------------------
+
+    def is_short(self, text: str) -> bool:
+        """T3's test: at most ``continuation_max_chars`` characters or at most
+        ``continuation_max_words`` words (after stripping)."""
+        stripped = text.strip()
+        return (
+            len(stripped) <= self.continuation_max_chars
+            or len(stripped.split()) <= self.continuation_max_words
+        )
+
+    def decide(
+        self,
+        text: str,
+        label: "SpeakerLabel | None" = None,
+        *,
+        participant_id: str | None = None,
+        turn_id: int | None = None,
+    ) -> Decision:
+        """Decide who answers one human turn, record the turn, and notify listeners.
+
+        Args:
+            text: what the person said.
+            label: the turn's attribution label (read by speak policies, shown to the director).
+            participant_id: the registered participant the turn came from, if any (T15).
+            turn_id: the stored turn's id, copied into the decision.
+
+        Returns:
+            The :class:`Decision`. A director failure is recorded in it, never raised.
+        """
+        t0 = time.perf_counter()
+        speaker = label.text if label is not None else None
+        if self._any_policy:
+            source = TurnSource(label=label, participant_id=participant_id)
+            eligible = [m for m in self.members if m.accepts(source)]
+            excluded = tuple(m.name for m in self.members if m.name not in {e.name for e in eligible})
+            eligible_names = {m.name for m in eligible}
+        else:
+            eligible, excluded, eligible_names = list(self.members), (), self._all_names
+        mentioned = self.names.find(text)
+        last = self.state.last_member
+
+        fields: dict = {}
+        if mentioned:
+            responders = tuple(n for n in mentioned if n in eligible_names)
+            rung = DecidedBy.MENTION if len(mentioned) == 1 else DecidedBy.GROUP_ADDRESS
+        elif self.room_address(text):
+            responders = tuple(m.name for m in self.state.least_recent_first(eligible))
+            rung = DecidedBy.GROUP_ADDRESS
+        elif self.floor is Floor.WHEN_ADDRESSED or not eligible:
+            responders, rung = (), DecidedBy.SILENCE
+        elif last is not None and last in eligible_names and self.is_short(text):
+            responders, rung = (last,), DecidedBy.CONTINUATION
+        else:
+            responders, rung, fields = self._direct(text, speaker, eligible)
+
+        self.state.record_human()
+        decision = Decision(
+            responders=responders,
+            decided_by=rung,
+            text=text,
+            speaker=speaker,
+            mentioned=mentioned,
+            excluded=excluded,
+            decide_s=time.perf_counter() - t0,
+            turn_id=turn_id,
+            **fields,
+        )
+        self._emit(decision)
+        return decision
+
+    def _fallback(self, eligible: Sequence[Member]) -> tuple[str, ...]:
+        return (self.state.least_recent_first(eligible)[0].name,)
+
+    def _direct(
+        self, text: str, speaker: str | None, eligible: Sequence[Member]
+    ) -> tuple[tuple[str, ...], DecidedBy, dict]:
+        """T4, then T5. Returns (responders, rung, director fields for the Decision)."""
+        if self.director is None or len(eligible) < 2:
+            return self._fallback(eligible), DecidedBy.FALLBACK, {}
+        keys = member_keys(len(eligible))
+        request = DirectorRequest(
+            text=text,
+            speaker=speaker,
+            candidates=tuple(eligible),
+            keys=keys,
+            last_member=self.state.most_recent_member(),
+            timeout_s=self.director_timeout_s,
+        )
+        raw, latency, error = self._call_director(request)
+        fields = {"director_raw": raw, "director_latency_s": latency, "director_error": error}
+        verdict = parse_director_output(raw, keys) if error is None else None
+        if verdict is None:
+            if error is None:
+                fields["director_error"] = "unparseable output"
+            return self._fallback(eligible), DecidedBy.FALLBACK, fields
+        by_key = dict(zip(keys, eligible))
+        responders = [by_key[verdict.responder].name]
+        chime = False
+        if verdict.chime_in:
+            if len(keys) == 2:
+                second = next(k for k in keys if k != verdict.responder)
+            else:
+                second = verdict.ranking[1] if len(verdict.ranking) > 1 else None
+            if second is not None:
+                responders.append(by_key[second].name)
+                chime = True
+        fields["chime_in"] = chime
+        return tuple(responders), DecidedBy.DIRECTOR, fields
+
+    def _call_director(self, request: DirectorRequest) -> tuple[str | None, float, str | None]:
+        """Run the director under a hard timeout: (raw output, latency in s, error or None)."""
+        box: dict[str, object] = {}
+        director = self.director
+        assert director is not None
+
+        def run() -> None:
+            try:
+                box["raw"] = director(request)
+            except BaseException as exc:  # recorded, never raised to the room
+                box["error"] = exc
+
+        worker = threading.Thread(target=run, name="voicekit-director", daemon=True)
+        t0 = time.perf_counter()
+        worker.start()
+        worker.join(self.director_timeout_s)
+        latency = time.perf_counter() - t0
+        if worker.is_alive():
+            return None, latency, f"timeout after {self.director_timeout_s:g} s"
+        if "error" in box:
+            exc = box["error"]
+            return None, latency, f"{type(exc).__name__}: {exc}"
+        raw = box.get("raw")
+        if not isinstance(raw, str):
+            return None, latency, f"director returned {type(raw).__name__}, not text"
+        return raw, latency, None
+
+
+__all__ = [
+    "DEFAULT_ROOM_EXCLUSIONS",
+    "DEFAULT_ROOM_PHRASES",
+    "DEFAULT_TIMEOUT_S",
+    "ON_SPEAK_DECISION",
+    "DecidedBy",
+    "Decision",
+    "FloorState",
+    "NameMatcher",
+    "RoomAddress",
+    "TurnTaker",
+]

@@ -1,0 +1,278 @@
+"""AI members of a meeting, their speak policies (T15), and loading ``members.yaml``.
+
+A member is one AI participant with a name it answers to and its own instructions. A speak policy
+decides, from the attribution label of a human turn, whether that member may answer the turn at
+all (``answer_only``).
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
+
+if TYPE_CHECKING:  # only for annotations: the label is read by duck typing
+    from voicekit.attribution import SpeakerLabel
+
+
+class MembersError(ValueError):
+    """A member list or a ``members.yaml`` file is invalid (empty name, duplicate name…)."""
+
+
+@dataclass(frozen=True)
+class TurnSource:
+    """What a speak policy sees of one human turn.
+
+    Attributes:
+        label: the turn's attribution label (name, rank, channel), or None when the caller has
+            none (then only policies that accept everyone accept the turn).
+        participant_id: the registered participant the turn came from (a LiveKit identity, an
+            enrolled voice id), or None when the source is not a registered participant.
+    """
+
+    label: "SpeakerLabel | None" = None
+    participant_id: str | None = None
+
+
+SpeakPolicy = Callable[[TurnSource], bool]
+"""A per-member predicate: True when the member may answer this human turn."""
+
+
+def _nfc(text: str) -> str:
+    return unicodedata.normalize("NFC", text)
+
+
+@dataclass(frozen=True)
+class AnswerOnly:
+    """Speak policy: answer only the listed speakers (T15). Build it with :func:`answer_only`.
+
+    Attributes:
+        names: NFC-normalised names; a turn matches when its label's name without its rank
+            (``SpeakerLabel.base_name``), NFC-normalised, equals one of them exactly (case and
+            script matter: ``"Alice"`` never matches ``ALICE (2)`` or a Cyrillic ``Аlice``).
+        participants: registered participant ids; a turn matches when it came from one of them.
+    """
+
+    names: frozenset[str] = frozenset()
+    participants: frozenset[str] = frozenset()
+
+    def __call__(self, source: TurnSource) -> bool:
+        """Return True when ``source`` is one of the listed names or participants."""
+        if self.participants and source.participant_id is not None:
+            if source.participant_id in self.participants:
+                return True
+        label = source.label
+        if self.names and label is not None and getattr(label, "name", None) is not None:
+            base = getattr(label, "base_name", None)
+            if base is not None and _nfc(str(base)) in self.names:
+                return True
+        return False
+
+
+def answer_only(
+    names: Iterable[str] | None = None, *, participants: Iterable[str] | None = None
+) -> AnswerOnly:
+    """Build a speak policy that answers only some speakers (T15).
+
+    Args:
+        names: display names; ``answer_only(["Alice"])`` answers turns labelled ``Alice`` and
+            ``Alice (2)`` (a second person who gave the same name), never ``ALICE (2)`` nor a
+            look-alike in another script. Compared after NFC, case-sensitively.
+        participants: registered participant ids; the member answers turns from those sources
+            whatever name they carry. Given with ``names``, either kind of match is enough.
+
+    Returns:
+        An :class:`AnswerOnly` policy (a callable ``TurnSource -> bool``).
+
+    Raises:
+        ValueError: if neither ``names`` nor ``participants`` lists anything, or a name is empty.
+    """
+    if isinstance(names, str):
+        names = [names]
+    name_set = frozenset(_nfc(n.strip()) for n in (names or ()))
+    if any(not n for n in name_set):
+        raise ValueError("answer_only: empty name")
+    part_set = frozenset(str(p) for p in (participants or ()))
+    if not name_set and not part_set:
+        raise ValueError("answer_only needs at least one name or participant")
+    return AnswerOnly(names=name_set, participants=part_set)
+
+
+@dataclass(frozen=True)
+class Member:
+    """One AI member of the meeting.
+
+    Attributes:
+        name: the name it answers to and is shown under (``"Iris"``); unique in a room,
+            compared case-insensitively after NFC.
+        instructions: its own instructions (persona, task); voicekit appends the prompt rules
+            of T13 when it builds the member's view.
+        aliases: other names it answers to when mentioned (``"Dr. Park"``); matched like ``name``.
+        speak_policy: who it may answer (T15); None answers everyone.
+    """
+
+    name: str
+    instructions: str = ""
+    aliases: tuple[str, ...] = ()
+    speak_policy: SpeakPolicy | None = field(default=None, compare=False)
+
+    @property
+    def call_names(self) -> tuple[str, ...]:
+        """The name followed by the aliases: every string a mention can use."""
+        return (self.name, *self.aliases)
+
+    def accepts(self, source: TurnSource) -> bool:
+        """True when this member may answer a turn from ``source`` (no policy: always)."""
+        return True if self.speak_policy is None else bool(self.speak_policy(source))
+
+
+class Floor(str, Enum):
+    """Room policy: when does some member answer a human turn.
+
+    ``ALWAYS``: the full ladder T1–T5; some member answers every human turn (T9).
+    ``WHEN_ADDRESSED``: T10 silence; only T1 and T2 run, nobody answers otherwise.
+    """
+
+    ALWAYS = "always"
+    WHEN_ADDRESSED = "when_addressed"
+
+
+@dataclass(frozen=True)
+class RoomConfig:
+    """What ``members.yaml`` describes: the members and the room's floor settings.
+
+    Attributes:
+        members: the members in their configured order (the order T5 uses for members that
+            never spoke).
+        floor: the room policy (:class:`Floor`).
+        continuation_max_chars: T3 threshold in characters (default 25).
+        continuation_max_words: T3 threshold in whitespace-separated words (default 3).
+        director_timeout_s: T4 hard timeout in seconds (default 5.0).
+    """
+
+    members: tuple[Member, ...]
+    floor: Floor = Floor.ALWAYS
+    continuation_max_chars: int = 25
+    continuation_max_words: int = 3
+    director_timeout_s: float = 5.0
+
+
+def validate_members(members: Sequence[Member]) -> tuple[Member, ...]:
+    """Check a member list and return it as a tuple.
+
+    Raises:
+        MembersError: if the list is empty, a name or alias is blank, or two members share a
+            name or alias (case-insensitive, after NFC).
+    """
+    if not members:
+        raise MembersError("a room needs at least one member")
+    owner: dict[str, str] = {}
+    for m in members:
+        for n in m.call_names:
+            if not n or not n.strip():
+                raise MembersError(f"member {m.name!r}: empty name or alias")
+            key = _nfc(n.strip()).casefold()
+            if owner.get(key, m.name) != m.name:
+                raise MembersError(f"name {n!r} is used by both {owner[key]!r} and {m.name!r}")
+            owner[key] = m.name
+    names = [_nfc(m.name.strip()).casefold() for m in members]
+    if len(set(names)) != len(names):
+        raise MembersError("two members have the same name")
+    return tuple(members)
+
+
+def _as_str_list(value: Any, what: str) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and all(isinstance(v, (str, int)) for v in value):
+        return [str(v) for v in value]
+    raise MembersError(f"{what} must be a string or a list of strings")
+
+
+def parse_members(data: Any) -> RoomConfig:
+    """Build a :class:`RoomConfig` from parsed YAML/JSON data.
+
+    Accepted shapes: a list of member mappings, or a mapping with ``members:`` (that list) and
+    optional ``floor:`` (``always`` | ``when_addressed``), ``continuation: {max_chars,
+    max_words}`` and ``director: {timeout_s}``. A member mapping has ``name`` (required),
+    ``instructions``, ``aliases``, ``answer_only`` (names) and ``answer_only_participants``.
+
+    Raises:
+        MembersError: on a missing or wrongly typed field, an unknown floor, or bad names.
+    """
+    if isinstance(data, list):
+        data = {"members": data}
+    if not isinstance(data, Mapping):
+        raise MembersError("members file: expected a list or a mapping with 'members'")
+    raw_members = data.get("members")
+    if not isinstance(raw_members, list):
+        raise MembersError("members file: 'members' must be a list")
+    members: list[Member] = []
+    for i, raw in enumerate(raw_members):
+        if isinstance(raw, str):
+            raw = {"name": raw}
+        if not isinstance(raw, Mapping):
+            raise MembersError(f"member #{i + 1}: expected a mapping")
+        name = raw.get("name")
+        if not isinstance(name, str) or not name.strip():
+            raise MembersError(f"member #{i + 1}: 'name' is required")
+        instructions = raw.get("instructions", "") or ""
+        if not isinstance(instructions, str):
+            raise MembersError(f"member {name!r}: 'instructions' must be text")
+        names = _as_str_list(raw.get("answer_only"), f"member {name!r}: answer_only")
+        parts = _as_str_list(
+            raw.get("answer_only_participants"), f"member {name!r}: answer_only_participants"
+        )
+        policy = answer_only(names, participants=parts) if (names or parts) else None
+        aliases = tuple(_as_str_list(raw.get("aliases"), f"member {name!r}: aliases"))
+        members.append(
+            Member(
+                name=name.strip(),
+                instructions=instructions.strip(),
+                aliases=tuple(a.strip() for a in aliases),
+                speak_policy=policy,
+            )
+        )
+    floor_raw = data.get("floor", Floor.ALWAYS.value)
+    try:
+        floor = Floor(str(floor_raw))
+    except ValueError:
+        raise MembersError(f"unknown floor {floor_raw!r} (always | when_addressed)") from None
+    cont = data.get("continuation") or {}
+    director = data.get("director") or {}
+    if not isinstance(cont, Mapping) or not isinstance(director, Mapping):
+        raise MembersError("'continuation' and 'director' must be mappings")
+    try:
+        max_chars = int(cont.get("max_chars", 25))
+        max_words = int(cont.get("max_words", 3))
+        timeout_s = float(director.get("timeout_s", 5.0))
+    except (TypeError, ValueError) as exc:
+        raise MembersError(f"bad number in members file: {exc}") from None
+    return RoomConfig(
+        members=validate_members(members),
+        floor=floor,
+        continuation_max_chars=max_chars,
+        continuation_max_words=max_words,
+        director_timeout_s=timeout_s,
+    )
+
+
+def load_members(path: str | Path) -> RoomConfig:
+    """Read a ``members.yaml`` file (see :func:`parse_members` for its shape).
+
+    Raises:
+        OSError: if the file cannot be read.
+        MembersError: if its content is not a valid member list (YAML errors included).
+    """
+    import yaml  # PyYAML; imported here so the ladder itself does not need it
+
+    text = Path(path).read_text(encoding="utf-8")
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise MembersError(f"{path}: not valid YAML: {exc}") from None
+    return parse_members(data)

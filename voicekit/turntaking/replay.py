@@ -1,0 +1,127 @@
+"""Run the ladder over a committed meeting: what ``voicekit replay --members … --explain`` calls.
+
+Given the committed :class:`~voicekit.turns.SpeakerTurn` stream, each turn with its attribution
+label, and the room's members, :func:`replay_room` decides every human turn and, when a client
+is given, generates the members' replies (T11) so that later decisions see who spoke.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterable, Iterator, Mapping, TextIO
+
+from voicekit.turns import SpeakerTurn
+from voicekit.turntaking.clients import ModelClient
+from voicekit.turntaking.director import Director
+from voicekit.turntaking.generate import MemberReply, generate_replies
+from voicekit.turntaking.ladder import Decision, TurnTaker
+from voicekit.turntaking.members import RoomConfig
+from voicekit.turntaking.views import TranscriptEntry
+
+if TYPE_CHECKING:
+    from voicekit.attribution import SpeakerLabel
+
+
+@dataclass(frozen=True)
+class ReplayStep:
+    """One human turn of a replay and what the room did with it.
+
+    Attributes:
+        turn: the committed turn.
+        label: its attribution label.
+        decision: the ladder's decision.
+        replies: the members' replies (empty without a client, or when nobody answers).
+    """
+
+    turn: SpeakerTurn
+    label: "SpeakerLabel"
+    decision: Decision
+    replies: tuple[MemberReply, ...] = ()
+
+
+def replay_room(
+    turns: Iterable[tuple[SpeakerTurn, "SpeakerLabel"]],
+    room: RoomConfig | TurnTaker,
+    *,
+    director: Director | None = None,
+    client: ModelClient | Mapping[str, ModelClient] | None = None,
+    window: int = 50,
+) -> Iterator[ReplayStep]:
+    """Decide (and optionally answer) each human turn of a committed meeting, in order.
+
+    Args:
+        turns: ``(turn, label)`` pairs in meeting order. ``turn.metadata["participant_id"]``,
+            when present, is the registered participant it came from (T15).
+        room: the members file's :class:`RoomConfig`, or a ready :class:`TurnTaker`.
+        director: the T4 director when ``room`` is a config (ignored for a TurnTaker).
+        client: the members' model client(s). Without one, the chosen responders are recorded
+            as having spoken (a dry run), so T3 and the least-recent order behave as in a live
+            meeting.
+        window: how many transcript entries each member's view keeps (most recent).
+
+    Yields:
+        One :class:`ReplayStep` per turn.
+    """
+    taker = room if isinstance(room, TurnTaker) else TurnTaker(room, director=director)
+    transcript: list[TranscriptEntry] = []
+    for turn, label in turns:
+        participant = turn.metadata.get("participant_id") if turn.metadata else None
+        decision = taker.decide(
+            turn.text,
+            label,
+            participant_id=str(participant) if participant is not None else None,
+            turn_id=turn.turn_id,
+        )
+        transcript.append(TranscriptEntry(text=turn.text, label=label))
+        replies: tuple[MemberReply, ...] = ()
+        if client is None:
+            for name in decision.responders:
+                taker.record_reply(name)
+        elif decision.responders:
+            replies = tuple(
+                generate_replies(
+                    decision,
+                    members=taker.members,
+                    transcript=transcript,
+                    client=client,
+                    turn_taker=taker,
+                )
+            )
+        del transcript[:-window]
+        yield ReplayStep(turn=turn, label=label, decision=decision, replies=replies)
+
+
+def format_step(step: ReplayStep) -> str:
+    """A human-readable block for one step: time, speaker, text, rung, replies."""
+    d = step.decision
+    lines = [f"{step.turn.start:8.2f}s  {step.label.text}: {step.turn.text}", f"          {d.explain()}"]
+    for reply in step.replies:
+        shown = reply.text if reply.error is None else f"(no reply: {reply.error})"
+        lines.append(f"          {reply.member}: {shown}")
+    return "\n".join(lines)
+
+
+def explain_replay(
+    turns: Iterable[tuple[SpeakerTurn, "SpeakerLabel"]],
+    room: RoomConfig | TurnTaker,
+    *,
+    director: Director | None = None,
+    client: ModelClient | Mapping[str, ModelClient] | None = None,
+    out: TextIO | None = None,
+) -> list[ReplayStep]:
+    """Run :func:`replay_room`, print each step with its rung to ``out`` (default stdout), and a
+    count of decisions per rung at the end. Returns the steps."""
+    out = out or sys.stdout
+    steps: list[ReplayStep] = []
+    counts: dict[str, int] = {}
+    for step in replay_room(turns, room, director=director, client=client):
+        steps.append(step)
+        counts[step.decision.decided_by.value] = counts.get(step.decision.decided_by.value, 0) + 1
+        print(format_step(step), file=out)
+    summary = ", ".join(f"{k}={v}" for k, v in sorted(counts.items()))
+    print(f"{len(steps)} turns decided: {summary or 'none'}", file=out)
+    return steps
+
+
+__all__ = ["ReplayStep", "explain_replay", "format_step", "replay_room"]

@@ -1,0 +1,154 @@
+"""Per-member private views of the meeting (T12), prompt rules (T13), own-name stripping (T14).
+
+A chat model has one ``assistant`` identity, so each member gets its own view of the same
+transcript: its own lines as ``assistant``; every person's and every other member's lines as
+``user``, in the attribution line format (``Label: "text"`` per line).
+"""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Sequence
+
+import regex
+
+from voicekit.attribution import label_lines
+from voicekit.turntaking.clients import ChatMessage
+from voicekit.turntaking.members import Member
+
+if TYPE_CHECKING:
+    from voicekit.attribution import SpeakerLabel
+
+
+@dataclass(frozen=True)
+class TranscriptEntry:
+    """One committed line of the meeting as the members' views need it.
+
+    Exactly one of ``member`` and ``label`` is set.
+
+    Attributes:
+        text: what was said (raw, as stored).
+        member: the AI member who said it, for a member's reply.
+        label: the person's attribution label, for a human turn.
+    """
+
+    text: str
+    member: str | None = None
+    label: "SpeakerLabel | None" = None
+
+    def __post_init__(self) -> None:
+        if (self.member is None) == (self.label is None):
+            raise ValueError("a transcript entry has exactly one of member and label")
+
+    @property
+    def author(self) -> str:
+        """The text placed before its lines: the member name or the label text."""
+        return self.member if self.member is not None else self.label.text  # type: ignore[union-attr]
+
+
+def prompt_rules(member: Member, others: Sequence[Member]) -> str:
+    """The T13 rules appended to ``member``'s instructions, in voicekit's words."""
+    if others:
+        other_names = ", ".join(m.name for m in others)
+        who = f"Other AI members in this meeting: {other_names}. "
+        never = (
+            f"Never write what {other_names} or anyone else says, does or thinks, "
+            "not even a single line; they speak for themselves."
+        )
+    else:
+        who = ""
+        never = "Never write what anyone else says, does or thinks, not even a single line."
+    return (
+        f"You are {member.name}, one member of a meeting with people and AI members. {who}"
+        f"Rules for this meeting:\n"
+        f"- You speak only as {member.name}. {never}\n"
+        "- Lines from the people and from the other members reach you prefixed with the name of "
+        "who said them, followed by their words as a JSON string.\n"
+        f"- Start your reply directly with what you say: do not put {member.name}: or any other "
+        "name in front of it."
+    )
+
+
+def system_prompt(member: Member, members: Sequence[Member]) -> str:
+    """``member``'s instructions followed by the T13 rules (stable from turn to turn)."""
+    others = [m for m in members if m.name != member.name]
+    rules = prompt_rules(member, others)
+    return f"{member.instructions}\n\n{rules}" if member.instructions else rules
+
+
+def labels_on(member: str, transcript: Sequence[TranscriptEntry]) -> bool:
+    """Whether ``member``'s view labels its ``user`` lines.
+
+    Labels are on when, seen from that member, the window holds two or more distinct speakers
+    (people by label text, other members by name; the member's own lines never count), as
+    attribution A1 says. With one speaker the view is unlabelled (A2).
+    """
+    speakers = set()
+    for entry in transcript:
+        if entry.member == member:
+            continue
+        speakers.add(("m", entry.member) if entry.member is not None else ("p", entry.label.text))  # type: ignore[union-attr]
+        if len(speakers) >= 2:
+            return True
+    return False
+
+
+def build_view(
+    member: Member, members: Sequence[Member], transcript: Sequence[TranscriptEntry]
+) -> list[ChatMessage]:
+    """The chat request for ``member`` over ``transcript`` (T12, T13).
+
+    Args:
+        member: whose view this is.
+        members: every member of the room (for the prompt rules).
+        transcript: the meeting's window, oldest first.
+
+    Returns:
+        A system message (instructions + rules), then one message per entry: ``assistant`` for
+        this member's own lines (never prefixed), ``user`` for everyone else's (labelled per
+        line when :func:`labels_on`, raw otherwise). Another member's words are never
+        ``assistant``.
+    """
+    labelled = labels_on(member.name, transcript)
+    messages = [ChatMessage("system", system_prompt(member, members))]
+    for entry in transcript:
+        if entry.member == member.name:
+            messages.append(ChatMessage("assistant", entry.text))
+        elif labelled:
+            messages.append(ChatMessage("user", label_lines(entry.author, entry.text)))
+        else:
+            messages.append(ChatMessage("user", entry.text))
+    return messages
+
+
+
+def strip_own_name(reply: str, name: str) -> str:
+    """Remove a leading ``Name:`` that is the member's own name (T14).
+
+    The name matches case-insensitively after NFC, optionally wrapped in markdown emphasis
+    (``**Elena:**``), followed by ``:`` or a full-width ``：``. When what remains is exactly one
+    JSON string (the model mirrored the attribution format, ``Elena: "Hi"``), it is unquoted.
+    Replies that do not open with the own name are returned unchanged; another member's name is
+    never stripped.
+    """
+    text = unicodedata.normalize("NFC", reply)
+    pattern = regex.compile(
+        r"^[\ufeff\u200b\u200c\u200d\u2060\s]*(?:\*\*|__|\*|_)?"
+        + regex.escape(unicodedata.normalize("NFC", name.strip()))
+        + r"(?:\*\*|__|\*|_)?\s*[:：](?:\*\*|__|\*|_)?[ \t]*",
+        regex.V1 | regex.IGNORECASE,
+    )
+    match = pattern.match(text)
+    if match is None:
+        return reply
+    rest = text[match.end() :].lstrip()
+    if len(rest) >= 2 and rest.startswith('"') and rest.endswith('"'):
+        try:
+            unquoted = json.loads(rest)
+        except ValueError:
+            unquoted = None
+        if isinstance(unquoted, str):
+            return unquoted
+    return rest
