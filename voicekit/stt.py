@@ -19,6 +19,9 @@ from voicekit.turns import Word
 
 log = logging.getLogger(__name__)
 
+SILENCE_PEAK = 1e-3
+"""Audio whose peak stays below this (-60 dBFS) is not sent to Whisper at all."""
+
 
 @dataclass(frozen=True)
 class SttOptions:
@@ -78,8 +81,8 @@ class Transcriber:
         """
         opt = self.options
         duration = len(samples) / 16000.0
-        if duration < 0.1:
-            return []
+        if duration < 0.1 or float(np.max(np.abs(samples))) < SILENCE_PEAK:
+            return []  # too short, or digital silence: Whisper would invent a "You"
         language = "en" if self.english_only else opt.language
         segments, _info = self.model.transcribe(
             samples, language=language, beam_size=opt.beam_size, word_timestamps=True,

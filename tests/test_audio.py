@@ -1,0 +1,84 @@
+"""Decoding, normalisation and resampling on real recordings."""
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from _pipeline_support import EVAL, needs_eval
+from voicekit.audio import AudioError, StreamResampler, downmix, iter_16k_blocks, load_audio, probe, resample, to_float32
+
+pytestmark = needs_eval
+
+
+def test_jfk_flac_44k_stereo_24bit_decodes_to_16k_mono():
+    info = probe(EVAL / "faster_whisper" / "jfk.flac")
+    assert (info.sample_rate, info.channels) == (44100, 2)
+    assert info.subtype == "PCM_24"
+    x = load_audio(EVAL / "faster_whisper" / "jfk.flac")
+    assert x.dtype == np.float32 and x.ndim == 1
+    assert abs(len(x) / 16000 - info.duration) < 0.01
+    assert 0.1 < np.abs(x).max() <= 1.0
+
+
+def test_block_resampling_equals_whole_file_sample_for_sample():
+    native, rate = sf.read(EVAL / "faster_whisper" / "jfk.flac", dtype="float32")
+    mono = downmix(native)
+    whole = resample(mono, rate)
+    r = StreamResampler(rate)
+    sizes = [441, 1, 1024, 4410, 7, 48000]
+    parts, i, k = [], 0, 0
+    while i < len(mono):
+        n = sizes[k % len(sizes)]
+        parts.append(r.process(mono[i:i + n], last=i + n >= len(mono)))
+        i += n
+        k += 1
+    blocks = np.concatenate(parts)
+    assert len(blocks) == len(whole)
+    assert np.array_equal(blocks, whole)
+
+
+def test_iter_blocks_equals_load_audio():
+    path = EVAL / "faster_whisper" / "jfk.flac"
+    assert np.array_equal(np.concatenate(list(iter_16k_blocks(path, 0.04))), load_audio(path))
+
+
+def test_non_ascii_path_and_float32_wav():
+    path = EVAL / "ami_debug" / "trñ00.wav"
+    assert probe(path).subtype == "FLOAT"
+    assert abs(len(load_audio(path)) / 16000 - 30.0) < 0.05
+
+
+def test_mp3_decodes():
+    x = load_audio(EVAL / "faster_whisper" / "hotwords.mp3")
+    assert 3.5 < len(x) / 16000 < 5.0
+
+
+def test_to_float32_scales_integer_pcm_and_unscaled_floats(caplog):
+    assert to_float32(np.array([16384, -32768], dtype=np.int16)).tolist() == [0.5, -1.0]
+    unscaled = np.array([0.0, 16384.0, -8192.0], dtype=np.float32)
+    assert np.allclose(to_float32(unscaled), [0.0, 0.5, -0.25])
+    assert "unscaled 16-bit PCM" in caplog.text
+    assert to_float32(np.array([1.5, -0.2], dtype=np.float64)).tolist() == pytest.approx([1.0, -0.2])
+    assert to_float32(np.array([0.25], dtype=np.float16)).dtype == np.float32
+
+
+def _write(path, data):
+    path.write_bytes(data)
+    return path
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda p: p / "missing.wav", "no such file"),
+    (lambda p: p, "is a directory"),
+    (lambda p: _write(p / "empty.wav", b""), "empty"),
+    (lambda p: _write(p / "notes.wav", b"meeting notes\n" * 50), "not an audio file"),
+    (lambda p: _write(p / "cut.wav", (EVAL / "pyannote_sample" / "sample.wav").read_bytes()[:30]), "not an audio file"),
+])
+def test_bad_files_get_one_clear_error(tmp_path, make, message):
+    with pytest.raises(AudioError, match=message):
+        load_audio(make(tmp_path))
+
+
+def test_channel_out_of_range_is_named():
+    with pytest.raises(AudioError, match="has 2 channels"):
+        load_audio(EVAL / "faster_whisper" / "stereo_diarization.wav", channel=5)

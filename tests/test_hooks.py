@@ -1,0 +1,94 @@
+"""ON_TRANSCRIPTION hooks: rename, edit, block, failures and timeouts never lose a turn."""
+
+import asyncio
+import time
+
+import pytest
+
+from voicekit.hooks import HookError, HookResult, HookRunner, parse_speaker_names
+from voicekit.turns import SpeakerTurn, Word
+
+
+def turn(speaker="Speaker A", text="Hi, this is Diane in New Jersey.", start=3.1):
+    return SpeakerTurn(speaker=speaker, text=text, start=start, end=start + 2,
+                       words=(Word(start, start + 2, " " + text, 0.9, speaker),),
+                       metadata={"sender_name": speaker})
+
+
+def test_rename_for_speaker_applies_to_later_turns():
+    hooks = HookRunner()
+    hooks.register(lambda t: HookResult.rename("Diane") if "Diane" in t.text else None)
+    assert hooks.run(turn()).sender_name == "Diane"
+    later = hooks.run(turn(text="Yes."))
+    assert later.sender_name == "Diane" and later.speaker == "Speaker A"
+    assert hooks.run(turn(speaker="Speaker B", text="I'm Sheila.")).sender_name == "Speaker B"
+
+
+def test_rename_of_one_turn_only():
+    hooks = HookRunner()
+    hooks.register(lambda t: HookResult(name="Chair") if t.start < 5 else None)
+    assert hooks.run(turn()).sender_name == "Chair"
+    assert hooks.run(turn(start=10)).sender_name == "Speaker A"
+
+
+def test_edit_and_block():
+    hooks = HookRunner()
+    hooks.register(lambda t: t.replace(text=t.text.upper()))
+    hooks.register(lambda t: HookResult.blocked() if "SECRET" in t.text else None)
+    assert hooks.run(turn(text="hello")).text == "HELLO"
+    assert hooks.run(turn(text="the secret plan")) is None
+
+
+def test_async_hook():
+    async def rename(t):
+        await asyncio.sleep(0.01)
+        return HookResult(name="Sheila")
+
+    hooks = HookRunner()
+    hooks.register(rename)
+    assert hooks.run(turn()).sender_name == "Sheila"
+
+
+def test_raising_and_slow_hooks_are_logged_and_the_turn_goes_on(caplog):
+    def broken(t):
+        raise RuntimeError("database down")
+
+    def slow(t):
+        time.sleep(1.0)
+        return HookResult.blocked()
+
+    hooks = HookRunner(timeout=0.2)
+    hooks.register(broken, name="broken")
+    hooks.register(slow, name="slow")
+    out = hooks.run(turn())
+    assert out is not None and out.text == turn().text
+    assert [f[0] for f in hooks.failures] == ["broken", "slow"]
+    assert "database down" in caplog.text and "timed out" in caplog.text
+
+
+def test_hook_script(tmp_path):
+    script = tmp_path / "rename.py"
+    script.write_text("from voicekit.hooks import HookResult\n"
+                      "def on_transcription(turn):\n"
+                      "    if 'Sheila' in turn.text:\n"
+                      "        return HookResult.rename('Sheila')\n")
+    hooks = HookRunner()
+    hooks.load_script(script)
+    assert hooks.run(turn(speaker="Speaker B", text="And I'm Sheila in Texas.")).sender_name == "Sheila"
+    bad = tmp_path / "bad.py"
+    bad.write_text("x = 1\n")
+    with pytest.raises(HookError, match="defines no on_transcription"):
+        hooks.load_script(bad)
+    with pytest.raises(HookError, match="not found"):
+        hooks.load_script(tmp_path / "nope.py")
+
+
+def test_speaker_names_map_and_file():
+    assert parse_speaker_names("Speaker A=Diane, Speaker B = Sheila") == {"Speaker A": "Diane", "Speaker B": "Sheila"}
+    assert parse_speaker_names("# names\nSpeaker A = Diane\n\nSpeaker B = Sheila  # Texas\n") == \
+        {"Speaker A": "Diane", "Speaker B": "Sheila"}
+    with pytest.raises(ValueError, match="has no '='"):
+        parse_speaker_names("Speaker A Diane")
+    hooks = HookRunner()
+    hooks.set_names({"Speaker B": "Sheila"})
+    assert hooks.run(turn(speaker="Speaker B")).sender_name == "Sheila"

@@ -1,0 +1,123 @@
+"""End to end: `voicekit replay` on the pyannote sample (the acceptance file), outputs, export,
+and a replay killed mid-meeting."""
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from _pipeline_support import EVAL, SAMPLE, eval_file, needs_eval
+from voicekit.cli import main
+from voicekit.evaluation import load_reference, reference_text, score_der, turns_to_annotation, wer
+from voicekit.store import MeetingStore
+
+pytestmark = needs_eval
+
+
+@pytest.fixture(scope="module")
+def replayed(tmp_path_factory):
+    out = tmp_path_factory.mktemp("meeting")
+    assert main(["replay", str(SAMPLE), "--out", str(out), "--refine", "--quiet"]) == 0
+    return out
+
+
+def _scores(turns):
+    f = eval_file("sample")
+    ref, uem = load_reference(f, 30.0)
+    return score_der(ref, turns_to_annotation(turns, "sample"), uem, 0.5)
+
+
+def test_acceptance_live_der_refined_der_and_wer(replayed):
+    store = MeetingStore(replayed / "meeting.sqlite")
+    live, refined = store.turns(), store.turns(refined=True)
+    d_live, d_ref = _scores(live), _scores(refined)
+    w = wer(reference_text(eval_file("sample")), " ".join(t.text for t in live))
+    speakers = {t.speaker for t in live}
+    print(f"sample: live DER c0.5 {100 * d_live.der:.1f}% ({len(speakers)} speakers), "
+          f"refined DER c0.5 {100 * d_ref.der:.1f}%, WER {100 * w:.1f}%")
+    assert len(speakers) == 2
+    assert d_live.der <= 0.20
+    assert d_ref.der <= 0.12
+    assert w <= 0.15
+
+
+def test_outputs_are_written_in_every_format(replayed):
+    for suffix in ("", ".refined"):
+        for ext in ("json", "rttm", "srt", "vtt", "txt"):
+            assert (replayed / f"sample{suffix}.{ext}").stat().st_size > 0
+    doc = json.loads((replayed / "sample.json").read_text())
+    assert doc["version"] == 1 and doc["meeting"]["duration"] == 30.0
+    turns = doc["turns"]
+    assert len(turns) >= 4
+    for t in turns:
+        assert t["speaker"].startswith("Speaker ") and t["name"] == t["speaker"]
+        assert 0.0 <= t["start"] < t["end"] <= 30.0
+        assert t["emitted_at"] >= t["end"]
+        assert 0 < t["confidence"] <= 1
+        assert t["words"] and all(t["start"] <= w["start"] <= w["end"] <= t["end"] for w in t["words"])
+    assert [t["start"] for t in turns] == sorted(t["start"] for t in turns)
+    rttm = (replayed / "sample.rttm").read_text().splitlines()
+    assert len(rttm) == len(turns)
+    assert all(line.split()[0] == "SPEAKER" and line.split()[7].startswith("Speaker_") for line in rttm)
+    srt = (replayed / "sample.srt").read_text()
+    assert srt.startswith("1\n00:00:0") and f"{turns[0]['speaker']}: " in srt
+    vtt = (replayed / "sample.vtt").read_text()
+    assert vtt.startswith("WEBVTT") and f"<v {turns[0]['speaker']}>" in vtt
+
+
+def test_export_rebuilds_the_same_outputs(replayed, tmp_path):
+    before = {p.name: p.read_bytes() for p in replayed.iterdir() if p.suffix in (".json", ".srt", ".vtt", ".txt", ".rttm")}
+    for name in before:
+        (replayed / name).unlink()
+    assert main(["export", str(replayed)]) == 0
+    after = {p.name: p.read_bytes() for p in replayed.iterdir() if p.suffix in (".json", ".srt", ".vtt", ".txt", ".rttm")}
+    assert after == before
+
+
+def test_speaker_names_rename_live_and_follow_the_speaker_in_refined_outputs(tmp_path):
+    assert main(["replay", str(SAMPLE), "--out", str(tmp_path), "--quiet", "--refine",
+                 "--speaker-names", "Speaker A=Diane,Speaker B=Sheila"]) == 0
+    doc = json.loads((tmp_path / "sample.json").read_text())
+    assert {t["name"] for t in doc["turns"]} == {"Diane", "Sheila"}
+    refined = json.loads((tmp_path / "sample.refined.json").read_text())
+    names = {"Speaker A": "Diane", "Speaker B": "Sheila"}
+    assert all(t["name"] == names[t["speaker"]] for t in refined["turns"])
+    assert "Diane_" not in (tmp_path / "sample.rttm").read_text()
+
+
+def test_bad_input_gives_one_line_and_exit_2(tmp_path, capsys):
+    assert main(["replay", str(tmp_path / "missing.wav"), "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no such file" in err[0]
+    assert main(["replay", str(SAMPLE), "--out", str(tmp_path), "--model", str(tmp_path / "nomodel")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_a_killed_replay_keeps_every_committed_turn(tmp_path):
+    out = tmp_path / "m"
+    proc = subprocess.Popen([sys.executable, "-m", "voicekit.cli", "replay", str(SAMPLE), "--out", str(out),
+                             "--realtime", "--quiet"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    db = out / "meeting.sqlite"
+    committed = 0
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and committed < 2:
+        time.sleep(0.5)
+        if db.exists():
+            try:
+                committed = sqlite3.connect(db).execute("SELECT COUNT(*) FROM turns").fetchone()[0]
+            except sqlite3.Error:
+                pass
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert committed >= 2, proc.stderr.read().decode()
+    store = MeetingStore(db)
+    turns = store.turns()
+    assert len(turns) >= committed and all(t.text for t in turns)
+    store.close()
+    assert main(["export", str(out)]) == 0
+    assert len(json.loads((out / "sample.json").read_text())["turns"]) == len(turns)

@@ -1,0 +1,74 @@
+"""Framing and the endpointer on real speech."""
+
+import numpy as np
+import pytest
+
+from _pipeline_support import EVAL, SAMPLE, needs_eval
+from voicekit.audio import load_audio
+from voicekit.vad import Endpointer, EndpointerOptions, FrameBuffer, SileroVad, WebRtcVad
+
+pytestmark = needs_eval
+
+
+def _reference_speech(rttm, file_id, duration, step=0.01):
+    mask = np.zeros(int(duration / step) + 1, dtype=bool)
+    for line in rttm.read_text().splitlines():
+        p = line.split()
+        if p[1] == file_id:
+            s, d = float(p[3]), float(p[4])
+            mask[int(s / step):int((s + d) / step)] = True
+    return mask
+
+
+def _utterances(samples, vad, block, **opt):
+    ep = Endpointer(vad, EndpointerOptions(**opt))
+    out = []
+    for i in range(0, len(samples), block):
+        out.extend(ep.push(samples[i:i + block]))
+    out.extend(ep.flush())
+    return out
+
+
+@pytest.mark.parametrize("block", [1, 400, 512, 1024, 16000])
+def test_framebuffer_gives_the_same_frames_for_any_block_size(block):
+    x = load_audio(SAMPLE)[:48000]
+    fb = FrameBuffer(480)
+    frames = [f for i in range(0, len(x), block) for f in fb.push(x[i:i + block])]
+    assert len(frames) == len(x) // 480
+    assert np.array_equal(np.concatenate(frames), x[: len(frames) * 480])
+
+
+@pytest.mark.parametrize("vad", [SileroVad, WebRtcVad])
+def test_endpointer_covers_the_reference_speech(vad):
+    x = load_audio(SAMPLE)
+    utts = _utterances(x, vad(), 1600)
+    ref = _reference_speech(EVAL / "pyannote_sample" / "sample.rttm", "sample", 30.0)
+    hyp = np.zeros_like(ref)
+    for u in utts:
+        hyp[int(u.start / 0.01):int(u.end / 0.01)] = True
+    recall = (ref & hyp).sum() / ref.sum()
+    print(vad.__name__, "utterances", len(utts), "speech recall", round(float(recall), 3))
+    assert recall > 0.95
+    assert all(u.duration <= 10.0 + 1e-6 for u in utts)
+    assert [u.index for u in utts] == list(range(len(utts)))
+    assert all(a.end <= b.start + 1e-6 for a, b in zip(utts, utts[1:]))
+
+
+def test_block_size_does_not_change_utterances():
+    x = load_audio(SAMPLE)
+    a = _utterances(x, SileroVad(), 1)
+    b = _utterances(x, SileroVad(), 4000)
+    assert [(round(u.start, 3), len(u.samples)) for u in a] == [(round(u.start, 3), len(u.samples)) for u in b]
+
+
+def test_digital_silence_and_junk_give_no_utterance():
+    assert _utterances(np.zeros(16000 * 60, np.float32), SileroVad(), 1600) == []
+    junk = load_audio(EVAL / "ami_debug" / "empty.wav")
+    assert sum(u.duration for u in _utterances(junk, SileroVad(), 1600)) < 0.5
+
+
+def test_long_speech_is_cut_at_the_maximum_length():
+    x = load_audio(SAMPLE)
+    utts = _utterances(x, SileroVad(), 1600, max_utterance=4.0, hangover=2.0)
+    assert len(utts) >= 5
+    assert max(u.duration for u in utts) <= 4.0 + 1e-6
