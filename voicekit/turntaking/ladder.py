@@ -23,10 +23,11 @@ import time
 import unicodedata
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 import regex
 
+from voicekit.attribution import SpeakerLabel
 from voicekit.turntaking.director import (
     DEFAULT_TIMEOUT_S,
     Director,
@@ -35,9 +36,6 @@ from voicekit.turntaking.director import (
     parse_director_output,
 )
 from voicekit.turntaking.members import Floor, Member, RoomConfig, TurnSource, validate_members
-
-if TYPE_CHECKING:
-    from voicekit.attribution import SpeakerLabel
 
 log = logging.getLogger("voicekit.turntaking")
 
@@ -454,7 +452,7 @@ class TurnTaker:
     def decide(
         self,
         text: str,
-        label: "SpeakerLabel | None" = None,
+        label: SpeakerLabel | None = None,
         *,
         participant_id: str | None = None,
         turn_id: int | None = None,

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Iterator, Mapping, TextIO
+from typing import Iterable, Iterator, Mapping, TextIO
 
+from voicekit.attribution import SpeakerLabel
 from voicekit.turns import SpeakerTurn
 from voicekit.turntaking.clients import ModelClient
 from voicekit.turntaking.director import Director
@@ -18,9 +19,6 @@ from voicekit.turntaking.generate import MemberReply, generate_replies
 from voicekit.turntaking.ladder import Decision, TurnTaker
 from voicekit.turntaking.members import RoomConfig
 from voicekit.turntaking.views import TranscriptEntry
-
-if TYPE_CHECKING:
-    from voicekit.attribution import SpeakerLabel
 
 
 @dataclass(frozen=True)
@@ -35,13 +33,13 @@ class ReplayStep:
     """
 
     turn: SpeakerTurn
-    label: "SpeakerLabel"
+    label: SpeakerLabel
     decision: Decision
     replies: tuple[MemberReply, ...] = ()
 
 
 def replay_room(
-    turns: Iterable[tuple[SpeakerTurn, "SpeakerLabel"]],
+    turns: Iterable[tuple[SpeakerTurn, SpeakerLabel]],
     room: RoomConfig | TurnTaker,
     *,
     director: Director | None = None,
@@ -103,7 +101,7 @@ def format_step(step: ReplayStep) -> str:
 
 
 def explain_replay(
-    turns: Iterable[tuple[SpeakerTurn, "SpeakerLabel"]],
+    turns: Iterable[tuple[SpeakerTurn, SpeakerLabel]],
     room: RoomConfig | TurnTaker,
     *,
     director: Director | None = None,
