@@ -15,10 +15,10 @@ import statistics
 import sys
 import time
 
-import _attribution_import  # noqa: F401  (sets up voicekit.attribution)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from voicekit.attribution import SpeakerLabel
-from voicekit.turntaking import Member, TurnTaker
+from voicekit.attribution import SpeakerLabel  # noqa: E402
+from voicekit.turntaking import Member, TurnTaker  # noqa: E402
 
 NAMES = ["Iris", "Zoë", "Anaïs", "Mei", "Наташа", "美咲", "Elena", "Olek"]
 

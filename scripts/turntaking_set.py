@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import argparse
 import collections
+import os
 import sys
 
-import _attribution_import  # noqa: F401  (sets up voicekit.attribution)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from voicekit.attribution import SpeakerLabel
-from voicekit.turntaking import Member, TurnTaker
+from voicekit.attribution import SpeakerLabel  # noqa: E402
+from voicekit.turntaking import Member, TurnTaker  # noqa: E402
 
 SCRIPT = """\
 ambiguous|Alice|Thanks for joining, the agenda today is the lobby redesign and the budget.

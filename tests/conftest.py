@@ -1,8 +1,4 @@
-"""Shared test setup.
-
-TEMPORARY: installs the ``voicekit.attribution`` stand-in from ``tests/_attribution_stub.py``
-when the real module (attribution branch) is not present. Remove once it is merged.
-"""
+"""Shared test setup: the local chat-completions server fixture."""
 
 from __future__ import annotations
 
@@ -12,10 +8,6 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-
-import _attribution_stub  # noqa: E402
-
-_attribution_stub.install()
 
 from _chat_server import ChatServer  # noqa: E402
 

@@ -6,7 +6,7 @@ import threading
 import time
 
 from _chat_server import ChatServer, Scripted
-from voicekit.attribution import SpeakerLabel
+from voicekit.attribution import RUNTIME_NOTE, SpeakerLabel
 from voicekit.turntaking import (
     Member,
     ModelDirector,
@@ -42,7 +42,8 @@ def test_t11_second_member_sees_first_reply(chat_server):
     # Elena saw only Alice; Iris saw Alice and Elena's finished (stripped) reply, as user.
     assert [m["role"] for m in first] == ["system", "user"]
     assert [m["role"] for m in second] == ["system", "user", "user"]
-    assert second[2]["content"] == 'Elena: "Friday is too early."'
+    # labelled (two speakers seen from Iris) with the A9 note on the last user message only
+    assert second[2]["content"] == 'Elena: "Friday is too early."' + "\n\n" + RUNTIME_NOTE
     assert second[1]["content"] == 'Alice: "What do you two think about Friday?"'
     assert [e.member for e in transcript] == [None, "Elena", "Iris"]
     # the ladder knows Iris spoke last: a short follow-up continues with her
@@ -104,4 +105,4 @@ def test_t11_director_and_members_end_to_end():
         replies = list(generate_replies(decision, members=MEMBERS, transcript=transcript, client=client))
         assert [r.text for r in replies] == ["That sounds rough.", "Want to talk it through?"]
         elena_view = member_server.requests[1]["body"]["messages"]
-        assert elena_view[-1] == {"role": "user", "content": 'Iris: "That sounds rough."'}
+        assert elena_view[-1] == {"role": "user", "content": 'Iris: "That sounds rough."' + "\n\n" + RUNTIME_NOTE}

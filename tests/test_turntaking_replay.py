@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from voicekit.attribution import SpeakerLabel
+from voicekit.attribution import RUNTIME_NOTE, SpeakerLabel
 from voicekit.turns import SpeakerTurn
 from voicekit.turntaking import OpenAIChatClient, explain_replay, parse_members, replay_room
 
@@ -66,5 +66,5 @@ def test_t11_replay_with_local_session_generates_replies(chat_server):
     assert [(r.member, r.text) for r in steps[1].replies] == [("Iris", "Thanks!")]  # continuation
     assert [r.text for r in steps[2].replies] == ["Budget is tight.", "Agreed."]
     last_view = chat_server.requests[-1]["body"]["messages"]
-    assert last_view[-1] == {"role": "user", "content": 'Elena: "Budget is tight."'}
+    assert last_view[-1] == {"role": "user", "content": 'Elena: "Budget is tight."' + "\n\n" + RUNTIME_NOTE}
     assert {"role": "assistant", "content": "Sketching now."} in last_view

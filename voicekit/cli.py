@@ -13,7 +13,13 @@ import logging
 import os
 import platform
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from voicekit.hooks import HookRunner
+    from voicekit.turns import SpeakerTurn
 
 EPILOG_REPLAY = """\
 examples:
@@ -21,10 +27,16 @@ examples:
   voicekit replay call.mp3 --out out/ --speaker-names "Speaker A=Diane,Speaker B=Sheila"
   voicekit replay meeting.flac --out out/ --quiet --refine --num-speakers 3
   voicekit replay meeting.wav --out out/ --realtime        # paced at 1x, as live capture
+  voicekit replay meeting.wav --out out/ --members members.yaml --explain
 
 outputs in OUT: <stem>.json (turns with words, times in seconds, speaker, confidence),
 <stem>.rttm, <stem>.srt, <stem>.vtt, <stem>.txt, and meeting.sqlite (the store every output is
 rebuilt from with `voicekit export OUT`). With --refine also <stem>.refined.*.
+
+With --members, every committed turn goes through the turn-taking ladder (docs/turn-taking.md)
+under its speaker's attribution label (the speaker name after renames, ranked against look-alike
+names); no model is called: a dry run in which each chosen member counts as having answered.
+--explain prints each turn with its decision and rung, and a count per rung at the end.
 """
 
 
@@ -103,7 +115,73 @@ def _hooks(args: argparse.Namespace):
     return hooks
 
 
+def speak_decisions(members: str | Path, *, explain: bool = False, out: TextIO | None = None,
+                    hooks: "HookRunner | None" = None) -> "Callable[[SpeakerTurn], None]":
+    """An ``on_turn`` callback that runs the turn-taking ladder on every committed turn.
+
+    Each turn is labelled as attribution does (``voicekit.attribution``): the speaker's name is
+    ``turn.sender_name`` (a rename from ``--speaker-names`` or a hook, else the diarization label
+    ``Speaker A``), the channel ``turn.channel``, and the rank against look-alike names is fixed
+    in an in-memory author register when the turn arrives (A11, A12). The turn and its label go
+    through :func:`voicekit.turntaking.replay.replay_room` with one :class:`TurnTaker` for the
+    whole meeting and no director or model (T9: T4 is skipped; the chosen members are recorded
+    as having answered, so continuation and least-recent order behave as in a meeting).
+
+    Args:
+        members: a ``members.yaml`` file (see ``docs/turn-taking.md``).
+        explain: print each turn with its decision and rung (``format_step``) to ``out``.
+        out: where ``explain`` prints (default: stdout at call time).
+        hooks: a runner whose ``ON_SPEAK_DECISION`` hooks receive every decision.
+
+    Returns:
+        The callback. Its ``steps`` attribute lists the :class:`ReplayStep` of every turn so far,
+        its ``summary()`` gives the count line (``3 turns decided: fallback=1, mention=2``).
+
+    Raises:
+        CliError: when the members file cannot be read or is invalid.
+    """
+    import sqlite3
+    import threading
+
+    from voicekit.attribution import AuthorRegister, meeting_lock
+    from voicekit.turntaking import MembersError, TurnTaker, load_members
+    from voicekit.turntaking.replay import format_step, replay_room, summarize_steps
+
+    try:
+        room = load_members(members)
+    except OSError as exc:
+        raise CliError(f"--members {members}: cannot read it ({exc.strerror or exc})") from exc
+    except MembersError as exc:
+        raise CliError(f"--members {members}: {exc}") from exc
+    taker = TurnTaker(room)
+    if hooks is not None:
+        taker.attach_hooks(hooks)
+    conn = sqlite3.connect(":memory:", check_same_thread=False)
+    AuthorRegister.ensure_schema(conn)
+    register = AuthorRegister("replay")
+    lock = threading.Lock()
+    steps: list = []
+
+    def on_turn(turn: "SpeakerTurn") -> None:
+        with lock:
+            named = turn.replace(metadata={**turn.metadata, "sender_name": turn.sender_name})
+            with meeting_lock(conn):
+                label = register.record_turn(conn, len(steps) + 1, named)
+            if label is None:  # not a person's turn (an assistant reply, an instruction)
+                return
+            for step in replay_room([(turn, label)], taker):
+                steps.append(step)
+                if explain:
+                    print(format_step(step), file=out or sys.stdout, flush=True)
+
+    on_turn.steps = steps  # type: ignore[attr-defined]
+    on_turn.summary = lambda: summarize_steps(steps)  # type: ignore[attr-defined]
+    return on_turn
+
+
 def cmd_replay(args: argparse.Namespace) -> int:
+    if args.explain and not args.members:
+        raise CliError("--explain shows turn-taking decisions: give --members members.yaml too")
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -120,6 +198,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     stem = args.stem or source.path.stem
     options = _options(args)
     hooks = _hooks(args)
+    decide = speak_decisions(args.members, explain=args.explain, hooks=hooks) if args.members else None
     store_path = out / "meeting.sqlite"
     if store_path.exists() and not args.append:
         store_path.unlink()
@@ -146,6 +225,15 @@ def cmd_replay(args: argparse.Namespace) -> int:
     else:
         progress = None
         on_turn = lambda t: console.print(format_line(t), markup=False)  # noqa: E731
+    if decide is not None:
+        if args.explain or on_turn is None:  # --explain prints the turn line with its decision
+            on_turn = decide
+        else:
+            show = on_turn
+
+            def on_turn(t):
+                show(t)
+                decide(t)
     pipe = Pipeline(options, hooks=hooks, store=store, on_turn=on_turn, realtime_clock=args.realtime)
     interrupted = False
     try:
@@ -172,6 +260,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
                   f"(RTF {result.rtf:.3f}), median turn latency {p50:.2f} s"
                   + (f", {result.blocked} blocked by hooks" if result.blocked else "")
                   + (f", {len(hooks.failures)} hook failures" if hooks.failures else "") + "[/dim]")
+    if decide is not None and args.explain:
+        print(decide.summary())  # type: ignore[attr-defined]
     err.print(f"wrote {', '.join(p.name for p in written)} to {out}/")
     return 130 if interrupted else 0
 
@@ -290,6 +380,12 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--hook", action="append", metavar="SCRIPT.py",
                    help="a Python file defining on_transcription(turn) (repeatable); see docs/hooks.md")
     g.add_argument("--hook-timeout", type=float, default=2.0, help="seconds a hook may run (default 2)")
+    g = p.add_argument_group("turn-taking")
+    g.add_argument("--members", default=None, metavar="MEMBERS.yaml",
+                   help="AI members of the meeting: run the turn-taking ladder on every turn "
+                        "(see docs/turn-taking.md; no model is called)")
+    g.add_argument("--explain", action="store_true",
+                   help="print each turn with its turn-taking decision and rung (needs --members)")
     _pipeline_args(p)
     p.set_defaults(func=cmd_replay)
 

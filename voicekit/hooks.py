@@ -12,6 +12,11 @@ A hook script (``voicekit replay … --hook rename.py``) is a Python file that d
 ``on_transcription(turn)`` with that contract. A hook that raises or runs past its timeout
 (default 2 s) is logged with its name and the turn goes on unchanged: a broken hook never loses
 a turn.
+
+Other triggers deliver an event to observers: an ``ON_SPEAK_DECISION`` hook receives each
+turn-taking :class:`~voicekit.turntaking.Decision` (who answers a human turn, and on which rung
+it was decided; see ``docs/turn-taking.md``), delivered by :meth:`HookRunner.emit` with the same
+timeout and isolation. Connect a room with ``TurnTaker.attach_hooks(runner)``.
 """
 
 from __future__ import annotations
@@ -38,6 +43,12 @@ class HookTrigger(enum.Enum):
 
     ON_TRANSCRIPTION = "on_transcription"
     """Every speaker turn, before it is committed to the store."""
+
+    ON_SPEAK_DECISION = "on_speak_decision"
+    """Every turn-taking decision (``voicekit.turntaking.Decision``): which AI members answer a
+    human turn, in order, or nobody, and how it was decided (``decided_by``: mention,
+    group_address, continuation, director, fallback, silence). Observers only: the return value
+    is ignored. Delivered with :meth:`HookRunner.emit`."""
 
 
 @dataclass(frozen=True)
@@ -85,7 +96,8 @@ class HookRunner:
 
     Attributes:
         names: persistent renames, speaker label -> name, applied to every turn before hooks run.
-        failures: ``(hook name, turn start, reason)`` of every hook that failed or timed out.
+        failures: ``(hook name, turn start, reason)`` of every hook that failed or timed out;
+            for an event without a start time (a speak decision) the start is None.
     """
 
     def __init__(self, timeout: float = 2.0) -> None:
@@ -126,13 +138,47 @@ class HookRunner:
             raise HookError(f"hook script {path} defines no on_transcription(turn) function")
         self.register(fn, name=f"{path.name}:on_transcription")
 
-    def _call(self, hook: _Hook, turn: SpeakerTurn) -> Any:
+    def _call(self, hook: _Hook, payload: Any) -> Any:
         if inspect.iscoroutinefunction(hook.fn):
             if self._loop is None:
                 self._loop = asyncio.new_event_loop()
                 threading.Thread(target=self._loop.run_forever, name="voicekit-hook-loop", daemon=True).start()
-            return asyncio.run_coroutine_threadsafe(hook.fn(turn), self._loop).result(self.timeout)
-        return self._pool.submit(hook.fn, turn).result(self.timeout)
+            return asyncio.run_coroutine_threadsafe(hook.fn(payload), self._loop).result(self.timeout)
+        return self._pool.submit(hook.fn, payload).result(self.timeout)
+
+    def hooks_for(self, trigger: HookTrigger) -> list[str]:
+        """The names of the hooks registered on ``trigger``, in order."""
+        return [h.name for h in self._hooks[trigger]]
+
+    def emit(self, trigger: HookTrigger, payload: Any) -> list[Any]:
+        """Deliver ``payload`` to every hook registered on ``trigger`` (not ``ON_TRANSCRIPTION``).
+
+        Each hook is called in registration order with the same timeout and isolation as
+        :meth:`run`: one that raises or runs past ``timeout`` is logged and recorded in
+        ``failures``, and the next hook still runs. Never raises for a hook's failure.
+
+        Returns:
+            The return values of the hooks that completed, in order.
+
+        Raises:
+            ValueError: for ``ON_TRANSCRIPTION``, whose hooks edit turns: use :meth:`run`.
+        """
+        if trigger is HookTrigger.ON_TRANSCRIPTION:
+            raise ValueError("ON_TRANSCRIPTION hooks edit turns: call HookRunner.run(turn)")
+        results: list[Any] = []
+        for hook in self._hooks[trigger]:
+            try:
+                results.append(self._call(hook, payload))
+            except concurrent.futures.TimeoutError:
+                self._fail_event(hook, trigger, payload, f"timed out after {self.timeout:g} s")
+            except Exception as exc:  # noqa: BLE001 - a broken hook never breaks the room
+                self._fail_event(hook, trigger, payload, f"{type(exc).__name__}: {exc}")
+        return results
+
+    def _fail_event(self, hook: _Hook, trigger: HookTrigger, payload: Any, reason: str) -> None:
+        start = getattr(payload, "start", None)
+        self.failures.append((hook.name, start if isinstance(start, (int, float)) else None, reason))
+        log.warning("%s hook %s failed (%s); ignored", trigger.value, hook.name, reason)
 
     def run(self, turn: SpeakerTurn) -> SpeakerTurn | None:
         """Apply persistent names, then every ``ON_TRANSCRIPTION`` hook.

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 
 import regex
 
+from voicekit.attribution import SpeakerLabel
 from voicekit.turntaking.director import (
     DEFAULT_TIMEOUT_S,
     Director,
@@ -37,12 +38,13 @@ from voicekit.turntaking.director import (
 from voicekit.turntaking.members import Floor, Member, RoomConfig, TurnSource, validate_members
 
 if TYPE_CHECKING:
-    from voicekit.attribution import SpeakerLabel
+    from voicekit.hooks import HookRunner, HookTrigger
 
 log = logging.getLogger("voicekit.turntaking")
 
 ON_SPEAK_DECISION = "on_speak_decision"
-"""Hook event name: listeners get every :class:`Decision` as it is made."""
+"""Hook event name: listeners get every :class:`Decision` as it is made. Equal to
+``voicekit.hooks.HookTrigger.ON_SPEAK_DECISION.value``; see :meth:`TurnTaker.attach_hooks`."""
 
 
 class DecidedBy(str, Enum):
@@ -398,8 +400,9 @@ class TurnTaker:
 
     # hooks ---------------------------------------------------------------------------------
 
-    def on(self, event: str, callback: Listener) -> None:
-        """Register ``callback`` for ``event`` (only :data:`ON_SPEAK_DECISION` exists).
+    def on(self, event: "str | HookTrigger", callback: Listener) -> None:
+        """Register ``callback`` for ``event`` (only :data:`ON_SPEAK_DECISION` exists; the
+        ``HookTrigger.ON_SPEAK_DECISION`` member is accepted too).
 
         Callbacks run synchronously after each decision, in registration order; an exception in
         one is logged and never reaches the room.
@@ -407,9 +410,20 @@ class TurnTaker:
         Raises:
             ValueError: for an unknown event name.
         """
-        if event != ON_SPEAK_DECISION:
+        if getattr(event, "value", event) != ON_SPEAK_DECISION:
             raise ValueError(f"unknown turn-taking event {event!r}")
         self._listeners.append(callback)
+
+    def attach_hooks(self, runner: "HookRunner") -> None:
+        """Deliver every decision to the ``HookTrigger.ON_SPEAK_DECISION`` hooks of ``runner``.
+
+        Each decision goes through :meth:`HookRunner.emit`, synchronously, after the listeners
+        registered before this call: each hook under the runner's timeout, a failing hook logged
+        and recorded in ``runner.failures``, never raised to the room.
+        """
+        from voicekit.hooks import HookTrigger
+
+        self.on(ON_SPEAK_DECISION, lambda d: runner.emit(HookTrigger.ON_SPEAK_DECISION, d))
 
     def _emit(self, decision: Decision) -> None:
         if log.isEnabledFor(logging.INFO):
@@ -454,7 +468,7 @@ class TurnTaker:
     def decide(
         self,
         text: str,
-        label: "SpeakerLabel | None" = None,
+        label: SpeakerLabel | None = None,
         *,
         participant_id: str | None = None,
         turn_id: int | None = None,

@@ -11,10 +11,9 @@ import unicodedata
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
-if TYPE_CHECKING:  # only for annotations: the label is read by duck typing
-    from voicekit.attribution import SpeakerLabel
+from voicekit.attribution import SpeakerLabel
 
 
 class MembersError(ValueError):
@@ -32,7 +31,7 @@ class TurnSource:
             enrolled voice id), or None when the source is not a registered participant.
     """
 
-    label: "SpeakerLabel | None" = None
+    label: SpeakerLabel | None = None
     participant_id: str | None = None
 
 
@@ -64,9 +63,9 @@ class AnswerOnly:
             if source.participant_id in self.participants:
                 return True
         label = source.label
-        if self.names and label is not None and getattr(label, "name", None) is not None:
-            base = getattr(label, "base_name", None)
-            if base is not None and _nfc(str(base)) in self.names:
+        if self.names and label is not None:
+            base = label.base_name  # the shown name without rank or role marker (attribution)
+            if base is not None and _nfc(base) in self.names:
                 return True
         return False
 

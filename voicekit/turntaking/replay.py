@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Iterator, Mapping, TextIO
+from typing import Iterable, Iterator, Mapping, Sequence, TextIO
 
+from voicekit.attribution import SpeakerLabel
 from voicekit.turns import SpeakerTurn
 from voicekit.turntaking.clients import ModelClient
 from voicekit.turntaking.director import Director
@@ -18,9 +19,6 @@ from voicekit.turntaking.generate import MemberReply, generate_replies
 from voicekit.turntaking.ladder import Decision, TurnTaker
 from voicekit.turntaking.members import RoomConfig
 from voicekit.turntaking.views import TranscriptEntry
-
-if TYPE_CHECKING:
-    from voicekit.attribution import SpeakerLabel
 
 
 @dataclass(frozen=True)
@@ -35,13 +33,13 @@ class ReplayStep:
     """
 
     turn: SpeakerTurn
-    label: "SpeakerLabel"
+    label: SpeakerLabel
     decision: Decision
     replies: tuple[MemberReply, ...] = ()
 
 
 def replay_room(
-    turns: Iterable[tuple[SpeakerTurn, "SpeakerLabel"]],
+    turns: Iterable[tuple[SpeakerTurn, SpeakerLabel]],
     room: RoomConfig | TurnTaker,
     *,
     director: Director | None = None,
@@ -103,7 +101,7 @@ def format_step(step: ReplayStep) -> str:
 
 
 def explain_replay(
-    turns: Iterable[tuple[SpeakerTurn, "SpeakerLabel"]],
+    turns: Iterable[tuple[SpeakerTurn, SpeakerLabel]],
     room: RoomConfig | TurnTaker,
     *,
     director: Director | None = None,
@@ -114,14 +112,20 @@ def explain_replay(
     count of decisions per rung at the end. Returns the steps."""
     out = out or sys.stdout
     steps: list[ReplayStep] = []
-    counts: dict[str, int] = {}
     for step in replay_room(turns, room, director=director, client=client):
         steps.append(step)
-        counts[step.decision.decided_by.value] = counts.get(step.decision.decided_by.value, 0) + 1
         print(format_step(step), file=out)
-    summary = ", ".join(f"{k}={v}" for k, v in sorted(counts.items()))
-    print(f"{len(steps)} turns decided: {summary or 'none'}", file=out)
+    print(summarize_steps(steps), file=out)
     return steps
 
 
-__all__ = ["ReplayStep", "explain_replay", "format_step", "replay_room"]
+def summarize_steps(steps: Sequence[ReplayStep]) -> str:
+    """The closing line of ``--explain``: ``12 turns decided: continuation=4, mention=8``."""
+    counts: dict[str, int] = {}
+    for step in steps:
+        counts[step.decision.decided_by.value] = counts.get(step.decision.decided_by.value, 0) + 1
+    summary = ", ".join(f"{k}={v}" for k, v in sorted(counts.items()))
+    return f"{len(steps)} turns decided: {summary or 'none'}"
+
+
+__all__ = ["ReplayStep", "explain_replay", "format_step", "replay_room", "summarize_steps"]

@@ -2,7 +2,9 @@
 
 A chat model has one ``assistant`` identity, so each member gets its own view of the same
 transcript: its own lines as ``assistant``; every person's and every other member's lines as
-``user``, in the attribution line format (``Label: "text"`` per line).
+``user``, in the attribution line format (``Label: "text"`` per line), with the attribution
+runtime note (A9) on the last ``user`` message and copies of runtime marks replaced (A10) whenever
+the view is labelled.
 """
 
 from __future__ import annotations
@@ -10,16 +12,13 @@ from __future__ import annotations
 import json
 import unicodedata
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 import regex
 
-from voicekit.attribution import label_lines
+from voicekit.attribution import RUNTIME_NOTE, SpeakerLabel, label_lines, replace_mark_copies
 from voicekit.turntaking.clients import ChatMessage
 from voicekit.turntaking.members import Member
-
-if TYPE_CHECKING:
-    from voicekit.attribution import SpeakerLabel
 
 
 @dataclass(frozen=True)
@@ -36,7 +35,7 @@ class TranscriptEntry:
 
     text: str
     member: str | None = None
-    label: "SpeakerLabel | None" = None
+    label: SpeakerLabel | None = None
 
     def __post_init__(self) -> None:
         if (self.member is None) == (self.label is None):
@@ -107,19 +106,29 @@ def build_view(
 
     Returns:
         A system message (instructions + rules), then one message per entry: ``assistant`` for
-        this member's own lines (never prefixed), ``user`` for everyone else's (labelled per
-        line when :func:`labels_on`, raw otherwise). Another member's words are never
-        ``assistant``.
+        this member's own lines (never prefixed), ``user`` for everyone else's. Another member's
+        words are never ``assistant``. When :func:`labels_on`, as
+        :func:`voicekit.attribution.build_chat_messages` does: every ``user`` line is labelled
+        (A8), copies of runtime marks in every line are replaced (A10), and the runtime note
+        (A9) is appended once to the last ``user`` message after a blank line (never to the
+        system prompt, which stays the same from turn to turn). Otherwise the lines are raw
+        (A2).
     """
     labelled = labels_on(member.name, transcript)
     messages = [ChatMessage("system", system_prompt(member, members))]
     for entry in transcript:
+        text = replace_mark_copies(entry.text) if labelled else entry.text
         if entry.member == member.name:
-            messages.append(ChatMessage("assistant", entry.text))
+            messages.append(ChatMessage("assistant", text))
         elif labelled:
-            messages.append(ChatMessage("user", label_lines(entry.author, entry.text)))
+            messages.append(ChatMessage("user", label_lines(entry.author, text)))
         else:
-            messages.append(ChatMessage("user", entry.text))
+            messages.append(ChatMessage("user", text))
+    if labelled:
+        for i in range(len(messages) - 1, 0, -1):
+            if messages[i].role == "user":
+                messages[i] = ChatMessage("user", messages[i].content + "\n\n" + RUNTIME_NOTE)
+                break
     return messages
 
 

@@ -1,0 +1,121 @@
+"""``voicekit replay --members … --explain``: the on_turn callback over real SpeakerTurns (no audio)."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from voicekit.cli import CliError, main, speak_decisions
+from voicekit.hooks import HookRunner, HookTrigger
+from voicekit.turns import SpeakerTurn
+
+ROOT = Path(__file__).resolve().parent.parent
+
+MEMBERS_YAML = """\
+floor: always
+members:
+  - name: Iris
+    instructions: You are Iris, the team's designer.
+  - name: Elena
+    instructions: You are Elena, a cautious engineer.
+    answer_only: [Diane]
+"""
+
+
+@pytest.fixture
+def members(tmp_path: Path) -> Path:
+    path = tmp_path / "members.yaml"
+    path.write_text(MEMBERS_YAML, encoding="utf-8")
+    return path
+
+
+def turn(speaker: str, text: str, start: float, name: str | None = None, channel: str = "replay",
+         turn_id: int | None = None) -> SpeakerTurn:
+    """A committed pipeline turn: diarization label, text, times, sender_name stamped by hooks."""
+    meta = {"sender_name": name} if name is not None else {}
+    return SpeakerTurn(speaker=speaker, text=text, start=start, end=start + 1.5, channel=channel,
+                       metadata=meta, turn_id=turn_id)
+
+
+def test_explain_prints_each_decision_with_its_rung(members: Path):
+    out = io.StringIO()
+    on_turn = speak_decisions(members, explain=True, out=out)
+    on_turn(turn("Speaker A", "Iris, can you sketch the lobby?", 0.0, "Diane", turn_id=1))
+    on_turn(turn("Speaker A", "nice", 2.0, "Diane", turn_id=2))
+    on_turn(turn("Speaker B", "What do you two think about Friday?", 4.0, "Sheila", turn_id=3))
+    on_turn(turn("Speaker B", "The budget worries me a great deal this quarter.", 6.0, "Sheila"))
+    text = out.getvalue()
+    lines = text.splitlines()
+    assert lines[0] == "    0.00s  Diane: Iris, can you sketch the lobby?"
+    assert lines[1].strip() == "[mention] -> Iris"
+    assert lines[3].strip() == "[continuation] -> Iris"
+    # Elena answers only Diane (T15, read from the attribution label): Sheila's group address
+    # reaches Iris alone, and Elena is listed as excluded.
+    assert lines[4] == "    4.00s  Sheila: What do you two think about Friday?"
+    assert lines[5].strip() == "[group_address] -> Iris excluded by speak policy: Elena"
+    assert lines[7].strip() == "[fallback] -> Iris excluded by speak policy: Elena"
+    steps = on_turn.steps
+    assert [s.decision.decided_by.value for s in steps] == ["mention", "continuation", "group_address", "fallback"]
+    assert [s.label.text for s in steps] == ["Diane", "Diane", "Sheila", "Sheila"]
+    assert [s.decision.turn_id for s in steps] == [1, 2, 3, None]
+    assert on_turn.summary() == "4 turns decided: continuation=1, fallback=1, group_address=1, mention=1"
+
+
+def test_labels_come_from_attribution_sender_name_rank_and_channel(members: Path):
+    on_turn = speak_decisions(members)  # no --explain: decides, prints nothing
+    on_turn(turn("Speaker A", "Hello everyone", 0.0, "Diane"))
+    on_turn(turn("Speaker B", "Hi, I am Diane too", 2.0, "DIANE"))  # reads alike: ranked (A11)
+    on_turn(turn("Speaker C", "and me", 4.0))  # no rename: the diarization label is the name
+    on_turn(turn("Speaker D", "hello from the room", 6.0, "Diane", channel="room1/2"))
+    labels = [s.label for s in on_turn.steps]
+    assert [lab.text for lab in labels] == ["Diane", "DIANE (2)", "Speaker C", "Diane (3)"]
+    assert [lab.channel for lab in labels] == ["replay", "replay", "replay", "room1/2"]
+    # T15 reads the label: Elena answers "Diane" and "Diane (3)" (same name, another person with
+    # a rank), never "DIANE (2)".
+    assert on_turn.steps[1].decision.excluded == ("Elena",)
+    assert on_turn.steps[3].decision.excluded == ()
+
+
+def test_nothing_is_printed_without_explain(members: Path, capsys):
+    on_turn = speak_decisions(members)
+    on_turn(turn("Speaker A", "Iris?", 0.0, "Diane"))
+    assert capsys.readouterr().out == ""
+    assert on_turn.steps[0].decision.responders == ("Iris",)
+
+
+def test_decisions_reach_on_speak_decision_hooks(members: Path):
+    runner = HookRunner()
+    seen = []
+    runner.register(seen.append, HookTrigger.ON_SPEAK_DECISION)
+    try:
+        on_turn = speak_decisions(members, hooks=runner)
+        on_turn(turn("Speaker A", "Elena, is Friday safe?", 0.0, "Diane"))
+    finally:
+        runner.close()
+    assert [(d.decided_by.value, d.responders, d.speaker) for d in seen] == [("mention", ("Elena",), "Diane")]
+
+
+def test_bad_members_file_is_a_cli_error(tmp_path: Path):
+    with pytest.raises(CliError, match="cannot read"):
+        speak_decisions(tmp_path / "missing.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("members: []\n", encoding="utf-8")
+    with pytest.raises(CliError, match="--members"):
+        speak_decisions(bad)
+
+
+def test_explain_needs_members(capsys):
+    assert main(["replay", "missing.wav", "--explain"]) == 2
+    assert "--members" in capsys.readouterr().err
+
+
+def test_replay_help_lists_members_and_explain():
+    done = subprocess.run([sys.executable, "-m", "voicekit.cli", "replay", "--help"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60, check=True)
+    assert "--members MEMBERS.yaml" in done.stdout
+    assert "--explain" in done.stdout
+    assert "turn-taking" in done.stdout
