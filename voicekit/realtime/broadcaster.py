@@ -191,9 +191,9 @@ class Broadcaster:
                     await self._sleep(delay)
                     delay = min(delay * 2, self.backoff_max)
                     continue
-                self.stats["reconnects" if self.stats["connects"] else "connects"] += 1
-                if self.stats["reconnects"]:
-                    self.stats["connects"] += 0
+                if self.stats["connects"]:
+                    self.stats["reconnects"] += 1
+                self.stats["connects"] += 1
                 self._attr = RealtimeAttribution(self.assistant_id, already_sent=self._sent_speakers)
                 self._dropped_conn = False
                 self.connected.set()
@@ -266,8 +266,9 @@ class Broadcaster:
                 else:
                     await self._reply()
                 self._pending.popleft()
-            if self._stopping and self._q.empty():
-                return
+            if self._stopping and self._q.empty() and (
+                    not self.session.reply_in_flight or time.monotonic() > self._deadline):
+                return  # a reply in flight is waited for (up to the close timeout)
             self._wake.clear()
             if self._q.empty() and not self._catch_up and not self._dropped_conn:
                 try:
