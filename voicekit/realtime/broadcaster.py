@@ -277,7 +277,8 @@ class Broadcaster:
                     pass
 
     async def _send_from_store(self) -> None:
-        assert self._log is not None
+        if self._log is None:
+            return
         for turn in self._log.undelivered():
             await self._send_turn(turn)
 
