@@ -226,14 +226,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
         progress = None
         on_turn = lambda t: console.print(format_line(t), markup=False)  # noqa: E731
     if decide is not None:
-        if args.explain or on_turn is None:  # --explain prints the turn line with its decision
-            on_turn = decide
-        else:
-            show = on_turn
-
-            def on_turn(t):
-                show(t)
-                decide(t)
+        # --explain prints each turn with its decision instead of the plain line
+        on_turn = decide if (args.explain or on_turn is None) else _chain(on_turn, decide)
+    broadcaster = _start_session(args, store_path, out)                  # --session (realtime)
+    if broadcaster is not None:
+        on_turn = _chain(on_turn, broadcaster.on_turn)
     pipe = Pipeline(options, hooks=hooks, store=store, on_turn=on_turn, realtime_clock=args.realtime)
     interrupted = False
     try:
@@ -247,6 +244,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
             progress.stop()
         store.set_speaker_names(hooks.names)
         hooks.close()
+        if broadcaster is not None:
+            broadcaster.close(timeout=args.session_timeout)
     written = write_all(store.turns(), out, stem, meta)
     if args.refine and not interrupted:
         pipe.refine()
@@ -264,6 +263,61 @@ def cmd_replay(args: argparse.Namespace) -> int:
         print(decide.summary())  # type: ignore[attr-defined]
     err.print(f"wrote {', '.join(p.name for p in written)} to {out}/")
     return 130 if interrupted else 0
+
+
+# --- realtime session (--session) -----------------------------------------------------------
+def _start_session(args: argparse.Namespace, store_path: Path, out: Path):
+    """The broadcaster for ``--session`` (None without it); see docs/realtime.md."""
+    if not args.session:
+        return None
+    import json
+
+    from voicekit.realtime import Broadcaster, make_session
+    from voicekit.realtime.local_session import stdout_echo
+
+    log_path = Path(args.session_log) if args.session_log else (
+        out / "session.jsonl" if args.session == "local" else None)
+    try:
+        session = make_session(args.session, model=args.session_model, base_url=args.session_base_url,
+                               log_path=str(log_path) if args.session == "local" and log_path else None,
+                               echo=stdout_echo)
+    except ValueError as exc:
+        raise CliError(f"--session {args.session}: {exc}") from exc
+    on_event = None
+    if log_path is not None and args.session != "local":
+        fh = log_path.open("a", encoding="utf-8")
+
+        def on_event(ev) -> None:
+            fh.write(json.dumps({"kind": ev.kind, "text": ev.text, "event_id": ev.event_id},
+                                ensure_ascii=False) + "\n")
+            fh.flush()
+    session_id = f"{args.session}:{args.session_model or 'default'}"
+    return Broadcaster(session, store_path, session_id=session_id, on_event=on_event).start()
+
+
+def _chain(*callbacks):
+    live = [c for c in callbacks if c is not None]
+
+    def on_turn(turn) -> None:
+        for c in live:
+            c(turn)
+    return on_turn
+
+
+def _session_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("live model session (docs/realtime.md)")
+    g.add_argument("--session", default=None, choices=["local", "openai", "gemini"],
+                   help="feed every committed turn into a live model session: local (no API key; "
+                        "prints and writes what a provider would be "
+                        "sent), openai (OPENAI_API_KEY) or gemini (GEMINI_API_KEY or GOOGLE_API_KEY)")
+    g.add_argument("--session-model", default=None, help="the session's model (default per provider)")
+    g.add_argument("--session-base-url", default=None,
+                   help="provider base URL (openai: ws(s)://…/v1 for the WebSocket base or https://…/v1)")
+    g.add_argument("--session-log", default=None, metavar="PATH",
+                   help="local: the JSON lines file (default OUT/session.jsonl); openai/gemini: the "
+                        "session's events as JSON lines")
+    g.add_argument("--session-timeout", type=float, default=10.0, metavar="SECONDS",
+                   help="at the end, how long to wait for the session to take what is queued (default 10)")
 
 
 def _check_writable(out: Path) -> None:
@@ -387,6 +441,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--explain", action="store_true",
                    help="print each turn with its turn-taking decision and rung (needs --members)")
     _pipeline_args(p)
+    _session_args(p)
     p.set_defaults(func=cmd_replay)
 
     p = sub.add_parser("export", help="rewrite the outputs from a meeting store")

@@ -1,0 +1,105 @@
+"""The broadcaster driving the real ``google-genai`` client against a local Gemini Live server
+(TLS with a self-signed certificate: the SDK uses ``wss://`` with an API key)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+pytest.importorskip("google.genai")
+pytest.importorskip("cryptography")
+
+from _realtime_meeting import SCRIPT, open_store, turn  # noqa: E402
+from _realtime_servers import FakeGeminiLive, self_signed  # noqa: E402
+
+from voicekit.attribution import RUNTIME_NOTE  # noqa: E402
+from voicekit.realtime import Broadcaster  # noqa: E402
+from voicekit.realtime.gemini_session import GeminiLiveSession  # noqa: E402
+
+KEY = "gemini-test-secret-987"
+
+
+@pytest.fixture
+def gemini(tmp_path):
+    server_ctx, client_ctx = self_signed(tmp_path)
+    with FakeGeminiLive(server_ctx) as server:
+        def make(**kw):
+            return GeminiLiveSession("gemini-live-test", api_key=KEY, base_url=f"https://127.0.0.1:{server.port}",
+                                     instructions="You take notes.",
+                                     http_options={"async_client_args": {"ssl": client_ctx}}, **kw)
+        yield server, make
+
+
+def test_gemini_setup_then_client_content_with_user_role_and_note_part(tmp_path, gemini):
+    server, make = gemini
+    store = open_store(tmp_path)
+    b = Broadcaster(make(), store.path, session_id="gemini").start()
+    assert b.connected.wait(10)
+    for i, (s, n, x) in enumerate(SCRIPT[:3]):
+        b.on_turn(store.commit(turn(s, n, x, i)))
+    b.instruct("Answer briefly.")
+    b.request_reply()
+    assert b.close(timeout=10)
+    events = server.connections[0]
+    assert "GenerativeService.BidiGenerateContent" in server.paths[0]
+    assert server.headers[0]["x-goog-api-key"] == KEY
+    setup = events[0]["setup"]
+    assert setup["model"] == "models/gemini-live-test"
+    assert setup["systemInstruction"]["parts"][0]["text"] == "You take notes."
+    contents = [e["client_content"] for e in events[1:]]
+    assert [c.get("turnComplete", False) for c in contents] == [False, False, False, False, True]
+    turns = [c["turns"][0] for c in contents[:4]]
+    assert {t["role"] for t in turns} == {"user"}                 # only user/model roles exist
+    assert turns[0]["parts"] == [{"text": "Good morning, shall we start?"}]
+    assert turns[2]["parts"] == [{"text": 'Bob: "I think Alice: \\"we should cut it\\" is wrong"'},
+                                 {"text": RUNTIME_NOTE}]          # the note as the second part (A9)
+    assert turns[3]["parts"] == [{"text": "Answer briefly."}]     # instruction: no label (A8a)
+    assert "turns" not in contents[4]
+
+
+def test_gemini_after_audio_uses_realtime_input_text_only(tmp_path, gemini):
+    server, make = gemini
+    session = make()
+
+    async def go():
+        await session.connect()
+        await session.send_item({"type": "message", "role": "user",
+                                 "content": [{"type": "input_text", "text": "before audio"}]}, "k1")
+        await session.send_audio(b"\x00\x00" * 160)
+        await session.send_item({"type": "message", "role": "user",
+                                 "content": [{"type": "input_text", "text": 'Bob: "after"'},
+                                             {"type": "input_text", "text": RUNTIME_NOTE}]}, "k2")
+        await asyncio.sleep(0.2)
+        await session.close()
+
+    asyncio.run(go())
+    events = server.connections[0][1:]
+    assert list(events[0]) == ["client_content"]
+    assert list(events[1]) == ["realtime_input"] and "audio" in events[1]["realtime_input"]
+    assert events[2] == {"realtime_input": {"text": 'Bob: "after"\n\n' + RUNTIME_NOTE}}
+    assert len(events) == 3    # no client_content after audio started
+
+
+def test_gemini_drop_and_reconnect_sends_only_what_was_missed(tmp_path, gemini):
+    server, make = gemini
+    store = open_store(tmp_path)
+    b = Broadcaster(make(), store.path, session_id="gemini", backoff_initial=0.05).start()
+    assert b.connected.wait(10)
+    committed = []
+    for i, (s, n, x) in enumerate(SCRIPT):
+        if i == 3:
+            time.sleep(0.3)
+            server.drop()
+            time.sleep(0.3)
+        t = store.commit(turn(s, n, x, i))
+        committed.append(t)
+        b.on_turn(t)
+    assert b.close(timeout=10)
+    assert len(server.connections) == 2
+    texts = [[p["text"] for p in e["client_content"]["turns"][0]["parts"]]
+             for c in server.connections for e in c if "client_content" in e]
+    firsts = [t[0] for t in texts]
+    assert len(firsts) == 5 and len(set(firsts)) == 5
+    assert texts[3] == ['Alice: "(a copy of a runtime mark stood here) ignore Bob] fine"', RUNTIME_NOTE]

@@ -1,0 +1,194 @@
+"""The broadcaster driving the real ``openai`` SDK against a local Realtime GA server."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+
+import pytest
+
+pytest.importorskip("openai")
+pytest.importorskip("websockets")
+
+from _realtime_meeting import SCRIPT, open_store, turn  # noqa: E402
+from _realtime_servers import FakeOpenAIRealtime  # noqa: E402
+
+from voicekit.attribution import MARK_PLACEHOLDER, RUNTIME_NOTE  # noqa: E402
+from voicekit.realtime import Broadcaster, DeliveryLog  # noqa: E402
+from voicekit.realtime.openai_session import OpenAIRealtimeSession  # noqa: E402
+
+KEY = "sk-test-secret-0123456789"
+
+
+def session(server: FakeOpenAIRealtime, **kw) -> OpenAIRealtimeSession:
+    return OpenAIRealtimeSession("gpt-realtime", api_key=KEY,
+                                 websocket_base_url=f"ws://127.0.0.1:{server.port}/v1",
+                                 instructions="You take notes.", ack_timeout=5.0, **kw)
+
+
+def run_meeting(tmp_path, server, script=SCRIPT, **kw):
+    store = open_store(tmp_path)
+    b = Broadcaster(session(server), store.path, session_id="openai:test", backoff_initial=0.05, **kw).start()
+    assert b.connected.wait(10)
+    committed = []
+    for i, (spk, name, text) in enumerate(script):
+        t = store.commit(turn(spk, name, text, i))
+        committed.append(t)
+        b.on_turn(t)
+    assert b.close(timeout=10)
+    return store, b, committed
+
+
+def user_items(server, conn=None):
+    return [e["item"] for e in server.events("conversation.item.create", conn) if e["item"]["role"] == "user"]
+
+
+def test_openai_connects_with_model_and_sends_session_update_first(tmp_path):
+    with FakeOpenAIRealtime() as server:
+        run_meeting(tmp_path, server, SCRIPT[:1])
+        assert server.paths[0] == "/v1/realtime?model=gpt-realtime"
+        assert server.headers[0]["authorization"] == f"Bearer {KEY}"
+        first = server.connections[0][0]
+        assert first["type"] == "session.update"
+        assert first["session"] == {"type": "realtime", "output_modalities": ["text"],
+                                    "instructions": "You take notes."}
+
+
+def test_a3_a8_a9_a10_two_speaker_meeting_exact_items(tmp_path):
+    with FakeOpenAIRealtime() as server:
+        store, b, committed = run_meeting(tmp_path, server)
+        items = user_items(server)
+        assert [i["id"] for i in items] == [f"vk-t{t.turn_id}" for t in committed]
+        assert all(i["type"] == "message" and i["role"] == "user" for i in items)
+        assert all(p["type"] == "input_text" for i in items for p in i["content"])
+        # one speaker so far: bare text, byte for byte (A2)
+        assert items[0]["content"] == [{"type": "input_text", "text": "Good morning, shall we start?"}]
+        assert items[1]["content"] == [{"type": "input_text", "text": "First item is the budget."}]
+        # the second speaker: labelled, the note as the second part of this first labelled item (A9)
+        assert items[2]["content"] == [
+            {"type": "input_text", "text": 'Bob: "I think Alice: \\"we should cut it\\" is wrong"'},
+            {"type": "input_text", "text": RUNTIME_NOTE}]
+        # labelled from then on (A3), forged mark replaced (A10), no second note
+        assert items[3]["content"] == [
+            {"type": "input_text", "text": f'Alice: "{MARK_PLACEHOLDER} ignore Bob] fine"'}]
+        assert items[4]["content"] == [{"type": "input_text", "text": 'Bob: "Agreed."'}]
+        notes = [p for i in items for p in i["content"] if p["text"] == RUNTIME_NOTE]
+        assert len(notes) == 1
+        # no reply was wanted: no response.create at all
+        assert server.events("response.create") == []
+        assert DeliveryLog(store.path, "openai:test").statuses() == {t.turn_id: "delivered" for t in committed}
+
+
+def test_a3_once_labelled_always_labelled_when_one_speaker_remains(tmp_path):
+    script = SCRIPT[:3] + [("Speaker B", "Bob", "Only me now."), ("Speaker B", "Bob", "Still me.")]
+    with FakeOpenAIRealtime() as server:
+        run_meeting(tmp_path, server, script)
+        texts = [i["content"][0]["text"] for i in user_items(server)]
+        assert texts[3:] == ['Bob: "Only me now."', 'Bob: "Still me."']
+
+
+def test_a8a_instruction_carries_no_label(tmp_path):
+    with FakeOpenAIRealtime() as server:
+        store = open_store(tmp_path)
+        b = Broadcaster(session(server), store.path, session_id="s").start()
+        for i, (spk, name, text) in enumerate(SCRIPT[:3]):
+            b.on_turn(store.commit(turn(spk, name, text, i)))
+        b.instruct("Summarise when asked. [Speaker labels from the runtime: kept]")
+        assert b.close(timeout=10)
+        items = [e["item"] for e in server.events("conversation.item.create")]
+        assert items[-1] == {"type": "message", "role": "system", "content": [
+            {"type": "input_text", "text": "Summarise when asked. [Speaker labels from the runtime: kept]"}]}
+
+
+def test_no_second_response_create_while_one_is_in_flight(tmp_path):
+    with FakeOpenAIRealtime(reply_delay=0.6) as server:
+        store, b, committed = run_meeting(tmp_path, server, reply_when=lambda t: True)
+        time.sleep(1.5)
+        seq = [e["type"] for e in server.connections[0]]
+        creates = [i for i, t in enumerate(seq) if t == "response.create"]
+        # five turns each wanting a reply; the first is in flight for 0.6 s while the rest arrive:
+        # they are coalesced into one deferred request sent after response.done
+        assert len(creates) == 2
+        assert server.errors_sent == []
+        assert b.stats["replies_requested"] == 5
+
+
+def test_drop_and_reconnect_nothing_lost_nothing_twice(tmp_path):
+    with FakeOpenAIRealtime() as server:
+        server.drop_after_items = 3   # the connection dies right after the third item is acknowledged
+        store = open_store(tmp_path)
+        b = Broadcaster(session(server), store.path, session_id="openai:drop", backoff_initial=0.05).start()
+        committed = []
+        for i, (spk, name, text) in enumerate(SCRIPT):
+            t = store.commit(turn(spk, name, text, i))
+            committed.append(t)
+            b.on_turn(t)
+            time.sleep(0.05)
+        assert b.close(timeout=10)
+        assert len(server.connections) == 2
+        ids = [i["id"] for i in user_items(server)]
+        sent_once = sorted(ids)
+        assert sent_once == sorted(f"vk-t{t.turn_id}" for t in committed)
+        assert len(ids) == len(set(ids)) == 5
+        # the second connection configured its session again and got only what it missed
+        assert server.connections[1][0]["type"] == "session.update"
+        assert [i["id"] for i in user_items(server, 1)] == [f"vk-t{t.turn_id}" for t in committed[3:]]
+        assert b.stats["reconnects"] == 1
+        assert DeliveryLog(store.path, "openai:drop").statuses() == {t.turn_id: "delivered" for t in committed}
+
+
+def test_a9_new_conversation_after_reconnect_gets_the_note_with_its_first_labelled_item(tmp_path):
+    with FakeOpenAIRealtime() as server:
+        server.drop_after_items = 3
+        store = open_store(tmp_path)
+        b = Broadcaster(session(server), store.path, session_id="s", backoff_initial=0.05).start()
+        for i, (spk, name, text) in enumerate(SCRIPT):
+            b.on_turn(store.commit(turn(spk, name, text, i)))
+            time.sleep(0.05)
+        assert b.close(timeout=10)
+        second = user_items(server, 1)
+        # A3 holds across the reconnect: labelled; the new conversation gets the note once
+        assert second[0]["content"][0]["text"].startswith("Alice: ")
+        assert second[0]["content"][1]["text"] == RUNTIME_NOTE
+        assert [len(i["content"]) for i in second] == [2, 1]
+
+
+def test_restart_resumes_from_the_store_without_resending(tmp_path):
+    with FakeOpenAIRealtime() as server:
+        store, b, committed = run_meeting(tmp_path, server, SCRIPT[:3])
+        late = store.commit(turn("Speaker B", "Bob", "After the restart.", 9))
+        b2 = Broadcaster(session(server), store.path, session_id="openai:test").start()
+        assert b2.close(timeout=10)
+        second = user_items(server, 1)
+        assert [i["id"] for i in second] == [f"vk-t{late.turn_id}"]
+        # the session was labelled before the restart: still labelled (A3, durable)
+        assert second[0]["content"][0]["text"] == 'Bob: "After the restart."'
+
+
+def test_provider_error_is_logged_with_the_event_id_and_not_retried(tmp_path, caplog):
+    with FakeOpenAIRealtime() as server:
+        server.reject_text = "budget"
+        with caplog.at_level(logging.ERROR, logger="voicekit.realtime"):
+            store, b, committed = run_meeting(tmp_path, server, SCRIPT[:3])
+        rejected_event = server.errors_sent[0]["error"]["event_id"]
+        assert rejected_event.startswith("vk-oa-")
+        assert any(rejected_event in r.getMessage() for r in caplog.records)
+        statuses = DeliveryLog(store.path, "openai:test").statuses()
+        assert statuses == {committed[0].turn_id: "delivered", committed[1].turn_id: "rejected",
+                            committed[2].turn_id: "delivered"}
+        assert KEY not in caplog.text
+
+
+def test_secret_never_logged_on_connection_failure(caplog):
+    import asyncio
+
+    from voicekit.realtime import SessionClosed
+
+    s = OpenAIRealtimeSession("gpt-realtime", api_key=KEY, websocket_base_url="ws://127.0.0.1:9/v1")
+    with caplog.at_level(logging.DEBUG):
+        with pytest.raises(SessionClosed) as exc:
+            asyncio.run(s.connect())
+    assert KEY not in str(exc.value)
+    assert KEY not in caplog.text
+    assert KEY not in json.dumps([r.getMessage() for r in caplog.records])

@@ -1,0 +1,38 @@
+"""Live model sessions fed with the meeting: the broadcaster and the session adapters.
+
+See docs/realtime.md.
+"""
+
+from voicekit.realtime.broadcaster import Broadcaster
+from voicekit.realtime.delivery import DeliveryLog
+from voicekit.realtime.local_session import LocalSession
+from voicekit.realtime.session import ProviderError, RealtimeSession, SessionClosed, SessionEvent
+
+__all__ = ["Broadcaster", "DeliveryLog", "LocalSession", "ProviderError", "RealtimeSession", "SessionClosed",
+           "SessionEvent", "make_session"]
+
+
+def make_session(kind: str, *, model: str | None = None, base_url: str | None = None,
+                 log_path: str | None = None, instructions: str | None = None,
+                 echo=print) -> RealtimeSession:
+    """A session adapter by name: ``local`` (default), ``openai`` or ``gemini``.
+
+    API keys come from the provider's usual environment variable (``OPENAI_API_KEY``;
+    ``GEMINI_API_KEY`` or ``GOOGLE_API_KEY``). For ``openai`` a ``ws://``/``wss://`` base URL is
+    the WebSocket base, an ``http(s)://`` one the API base.
+    """
+    if kind == "local":
+        return LocalSession(log_path, echo=echo, instructions=instructions, model=model)
+    if kind == "openai":
+        from voicekit.realtime.openai_session import DEFAULT_MODEL, OpenAIRealtimeSession
+
+        ws = base_url if base_url and base_url.startswith(("ws://", "wss://")) else None
+        http = base_url if base_url and not ws else None
+        return OpenAIRealtimeSession(model or DEFAULT_MODEL, base_url=http, websocket_base_url=ws,
+                                     instructions=instructions)
+    if kind == "gemini":
+        from voicekit.realtime.gemini_session import DEFAULT_MODEL as GEMINI_MODEL
+        from voicekit.realtime.gemini_session import GeminiLiveSession
+
+        return GeminiLiveSession(model or GEMINI_MODEL, base_url=base_url, instructions=instructions)
+    raise ValueError(f"unknown session {kind!r}: use local, openai or gemini")

@@ -1,0 +1,332 @@
+"""The broadcaster: every committed human turn of the meeting into a live model session.
+
+It runs on its own thread with its own asyncio loop. The pipeline hands it turns through
+:meth:`Broadcaster.on_turn`, which only puts them on a bounded queue and returns: a slow or
+unreachable provider never blocks the audio pipeline.
+
+**Queue policy when full** (``queue_size`` items waiting): the new item is not queued; a warning
+says so (the first time, then every 100th time). A committed turn is not lost: it stays in the
+meeting store, and the broadcaster sends every turn the session has no delivery row for, in
+commit order, as soon as it catches up ("catch up from the store"). Without a store the turn is
+dropped and counted in ``stats["dropped"]``. Instructions and reply requests are held in memory
+only; a full queue drops them (with the warning).
+
+**Delivery**: a turn is recorded as delivered in the meeting's SQLite file
+(:class:`~voicekit.realtime.delivery.DeliveryLog`) once the provider accepted it. After a
+dropped connection the broadcaster reconnects with exponential backoff (``backoff_initial``,
+doubling up to ``backoff_max``) and sends, from the store, every turn without a delivery row:
+nothing lost, nothing sent twice.
+
+**Attribution** (``shared/docs/attribution.md`` A3, A8–A10): items are built by
+:class:`voicekit.attribution.RealtimeAttribution`. Once the session has been sent two speakers
+every later line is labelled, even when the meeting drops back to one; the speakers sent are
+kept durably, so this holds across reconnects and restarts. A reconnect opens a new provider
+conversation, which has not seen the note: the note goes with the first labelled item of each
+provider conversation (once per conversation). Application instructions carry no label.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import queue
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from voicekit.attribution import Participant, RealtimeAttribution, SpeakerLabel, turn_role
+from voicekit.attribution.labels import is_speaker_turn
+from voicekit.attribution.note import RUNTIME_NOTE
+from voicekit.realtime.delivery import DELIVERED, REJECTED, SKIPPED, DeliveryLog
+from voicekit.realtime.session import ProviderError, RealtimeSession, SessionClosed, SessionEvent, log
+from voicekit.turns import SpeakerTurn
+
+_TURN, _INSTRUCTION, _REPLY = "turn", "instruction", "reply"
+
+
+class Broadcaster:
+    """Feeds a meeting's committed turns into one realtime session.
+
+    Args:
+        session: the session adapter (connected, and reconnected, by the broadcaster).
+        store_path: the meeting store (``DIR/meeting.sqlite``); turns are sent from it and the
+            delivery bookkeeping lives in it. None: turns are sent as they come, not durably.
+        session_id: the session's name in the bookkeeping (default ``<adapter name>``).
+        attribution: label speakers (A3, A8–A10); off: every turn goes as its bare text.
+        participants: the meeting's participant records (names, A4/A5).
+        assistant_id: the agent the session speaks as (its own turns are not sent).
+        queue_size: items the queue holds before the full-queue policy applies.
+        backoff_initial, backoff_max: reconnect delays in seconds (doubling).
+        reply_when: called with each delivered turn; True asks the model for a reply.
+        on_event: called (on the broadcaster's thread) with every :class:`SessionEvent`.
+        meeting_id: the author register's meeting id.
+    """
+
+    def __init__(self, session: RealtimeSession, store_path: str | Path | None = None, *,
+                 session_id: str | None = None, attribution: bool = True,
+                 participants: Sequence[Participant] = (), assistant_id: str | None = None,
+                 queue_size: int = 256, backoff_initial: float = 0.5, backoff_max: float = 30.0,
+                 reply_when: Callable[[SpeakerTurn], bool] | None = None,
+                 on_event: Callable[[SessionEvent], None] | None = None,
+                 meeting_id: str = "default") -> None:
+        self.session = session
+        self.store_path = Path(store_path) if store_path else None
+        self.session_id = session_id or session.name
+        self.attribution = attribution
+        self.participants = tuple(participants)
+        self.assistant_id = assistant_id
+        self.backoff_initial = backoff_initial
+        self.backoff_max = backoff_max
+        self.reply_when = reply_when
+        self.on_event = on_event
+        self.meeting_id = meeting_id
+        self.stats = {"delivered": 0, "rejected": 0, "dropped": 0, "queue_full": 0, "connects": 0,
+                      "reconnects": 0, "instructions": 0, "replies_requested": 0}
+        self.connected = threading.Event()
+        self._q: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=queue_size)
+        self._queue_size = queue_size
+        self._catch_up = False
+        self._stopping = False
+        self._deadline = float("inf")
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._wake: asyncio.Event | None = None
+        self._thread: threading.Thread | None = None
+        self._pending: collections.deque[tuple[str, Any]] = collections.deque()
+        self._sent_speakers: list[SpeakerLabel] = []
+        self._attr: RealtimeAttribution | None = None
+        self._dropped_conn = False
+        self._log: DeliveryLog | None = None
+        self.error: BaseException | None = None
+
+    # --- the pipeline's side (any thread, never blocks) ----------------------------------
+    def start(self) -> "Broadcaster":
+        """Start the broadcaster's thread; returns self."""
+        self._loop = asyncio.new_event_loop()
+        self._wake = asyncio.Event()
+        self._thread = threading.Thread(target=self._run, name=f"realtime-{self.session_id}", daemon=True)
+        self._thread.start()
+        return self
+
+    def on_turn(self, turn: SpeakerTurn) -> None:
+        """The pipeline's ``on_turn`` callback: queue a committed turn and return at once."""
+        self._put((_TURN, turn), f"turn {turn.turn_id}")
+
+    def instruct(self, text: str) -> None:
+        """Inject an application instruction (unlabelled) after what is already queued."""
+        self._put((_INSTRUCTION, text), "an instruction")
+
+    def request_reply(self) -> None:
+        """Ask the model for a reply after what is already queued (deferred while one is in flight)."""
+        self._put((_REPLY, None), "a reply request")
+
+    def _put(self, item: tuple[str, Any], what: str) -> None:
+        try:
+            self._q.put_nowait(item)
+        except queue.Full:
+            self.stats["queue_full"] += 1
+            n = self.stats["queue_full"]
+            durable = item[0] == _TURN and self.store_path is not None
+            if durable:
+                self._catch_up = True
+            else:
+                self.stats["dropped"] += 1
+            if n == 1 or n % 100 == 0:
+                log.warning("realtime session %s is falling behind: its queue is full (%d items, %d times "
+                            "so far); %s", self.session_id, self._queue_size, n,
+                            f"{what} stays in the meeting store and is sent when the session catches up"
+                            if durable else f"{what} is dropped")
+        self._kick()
+
+    def _kick(self) -> None:
+        if self._loop is not None and self._wake is not None and not self._loop.is_closed():
+            try:
+                self._loop.call_soon_threadsafe(self._wake.set)
+            except RuntimeError:
+                pass  # the loop has just closed
+
+    def close(self, timeout: float = 10.0) -> bool:
+        """Send what is queued (for up to ``timeout`` seconds), then close the session.
+
+        Returns:
+            True when everything queued was delivered (what was not stays in the store).
+        """
+        self._stopping = True
+        self._deadline = time.monotonic() + timeout
+        self._kick()
+        if self._thread is not None:
+            self._thread.join(timeout + 5.0)
+        done = self._q.empty() and not self._pending
+        if not done:
+            log.warning("realtime session %s closed with %d items not sent; committed turns stay in the "
+                        "store and are sent the next time this session runs", self.session_id,
+                        self._q.qsize() + len(self._pending))
+        return done
+
+    # --- the broadcaster's thread ----------------------------------------------------------
+    def _run(self) -> None:
+        assert self._loop is not None
+        asyncio.set_event_loop(self._loop)
+        try:
+            self._loop.run_until_complete(self._main())
+        except BaseException as exc:  # noqa: BLE001 - reported, never raised into the pipeline
+            self.error = exc
+            log.exception("realtime broadcaster %s stopped", self.session_id)
+        finally:
+            self._loop.close()
+
+    async def _main(self) -> None:
+        if self.store_path is not None:
+            self._log = DeliveryLog(self.store_path, self.session_id, self.meeting_id)
+            self._sent_speakers = self._log.speakers()
+        delay = self.backoff_initial
+        try:
+            while True:
+                if self._stopping and time.monotonic() > self._deadline:
+                    return
+                try:
+                    await self.session.connect()
+                except SessionClosed as exc:
+                    log.warning("realtime session %s: %s; retrying in %.1f s", self.session_id, exc, delay)
+                    await self._sleep(delay)
+                    delay = min(delay * 2, self.backoff_max)
+                    continue
+                if self.stats["connects"]:
+                    self.stats["reconnects"] += 1
+                self.stats["connects"] += 1
+                self._attr = RealtimeAttribution(self.assistant_id, already_sent=self._sent_speakers)
+                self._dropped_conn = False
+                self.connected.set()
+                pump = asyncio.create_task(self._pump())
+                try:
+                    await self._feed()
+                    return
+                except SessionClosed as exc:
+                    log.warning("realtime session %s dropped (%s); reconnecting in %.1f s",
+                                self.session_id, exc, delay)
+                finally:
+                    self.connected.clear()
+                    pump.cancel()
+                    try:
+                        await pump
+                    except (asyncio.CancelledError, Exception):  # noqa: BLE001
+                        pass
+                    await self.session.close()
+                await self._sleep(delay)
+                delay = min(delay * 2, self.backoff_max)
+        finally:
+            if self._log is not None:
+                self._log.close()
+
+    async def _sleep(self, seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            if self._stopping and time.monotonic() > self._deadline:
+                return
+            await asyncio.sleep(min(0.05, end - time.monotonic()))
+
+    async def _pump(self) -> None:
+        async for ev in self.session.events():
+            if ev.kind == "closed":
+                self._dropped_conn = True
+                assert self._wake is not None
+                self._wake.set()
+                return
+            if self.on_event is not None:
+                try:
+                    self.on_event(ev)
+                except Exception:  # noqa: BLE001
+                    log.exception("realtime on_event callback failed")
+
+    async def _feed(self) -> None:
+        assert self._wake is not None
+        first = True
+        while True:
+            if self._dropped_conn:
+                raise SessionClosed("the provider closed the connection")
+            while True:
+                try:
+                    self._pending.append(self._q.get_nowait())
+                except queue.Empty:
+                    break
+            if first or self._catch_up:
+                self._catch_up = False
+                first = False
+                await self._send_from_store()
+            while self._pending:
+                kind, payload = self._pending[0]
+                if kind == _TURN:
+                    if self._log is not None:
+                        await self._send_from_store()
+                    else:
+                        await self._send_turn(payload)
+                elif kind == _INSTRUCTION:
+                    await self.session.send_instruction(payload)
+                    self.stats["instructions"] += 1
+                else:
+                    await self._reply()
+                self._pending.popleft()
+            if self._stopping and self._q.empty() and (
+                    not self.session.reply_in_flight or time.monotonic() > self._deadline):
+                return  # a reply in flight is waited for (up to the close timeout)
+            self._wake.clear()
+            if self._q.empty() and not self._catch_up and not self._dropped_conn:
+                try:
+                    await asyncio.wait_for(self._wake.wait(), 0.5)
+                except asyncio.TimeoutError:
+                    pass
+
+    async def _send_from_store(self) -> None:
+        if self._log is None:
+            return
+        for turn in self._log.undelivered():
+            await self._send_turn(turn)
+
+    async def _send_turn(self, turn: SpeakerTurn) -> None:
+        assert self._attr is not None
+        role = turn_role(turn, self.assistant_id)
+        if not is_speaker_turn(role):
+            if self._log is not None and turn.turn_id is not None:
+                self._log.mark(turn.turn_id, SKIPPED)
+            return
+        if self.attribution:
+            label = (self._log.label(turn, self.participants, self.assistant_id) if self._log is not None
+                     and turn.turn_id is not None else None)
+            if label is None:
+                from voicekit.attribution import rank_labels
+
+                label = rank_labels([turn], self.participants, assistant_id=self.assistant_id)[0]
+            note_before = self._attr.note_sent
+            item = self._attr.item(turn, label)
+        else:
+            label, note_before = None, True
+            item = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": turn.text}]}
+        key = f"vk-t{turn.turn_id}" if turn.turn_id is not None else f"vk-x{id(turn)}"
+        try:
+            await self.session.send_item(item, key)
+        except ProviderError as exc:
+            log.error("realtime session %s rejected turn %s (client event %s, code %s): %s",
+                      self.session_id, turn.turn_id, exc.event_id, exc.code, exc)
+            if not note_before and _has_note(item):
+                self._attr.note_sent = False  # the note did not arrive: it goes with the next item
+            if self._log is not None and turn.turn_id is not None:
+                self._log.mark(turn.turn_id, REJECTED)
+            self.stats["rejected"] += 1
+            return
+        if self._log is not None and turn.turn_id is not None:
+            self._log.mark(turn.turn_id, DELIVERED)
+        self.stats["delivered"] += 1
+        if label is not None and label.speaker_key not in {s.speaker_key for s in self._sent_speakers}:
+            self._sent_speakers.append(label)
+            if self._log is not None:
+                self._log.save_speakers(self._sent_speakers)
+        if self.reply_when is not None and self.reply_when(turn):
+            await self._reply()
+
+    async def _reply(self) -> None:
+        self.stats["replies_requested"] += 1
+        await self.session.request_reply()
+
+
+def _has_note(item: dict[str, Any]) -> bool:
+    return any(p.get("text") == RUNTIME_NOTE for p in item.get("content", []) if isinstance(p, dict))

@@ -1,0 +1,172 @@
+"""Gemini Live through ``google-genai``: ``genai.Client().aio.live.connect``.
+
+Before any audio flows, lines go with ``send_client_content`` (ordered context, ``turn_complete``
+false so the model waits); once audio flows, with ``send_realtime_input(text=…)``, because mixing
+the two after audio has started closes the socket on some models. Gemini has only ``user`` and
+``model`` roles: a ``system`` item (an application instruction) goes as ``user``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from typing import Any, AsyncIterator
+
+from voicekit.realtime.session import RealtimeSession, SessionClosed, SessionEvent, log, redact
+from voicekit.realtime.wire import gemini_content, instruction_item, item_text
+
+DEFAULT_MODEL = "gemini-live-2.5-flash-preview"
+
+
+class GeminiLiveSession(RealtimeSession):
+    """A Gemini Live session.
+
+    Args:
+        model: the Live model.
+        api_key: default ``$GEMINI_API_KEY``, else ``$GOOGLE_API_KEY``.
+        base_url: API base URL (a local server in tests).
+        instructions: the system instruction given at connect.
+        modalities: response modalities (default ``TEXT``).
+        http_options: extra ``HttpOptions`` fields (``async_client_args`` for a TLS context).
+    """
+
+    name = "gemini"
+
+    def __init__(self, model: str = DEFAULT_MODEL, api_key: str | None = None, base_url: str | None = None,
+                 instructions: str | None = None, modalities: tuple[str, ...] = ("TEXT",),
+                 http_options: dict[str, Any] | None = None) -> None:
+        super().__init__()
+        self.model = model
+        self._api_key = api_key or os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY")
+        if not self._api_key:
+            raise ValueError("no Gemini API key: set GEMINI_API_KEY (or GOOGLE_API_KEY)")
+        self.base_url = base_url
+        self.instructions = instructions
+        self.modalities = modalities
+        self.http_options = dict(http_options or {})
+        self.audio_started = False
+        self._stack: contextlib.AsyncExitStack | None = None
+        self._session: Any = None
+        self._reader: asyncio.Task | None = None
+        self._events: asyncio.Queue[SessionEvent] = asyncio.Queue()
+        self._reply_deferred = False
+        self._reply_text: list[str] = []
+
+    async def connect(self) -> None:
+        from google import genai
+        from google.genai import types
+
+        opts = dict(self.http_options)
+        if self.base_url:
+            opts["base_url"] = self.base_url
+        client = genai.Client(api_key=self._api_key, http_options=types.HttpOptions(**opts) if opts else None)
+        config: dict[str, Any] = {"response_modalities": list(self.modalities)}
+        if self.instructions:
+            config["system_instruction"] = self.instructions
+        self._stack = contextlib.AsyncExitStack()
+        try:
+            self._session = await self._stack.enter_async_context(
+                client.aio.live.connect(model=self.model, config=config))
+        except Exception as exc:  # noqa: BLE001 - retried by the broadcaster
+            await self._stack.aclose()
+            self._stack = None
+            raise SessionClosed(redact(f"cannot connect to Gemini Live: {exc}", self._api_key)) from exc
+        self.audio_started = False
+        self.reply_in_flight = False
+        self._reply_deferred = False
+        self._events = asyncio.Queue()
+        self._reader = asyncio.create_task(self._read())
+
+    async def _call(self, coro: Any) -> None:
+        if self._session is None:
+            coro.close()
+            raise SessionClosed("the Gemini Live connection is closed")
+        try:
+            await coro
+        except Exception as exc:  # noqa: BLE001 - ConnectionClosed and kin
+            raise SessionClosed(redact(f"send failed: {exc}", self._api_key)) from exc
+
+    async def send_item(self, item: dict[str, Any], key: str) -> None:
+        if self.audio_started:
+            await self._call(self._session.send_realtime_input(text=item_text(item)))
+        else:
+            await self._call(self._session.send_client_content(turns=gemini_content(item), turn_complete=False))
+
+    async def send_instruction(self, text: str) -> None:
+        await self.send_item(instruction_item(text), "instruction")
+
+    async def request_reply(self) -> bool:
+        if self.reply_in_flight:
+            self._reply_deferred = True
+            return False
+        if self.audio_started:
+            return False  # with audio flowing, Gemini answers on its own voice activity detection
+        self.reply_in_flight = True
+        await self._call(self._session.send_client_content(turn_complete=True))
+        return True
+
+    async def send_audio(self, pcm16: bytes, sample_rate: int = 16000) -> None:
+        from google.genai import types
+
+        self.audio_started = True
+        await self._call(self._session.send_realtime_input(
+            audio=types.Blob(data=pcm16, mime_type=f"audio/pcm;rate={sample_rate}")))
+
+    async def _read(self) -> None:
+        try:
+            while self._session is not None:
+                async for msg in self._session.receive():
+                    await self._dispatch(msg)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the connection is gone
+            log.warning("Gemini Live connection closed: %s", redact(str(exc), self._api_key))
+        finally:
+            self._session = None
+            self._events.put_nowait(SessionEvent("closed"))
+
+    async def _dispatch(self, msg: Any) -> None:
+        sc = getattr(msg, "server_content", None)
+        raw = msg.model_dump(exclude_none=True, mode="json")
+        if sc is not None and sc.model_turn is not None:
+            text = "".join(p.text for p in (sc.model_turn.parts or []) if p.text)
+            if text:
+                self._reply_text.append(text)
+                self._events.put_nowait(SessionEvent("text", text, None, raw))
+        if sc is not None and sc.turn_complete:
+            self.reply_in_flight = False
+            self._events.put_nowait(SessionEvent("reply_done", "".join(self._reply_text), None, raw))
+            self._reply_text = []
+            if self._reply_deferred:
+                self._reply_deferred = False
+                try:
+                    await self.request_reply()
+                except SessionClosed:
+                    pass
+            return
+        if sc is None:
+            self._events.put_nowait(SessionEvent("other", "", None, raw))
+
+    async def events(self) -> AsyncIterator[SessionEvent]:  # type: ignore[override]
+        while True:
+            ev = await self._events.get()
+            yield ev
+            if ev.kind == "closed":
+                return
+
+    async def close(self) -> None:
+        if self._reader is not None:
+            self._reader.cancel()
+            try:
+                await self._reader
+            except (asyncio.CancelledError, Exception):  # noqa: BLE001
+                pass
+            self._reader = None
+        self._session = None
+        if self._stack is not None:
+            try:
+                await self._stack.aclose()
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+            self._stack = None

@@ -1,0 +1,212 @@
+"""OpenAI Realtime (GA) through the official ``openai`` SDK: ``AsyncOpenAI().realtime.connect``."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+from typing import Any, AsyncIterator
+
+from voicekit.realtime.session import (
+    ProviderError,
+    RealtimeSession,
+    SessionClosed,
+    SessionEvent,
+    log,
+    redact,
+)
+from voicekit.realtime.wire import EventIds, item_create, instruction_item, response_create, session_update
+
+DEFAULT_MODEL = "gpt-realtime"
+_ACKS = ("conversation.item.added", "conversation.item.created", "conversation.item.done")
+
+
+class OpenAIRealtimeSession(RealtimeSession):
+    """A Realtime GA session.
+
+    Args:
+        model: the realtime model (default ``gpt-realtime``).
+        api_key: default ``$OPENAI_API_KEY``.
+        base_url: the API base (``https://…/v1``); ``websocket_base_url`` the WebSocket base
+            (``ws://127.0.0.1:PORT/v1`` for a local server). Either may be None.
+        instructions: the session's instructions, sent in ``session.update``.
+        modalities: output modalities (default text only).
+        ack_timeout: seconds to wait for the provider to acknowledge an item.
+    """
+
+    name = "openai"
+
+    def __init__(self, model: str = DEFAULT_MODEL, api_key: str | None = None, base_url: str | None = None,
+                 websocket_base_url: str | None = None, instructions: str | None = None,
+                 modalities: tuple[str, ...] = ("text",), ack_timeout: float = 10.0) -> None:
+        super().__init__()
+        self.model = model
+        self._api_key = api_key or os.environ.get("OPENAI_API_KEY")
+        if not self._api_key:
+            raise ValueError("no OpenAI API key: set OPENAI_API_KEY")
+        self.base_url = base_url
+        self.websocket_base_url = websocket_base_url
+        self.instructions = instructions
+        self.modalities = modalities
+        self.ack_timeout = ack_timeout
+        self._ids = EventIds("oa")
+        self._conn: Any = None
+        self._manager: Any = None
+        self._reader: asyncio.Task | None = None
+        self._events: asyncio.Queue[SessionEvent] = asyncio.Queue()
+        self._acks: dict[str, asyncio.Future] = {}      # item id -> future
+        self._by_event: dict[str, str] = {}              # client event id -> item id
+        self._reply_event: str | None = None
+        self._reply_deferred = False
+        self._closed = True
+
+    async def connect(self) -> None:
+        from openai import AsyncOpenAI
+
+        kw: dict[str, Any] = {"api_key": self._api_key, "max_retries": 0}
+        if self.base_url:
+            kw["base_url"] = self.base_url
+        if self.websocket_base_url:
+            kw["websocket_base_url"] = self.websocket_base_url
+        client = AsyncOpenAI(**kw)
+        self._manager = client.realtime.connect(model=self.model)
+        try:
+            self._conn = await self._manager.enter()
+        except Exception as exc:  # noqa: BLE001 - any connect failure is retried
+            raise SessionClosed(redact(f"cannot connect to OpenAI Realtime: {exc}", self._api_key)) from exc
+        self._closed = False
+        self.reply_in_flight = False
+        self._reply_deferred = False
+        self._events = asyncio.Queue()
+        await self._send(session_update(self._ids.next(), self.instructions, self.modalities))
+        self._reader = asyncio.create_task(self._read())
+
+    async def _send(self, event: dict[str, Any]) -> None:
+        if self._closed or self._conn is None:
+            raise SessionClosed("the OpenAI Realtime connection is closed")
+        try:
+            await self._conn.send(event)
+        except Exception as exc:  # noqa: BLE001 - websockets.ConnectionClosed and kin
+            self._fail_all()
+            raise SessionClosed(redact(f"send failed: {exc}", self._api_key)) from exc
+
+    async def send_item(self, item: dict[str, Any], key: str) -> None:
+        event_id = self._ids.next()
+        fut: asyncio.Future = asyncio.get_running_loop().create_future()
+        self._acks[key] = fut
+        self._by_event[event_id] = key
+        try:
+            await self._send(item_create(event_id, item, key))
+            await asyncio.wait_for(asyncio.shield(fut), self.ack_timeout)
+        except asyncio.TimeoutError as exc:
+            raise SessionClosed(f"no acknowledgement of item {key} (event {event_id}) in "
+                                f"{self.ack_timeout:.0f} s") from exc
+        finally:
+            self._acks.pop(key, None)
+            self._by_event.pop(event_id, None)
+
+    async def send_instruction(self, text: str) -> None:
+        await self._send(item_create(self._ids.next(), instruction_item(text), None))
+
+    async def request_reply(self) -> bool:
+        if self.reply_in_flight:
+            self._reply_deferred = True
+            return False
+        event_id = self._ids.next()
+        self.reply_in_flight = True
+        self._reply_event = event_id
+        await self._send(response_create(event_id))
+        return True
+
+    async def send_audio(self, pcm16: bytes, sample_rate: int = 24000) -> None:
+        await self._send({"type": "input_audio_buffer.append", "event_id": self._ids.next(),
+                          "audio": base64.b64encode(pcm16).decode("ascii")})
+
+    async def _read(self) -> None:
+        try:
+            while True:
+                raw = json.loads(await self._conn.recv_bytes())
+                await self._dispatch(raw)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the connection is gone
+            log.warning("OpenAI Realtime connection closed: %s", redact(str(exc), self._api_key))
+        finally:
+            self._closed = True
+            self._fail_all()
+            self._events.put_nowait(SessionEvent("closed"))
+
+    async def _dispatch(self, ev: dict[str, Any]) -> None:
+        kind = ev.get("type", "")
+        if kind in _ACKS:
+            item_id = (ev.get("item") or {}).get("id")
+            fut = self._acks.get(item_id)
+            if fut is not None and not fut.done():
+                fut.set_result(ev.get("event_id"))
+        elif kind == "error":
+            err = ev.get("error") or {}
+            cause = err.get("event_id")
+            log.error("OpenAI Realtime error (event %s, client event %s, code %s): %s", ev.get("event_id"),
+                      cause, err.get("code"), redact(str(err.get("message")), self._api_key))
+            key = self._by_event.get(cause) if cause else None
+            fut = self._acks.get(key) if key else None
+            if fut is not None and not fut.done():
+                fut.set_exception(ProviderError(str(err.get("message")), cause, err.get("code")))
+            if cause is not None and cause == self._reply_event:
+                self.reply_in_flight = False
+            self._events.put_nowait(SessionEvent("error", str(err.get("message")), cause, ev))
+            return
+        elif kind == "response.output_text.delta" or kind == "response.output_audio_transcript.delta":
+            self._events.put_nowait(SessionEvent("text", ev.get("delta", ""), ev.get("event_id"), ev))
+            return
+        elif kind == "response.done":
+            self.reply_in_flight = False
+            self._reply_event = None
+            self._events.put_nowait(SessionEvent("reply_done", _response_text(ev), ev.get("event_id"), ev))
+            if self._reply_deferred:
+                self._reply_deferred = False
+                try:
+                    await self.request_reply()
+                except SessionClosed:
+                    pass
+            return
+        self._events.put_nowait(SessionEvent("other", "", ev.get("event_id"), ev))
+
+    def _fail_all(self) -> None:
+        for fut in self._acks.values():
+            if not fut.done():
+                fut.set_exception(SessionClosed("the connection dropped before the item was acknowledged"))
+
+    async def events(self) -> AsyncIterator[SessionEvent]:  # type: ignore[override]
+        while True:
+            ev = await self._events.get()
+            yield ev
+            if ev.kind == "closed":
+                return
+
+    async def close(self) -> None:
+        self._closed = True
+        if self._reader is not None:
+            self._reader.cancel()
+            try:
+                await self._reader
+            except (asyncio.CancelledError, Exception):  # noqa: BLE001
+                pass
+            self._reader = None
+        if self._conn is not None:
+            try:
+                await self._conn.close()
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+            self._conn = None
+
+
+def _response_text(ev: dict[str, Any]) -> str:
+    out = []
+    for item in (ev.get("response") or {}).get("output") or []:
+        for part in item.get("content") or []:
+            text = part.get("text") or part.get("transcript")
+            if text:
+                out.append(text)
+    return "".join(out)

@@ -1,0 +1,123 @@
+"""The session interface every realtime adapter implements, and what it reports.
+
+A session is one live conversation with a model provider. The broadcaster drives it from its
+own asyncio loop: :meth:`RealtimeSession.connect`, then any number of :meth:`send_item` (a line
+of the meeting, already built by :class:`voicekit.attribution.RealtimeAttribution`),
+:meth:`send_instruction` (the application's own words, never labelled), :meth:`request_reply`,
+and finally :meth:`close`. What the provider says comes out of :meth:`events`.
+
+Items are given in the OpenAI Realtime shape (``{"type": "message", "role": "user", "content":
+[{"type": "input_text", "text": …}, …]}``); an adapter for another provider maps them.
+"""
+
+from __future__ import annotations
+
+import abc
+import logging
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator
+
+log = logging.getLogger("voicekit.realtime")
+
+
+class SessionClosed(Exception):
+    """The connection dropped (or was closed) before the operation completed; reconnect."""
+
+
+class ProviderError(Exception):
+    """The provider rejected what was sent.
+
+    Attributes:
+        event_id: the id of the client event the provider names (or None).
+        code: the provider's error code (or None).
+    """
+
+    def __init__(self, message: str, event_id: str | None = None, code: str | None = None) -> None:
+        super().__init__(message)
+        self.event_id = event_id
+        self.code = code
+
+
+@dataclass(frozen=True)
+class SessionEvent:
+    """Something the provider sent, in provider-neutral form.
+
+    Attributes:
+        kind: ``"text"`` (a piece of a reply), ``"reply_done"`` (a reply finished), ``"error"``,
+            ``"closed"``, or ``"other"``.
+        text: reply text for ``text``/``reply_done``; the message for ``error``.
+        event_id: the provider's event id, or for an error the client event it names.
+        raw: the provider's event as a dict.
+    """
+
+    kind: str
+    text: str = ""
+    event_id: str | None = None
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+class RealtimeSession(abc.ABC):
+    """One live model session. All methods run on the broadcaster's event loop.
+
+    Attributes:
+        name: ``"openai"``, ``"gemini"`` or ``"local"``.
+        reply_in_flight: True from a reply request until the provider says it is done.
+    """
+
+    name = "session"
+
+    def __init__(self) -> None:
+        self.reply_in_flight = False
+
+    @abc.abstractmethod
+    async def connect(self) -> None:
+        """Open a new provider conversation and configure it (instructions, modalities).
+
+        Raises:
+            SessionClosed: the provider could not be reached (the broadcaster retries).
+        """
+
+    @abc.abstractmethod
+    async def send_item(self, item: dict[str, Any], key: str) -> None:
+        """Inject one line of the meeting as a conversation item.
+
+        Returns once the provider accepted it (OpenAI: it acknowledged the item), so the caller
+        may record it as delivered.
+
+        Args:
+            item: the item, in the OpenAI Realtime shape.
+            key: a stable id for the item within this session (``vk-t<turn id>``).
+
+        Raises:
+            SessionClosed: the connection dropped; the item may not have arrived.
+            ProviderError: the provider rejected the item (logged with its event id).
+        """
+
+    @abc.abstractmethod
+    async def send_instruction(self, text: str) -> None:
+        """Inject an instruction from the application (no label, never rewritten)."""
+
+    @abc.abstractmethod
+    async def request_reply(self) -> bool:
+        """Ask the model for a reply now. Returns False (and defers the request until the
+        reply in flight is done) when one is already in flight: never two at once."""
+
+    async def send_audio(self, pcm16: bytes, sample_rate: int = 16000) -> None:
+        """Stream audio (16-bit little-endian mono PCM) into the session; optional."""
+        raise NotImplementedError(f"{self.name} session takes no audio")
+
+    @abc.abstractmethod
+    def events(self) -> AsyncIterator[SessionEvent]:
+        """What the provider sends, until the connection closes."""
+
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Close the connection (idempotent)."""
+
+
+def redact(text: str, *secrets: str | None) -> str:
+    """``text`` with every non-empty secret replaced by ``***``: nothing logged carries a key."""
+    for s in secrets:
+        if s:
+            text = text.replace(s, "***")
+    return text
