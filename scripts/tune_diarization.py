@@ -5,7 +5,7 @@ file (``sample``, the pyannote sample, is held out and never scored here).
 VAD + STT run once per file and are cached (``--cache``); each grid point then replays only the
 diarization. Prints pooled DER (collar 0.5, live and refined) per grid point, best first.
 
-    python scripts/tune_diarization.py --grid new_speaker_threshold=0.6,0.7 merge_threshold=0.8,0.85
+    python scripts/tune_diarization.py --grid new_speaker_threshold=0.75,0.8,0.85 min_new_speaker_seconds=1,2
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from voicekit.diarization.refine import refine_turns
 from voicekit.evaluation import load_index, load_reference, pool, refined_view, score_der, turns_to_annotation
 from voicekit.sources import FileSource
 from voicekit.stt import Transcriber
-from voicekit.turns import words_to_turns
+from voicekit.turns import extend_to_speech, words_to_turns
 from voicekit.vad import Endpointer, EndpointerOptions, make_vad
 
 HELD_OUT = {"sample"}
@@ -52,8 +52,8 @@ def main() -> int:
     ap.add_argument("--eval-dir", default=str(Path(__file__).resolve().parents[2] / "shared" / "eval"))
     ap.add_argument("--vad", default="silero")
     ap.add_argument("--hangover", type=float, default=0.6)
-    ap.add_argument("--window", type=float, default=1.6)
-    ap.add_argument("--hop", type=float, default=0.4)
+    ap.add_argument("--window", type=float, default=1.0)
+    ap.add_argument("--hop", type=float, default=0.25)
     ap.add_argument("--cache", default="/tmp/voicekit-tune")
     ap.add_argument("--grid", nargs="*", default=[], help="name=v1,v2 … (DiarizerOptions fields)")
     args = ap.parse_args()
@@ -78,7 +78,7 @@ def main() -> int:
             turns = []
             for u, words in data[f.file_id]:
                 ws, _ = d.process(u, words)
-                turns.extend(words_to_turns(ws))
+                turns.extend(extend_to_speech(words_to_turns(ws), u.speech_span))
             turns = [t.replace(turn_id=i) for i, t in enumerate(turns)]
             rt = refined_view(turns, refine_turns(turns, [w for _, w in d.history]))
             ref, uem = refs[f.file_id]

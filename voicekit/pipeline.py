@@ -22,7 +22,7 @@ from voicekit.diarization.refine import refine_turns
 from voicekit.hooks import HookRunner
 from voicekit.store import MeetingStore
 from voicekit.stt import SttOptions, Transcriber
-from voicekit.turns import SpeakerTurn, words_to_turns
+from voicekit.turns import SpeakerTurn, extend_to_speech, words_to_turns
 from voicekit.vad import Endpointer, EndpointerOptions, Utterance, make_vad
 
 log = logging.getLogger(__name__)
@@ -144,7 +144,8 @@ class Pipeline:
             emitted = time.monotonic() - self._t0
         else:
             emitted = utt.closed_at + (t_diar - t)
-        for turn in words_to_turns(words, channel=self._channel, emitted_at=round(emitted, 3)):
+        turns = words_to_turns(words, channel=self._channel, emitted_at=round(emitted, 3))
+        for turn in extend_to_speech(turns, utt.speech_span):
             self._commit(turn)
         self.stage_seconds["commit"] += time.perf_counter() - t_diar
 

@@ -142,6 +142,30 @@ def words_to_turns(words: list[Word], channel: str = "replay", emitted_at: float
     return [t for t in turns if t.text]
 
 
+def extend_to_speech(turns: list[SpeakerTurn], speech_span) -> list[SpeakerTurn]:
+    """Widen each turn of one utterance to the VAD speech around its words.
+
+    Whisper's word times are often a few hundred ms inside the speech, and it skips mumbles and
+    back-channels the VAD heard. Each turn takes the speech between the previous turn's last
+    word and the next turn's first word (the utterance bounds for the first and last turn).
+
+    Args:
+        turns: the turns of one utterance, in time order.
+        speech_span: ``(lo, hi) -> (first, last) | None``, the VAD speech inside ``[lo, hi]``
+            in seconds (:meth:`voicekit.vad.Utterance.speech_span`).
+    """
+    out = []
+    for i, t in enumerate(turns):
+        lo = turns[i - 1].end if i > 0 else float("-inf")
+        hi = turns[i + 1].start if i + 1 < len(turns) else float("inf")
+        span = speech_span(lo, hi)
+        if span is None:
+            out.append(t)
+            continue
+        out.append(t.replace(start=round(min(t.start, max(span[0], lo)), 3), end=round(max(t.end, min(span[1], hi)), 3)))
+    return out
+
+
 def split_by_labels(turn: SpeakerTurn, labels: list[str], names: dict[str, str] | None = None) -> list[SpeakerTurn]:
     """Relabel a turn's words and split it where the labels change (the refined view of a turn).
 

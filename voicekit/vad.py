@@ -181,6 +181,17 @@ class Utterance:
         """Length in seconds."""
         return len(self.samples) / SAMPLE_RATE
 
+    def speech_span(self, lo: float, hi: float) -> tuple[float, float] | None:
+        """First and last speech time (seconds) of the VAD frames inside ``[lo, hi]``, or None."""
+        lo, hi = max(lo, self.start), min(hi, self.end)
+        a = max(0, int(np.floor((lo - self.start) / self.frame_seconds)))
+        b = min(len(self.speech), int(np.ceil((hi - self.start) / self.frame_seconds)))
+        idx = np.flatnonzero(self.speech[a:b])
+        if len(idx) == 0:
+            return None
+        return (max(lo, self.start + (a + idx[0]) * self.frame_seconds),
+                min(hi, self.start + (a + idx[-1] + 1) * self.frame_seconds))
+
 
 class Endpointer:
     """Turn a stream of 16 kHz blocks into utterances.
@@ -208,6 +219,7 @@ class Endpointer:
         self._silence_run = 0
         self._speech_run = 0
         self._count = 0
+        self._samples_in = 0
         self.speech_seconds = 0.0
 
     @property
@@ -217,6 +229,7 @@ class Endpointer:
 
     def push(self, block: np.ndarray) -> Iterator[Utterance]:
         """Feed a ``(n,)`` float32 16 kHz block; yield each utterance it closes."""
+        self._samples_in += len(block)
         for frame in self.frames.push(block):
             yield from self._frame(frame)
 
@@ -248,10 +261,13 @@ class Endpointer:
         if self._silence_run >= self._hangover_frames:
             yield self._close(len(self._active) - max(0, self._silence_run - self._pad_frames))
         elif len(self._active) >= self._max_frames:
-            # cut at the least speech-like frame of the last third, not in the middle of a word
+            # cut in the deepest pause of the last third (speech probability averaged over
+            # ~160 ms, so a one-frame dip inside a word does not count), not in mid-word
             probs = np.array([p for _, p in self._active])
+            width = max(1, round(0.16 / self.frame_seconds))
+            smooth = np.convolve(probs, np.ones(width) / width, mode="same")
             lo = len(probs) * 2 // 3
-            yield self._close(lo + int(np.argmin(probs[lo:])) + 1)
+            yield self._close(lo + int(np.argmin(smooth[lo:])) + 1)
 
     def _close(self, keep: int | None = None) -> Utterance:
         """Close the open utterance after its first ``keep`` frames (all when None); the frames
@@ -260,10 +276,13 @@ class Endpointer:
         keep = len(frames) if keep is None else keep
         frames, tail = frames[:keep], frames[keep:]
         start = self._active_start_frame * self.frame_seconds
+        samples = np.concatenate([f for f, _ in frames]) if frames else np.zeros(0, np.float32)
+        # the last frame of a stream is zero-padded: never reach past the audio received
+        samples = samples[: max(0, self._samples_in - self._active_start_frame * self.vad.frame_samples)]
         utt = Utterance(
             index=self._count,
             start=start,
-            samples=np.concatenate([f for f, _ in frames]) if frames else np.zeros(0, np.float32),
+            samples=samples,
             speech=np.array([p >= self.opt.threshold for _, p in frames], dtype=bool),
             frame_seconds=self.frame_seconds,
             closed_at=self.position,

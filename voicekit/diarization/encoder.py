@@ -56,13 +56,13 @@ class SpeakerEncoder:
         device: ``cpu`` or ``cuda``.
         threads: torch intra-op threads on CPU (default 1: on 2 cores, OpenMP with 2 threads was
             measured 6-10x slower for this small LSTM when another process was busy).
-        window: window length in seconds (default 1.6, the encoder's training length).
+        window: window length in seconds (default 1.0).
         hop: step between windows in seconds (default 0.4).
     """
 
     dimension = 256
 
-    def __init__(self, device: str = "cpu", threads: int = 1, window: float = 1.6, hop: float = 0.4) -> None:
+    def __init__(self, device: str = "cpu", threads: int = 1, window: float = 1.0, hop: float = 0.25) -> None:
         import librosa.filters
         import torch
         from resemblyzer import VoiceEncoder

@@ -1,0 +1,32 @@
+# voicekit: `make demo` sets up and replays a real two-speaker recording; `make test` sets up and
+# runs the tests. Python 3.11 and pip (the CPU torch 2.13.0 wheel on this disk is for CPython 3.11).
+PYTHON ?= python3.11
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+STAMP := $(VENV)/.voicekit-installed
+
+.PHONY: setup demo test eval clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q -e '.[test,realtime,postgres,multilingual]'
+	$(PIP) install -q --no-deps resemblyzer==0.1.4
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: setup
+	$(PY) samples/fetch.py .samples
+	$(VENV)/bin/voicekit replay .samples/sample.wav --out out/sample --refine
+
+test: setup
+	VOICEKIT_PG_DSN=$$(sh ../shared/tools/pg-test.sh start) VOICEKIT_REQUIRE_PG=1 $(PY) -m pytest -q
+
+eval: setup
+	$(PY) scripts/evaluate.py
+
+clean:
+	rm -rf $(VENV) out .samples
