@@ -20,7 +20,7 @@ setup: $(STAMP)
 
 demo: setup
 	$(PY) samples/fetch.py .samples
-	$(VENV)/bin/voicekit replay .samples/sample.wav --out out/sample --refine
+	$(VENV)/bin/voicekit replay .samples/sample.wav --out out/sample --refine --overwrite
 
 test: setup
 	VOICEKIT_PG_DSN=$$(sh ../shared/tools/pg-test.sh start) VOICEKIT_REQUIRE_PG=1 $(PY) -m pytest -q

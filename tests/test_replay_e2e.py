@@ -126,6 +126,14 @@ def test_bad_input_gives_one_line_and_exit_2(tmp_path, capsys):
     assert len(err) == 1 and "no such file" in err[0]
     assert main(["replay", str(SAMPLE), "--out", str(tmp_path), "--model", str(tmp_path / "nomodel")]) == 2
     assert "does not exist" in capsys.readouterr().err
+    assert not (tmp_path / "meeting.sqlite").exists()
+
+
+def test_a_second_replay_never_overwrites_a_meeting_silently(replayed, capsys):
+    before = (replayed / "meeting.sqlite").read_bytes()
+    assert main(["replay", str(SAMPLE), "--out", str(replayed), "--quiet"]) == 2
+    assert "already holds a meeting" in capsys.readouterr().err
+    assert (replayed / "meeting.sqlite").read_bytes() == before
 
 
 def test_a_killed_replay_keeps_every_committed_turn(tmp_path):

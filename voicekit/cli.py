@@ -186,7 +186,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
     from voicekit.outputs import format_line, write_all
-    from voicekit.pipeline import Pipeline
+    from voicekit.pipeline import Components, Pipeline
     from voicekit.sources import FileSource
     from voicekit.store import MeetingStore
 
@@ -200,6 +200,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
     hooks = _hooks(args)
     decide = speak_decisions(args.members, explain=args.explain, hooks=hooks) if args.members else None
     store_path = out / "meeting.sqlite"
+    if store_path.exists() and not (args.append or args.overwrite):
+        raise CliError(f"{out} already holds a meeting ({store_path.name}); pass --overwrite to replace "
+                       "it, --append to add to it, or choose another --out")
+    if not args.quiet:
+        err.print(f"[dim]loading models ({args.model}, speaker encoder)…[/dim]")
+    components = Components.load(options)  # before the store: a missing model leaves no meeting
     if store_path.exists() and not args.append:
         store_path.unlink()
         for extra in ("-wal", "-shm"):
@@ -211,8 +217,6 @@ def cmd_replay(args: argparse.Namespace) -> int:
     store.set_meta(**meta)
     if hooks.names:
         store.set_speaker_names(hooks.names)
-    if not args.quiet:
-        err.print(f"[dim]loading models ({args.model}, speaker encoder)…[/dim]")
     pipeline_kw = {}
     if args.quiet:
         progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
@@ -231,7 +235,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     broadcaster = _start_session(args, store_path, out)                  # --session (realtime)
     if broadcaster is not None:
         on_turn = _chain(on_turn, broadcaster.on_turn)
-    pipe = Pipeline(options, hooks=hooks, store=store, on_turn=on_turn, realtime_clock=args.realtime)
+    pipe = Pipeline(options, components, hooks=hooks, store=store, on_turn=on_turn, realtime_clock=args.realtime)
     interrupted = False
     try:
         result = pipe.run(source, progress=pipeline_kw.get("progress"), refine=False)
@@ -428,6 +432,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="re-cluster the whole meeting afterwards and also write <stem>.refined.*")
     p.add_argument("--channel", type=int, default=None, help="use this channel (0-based) instead of the downmix")
     p.add_argument("--append", action="store_true", help="keep an existing meeting store in OUT and add to it")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing meeting store in OUT")
     g = p.add_argument_group("hooks")
     g.add_argument("--speaker-names", default=None, metavar="MAP_OR_FILE",
                    help="'Speaker A=Diane,Speaker B=Sheila' or a file with one 'Speaker A = Diane' per line")
