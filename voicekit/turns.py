@@ -183,22 +183,22 @@ def split_by_labels(turn: SpeakerTurn, labels: list[str], names: dict[str, str] 
         return [turn]
     if all(label == turn.speaker for label in labels):
         return [turn]
-    pieces: list[SpeakerTurn] = []
-    run: list[Word] = []
+    runs: list[list[Word]] = []
     for w, label in zip(turn.words, labels):
-        if run and label != run[-1].speaker:
-            pieces.append(_relabelled_piece(turn, run, names))
-            run = []
-        run.append(Word(w.start, w.end, w.text, w.probability, label))
-    pieces.append(_relabelled_piece(turn, run, names))
-    return pieces
+        if not runs or label != runs[-1][-1].speaker:
+            runs.append([])
+        runs[-1].append(Word(w.start, w.end, w.text, w.probability, label))
+    # the turn's span is kept; inner boundaries fall in the middle of the gap between two words
+    cuts = [turn.start] + [round((a[-1].end + b[0].start) / 2, 3) for a, b in zip(runs, runs[1:])] + [turn.end]
+    return [_relabelled_piece(turn, run, names, cuts[i], cuts[i + 1]) for i, run in enumerate(runs)]
 
 
-def _relabelled_piece(turn: SpeakerTurn, words: list[Word], names: dict[str, str]) -> SpeakerTurn:
+def _relabelled_piece(turn: SpeakerTurn, words: list[Word], names: dict[str, str], start: float,
+                      end: float) -> SpeakerTurn:
     speaker = words[0].speaker
     meta = dict(turn.metadata)
     if speaker != turn.speaker:
         meta["moved_from"] = turn.speaker
         meta["sender_name"] = names.get(speaker, speaker)
-    return turn.replace(speaker=speaker, text=join_words(words), start=words[0].start, end=words[-1].end,
+    return turn.replace(speaker=speaker, text=join_words(words), start=start, end=end,
                         words=tuple(words), metadata=meta)
