@@ -17,6 +17,7 @@ import os
 import platform
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -339,7 +340,7 @@ def cmd_mic(args: argparse.Namespace) -> int:
     from voicekit.pipeline import Pipeline
 
     console = Console(highlight=False, soft_wrap=True)
-    err = Console(stderr=True, highlight=False)
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
     out = Path(args.out)
     _check_writable(out)
     if args.seconds is not None and args.seconds <= 0:
@@ -360,6 +361,13 @@ def cmd_mic(args: argparse.Namespace) -> int:
     err.print(f"listening on {source.device.name!r} ({source.sample_rate} Hz, {source.channels} ch); "
               "Ctrl-C ends the meeting")
     result = None
+
+    def announce() -> None:
+        if source.first_callback.wait(30.0):
+            err.print(f"[dim]audio flowing ({source.first_callback_at - source.started_at:.2f} s after "
+                      "the stream started)[/dim]")
+
+    threading.Thread(target=announce, name="voicekit-mic-announce", daemon=True).start()
     try:
         with _GracefulStop(source.stop):
             result = pipe.run(source, channel="mic")

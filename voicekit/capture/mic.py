@@ -213,12 +213,12 @@ class MicSource:
                                           channels=self.channels, dtype="float32",
                                           blocksize=max(1, int(self.sample_rate * self.block_seconds)),
                                           callback=self._callback)
+            self.started_at = time.monotonic()
             self._stream.start()
         except Exception as exc:  # noqa: BLE001 - sd.PortAudioError and friends
             self._stream = None
             raise CaptureError(f"cannot open the input device {self.device.name!r} at "
                                f"{self.sample_rate} Hz, {self.channels} channels ({exc})") from exc
-        self.started_at = time.monotonic()
         log.info("capturing from %r (%d Hz, %d channels)", self.device.name, self.sample_rate, self.channels)
 
     def wait_first_callback(self, timeout: float = 5.0) -> bool:
