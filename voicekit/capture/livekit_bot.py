@@ -45,6 +45,11 @@ from voicekit.turns import SpeakerTurn
 
 log = logging.getLogger(__name__)
 
+GAP_FILL_SECONDS = 0.5
+"""A lane whose audio arrives this much later than its clock expects gets the gap as silence."""
+GAP_JITTER_SECONDS = 0.2
+"""Of a gap, this much is left unfilled: frames delayed by network jitter, not lost."""
+
 ROOM_MIC_ATTRIBUTE = "voicekit.room_mic"
 """Participant attribute marking a shared room microphone (value ``1``, ``true`` or ``yes``)."""
 
@@ -145,9 +150,12 @@ class Lane:
     offset: float | None = None
     first_frame_at: float | None = None
     samples: int = 0
+    filled_seconds: float = 0.0
+    max_backlog_seconds: float = 0.0
     error: BaseException | None = None
     closed: bool = False
     turns: list[SpeakerTurn] = field(default_factory=list)
+    kept: list[np.ndarray] | None = None
     thread: threading.Thread | None = None
     task: asyncio.Task | None = None
     pipeline: Pipeline | None = None
@@ -202,12 +210,15 @@ class LiveKitBot:
         on_turn: called with every committed turn (from the lane's thread).
         room_mics: identities whose tracks are shared room microphones (diarized).
         max_queue_seconds: capacity of each lane's queue.
+        keep_audio: keep each lane's received 16 kHz audio in ``lane.kept`` (tests, diagnostics).
     """
 
     def __init__(self, url: str, token: str, options: PipelineOptions | None = None,
                  components: Components | None = None, store: MeetingStore | None = None,
                  hooks: HookRunner | None = None, on_turn: Callable[[SpeakerTurn], None] | None = None,
-                 room_mics: Iterable[str] = (), max_queue_seconds: float = 30.0) -> None:
+                 room_mics: Iterable[str] = (), max_queue_seconds: float = 30.0,
+                 keep_audio: bool = False) -> None:
+        self.keep_audio = keep_audio
         self.url = url
         self.token = token
         self.options = options or PipelineOptions()
@@ -306,7 +317,8 @@ class LiveKitBot:
         lane = Lane(number=n, channel=f"{self.room_name}/{n}", identity=participant.identity,
                     name=(participant.name or "").strip(), track_sid=publication.sid,
                     room_mic=self._is_room_mic(participant),
-                    feed=LiveFeed(max_seconds=self.max_queue_seconds, block_seconds=0.1))
+                    feed=LiveFeed(max_seconds=self.max_queue_seconds, block_seconds=0.1),
+                    kept=[] if self.keep_audio else None)
         self.lanes[publication.sid] = lane
         log.info("lane %s: %s (%s)%s", lane.channel, lane.label, lane.identity,
                  ", room microphone: diarized" if lane.room_mic else "")
@@ -349,8 +361,15 @@ class LiveKitBot:
                 if lane.first_frame_at is None:
                     lane.first_frame_at = time.monotonic()
                     lane.offset = round(lane.first_frame_at - self.t0, 3)
-                lane.samples += len(block)
-                lane.feed.push(block)
+                else:
+                    # the lane's audio clock follows the wall clock: a gap in what arrives (a stalled
+                    # transport) becomes silence, so turn times stay comparable across lanes
+                    late = time.monotonic() - lane.first_frame_at - lane.samples / SAMPLE_RATE
+                    if late > GAP_FILL_SECONDS:
+                        gap = np.zeros(int((late - GAP_JITTER_SECONDS) * SAMPLE_RATE), dtype=np.float32)
+                        lane.filled_seconds += len(gap) / SAMPLE_RATE
+                        self._push(lane, gap)
+                self._push(lane, block)
         except asyncio.CancelledError:
             pass
         except Exception as exc:  # noqa: BLE001 - one lane's failure never stops the others
@@ -364,6 +383,15 @@ class LiveKitBot:
                 await stream.aclose()
             except Exception:  # noqa: BLE001
                 pass
+
+    def _push(self, lane: Lane, block: np.ndarray) -> None:
+        lane.samples += len(block)
+        if lane.kept is not None:
+            lane.kept.append(block)
+        lane.feed.push(block)
+        backlog = lane.feed._queue.qsize() * 0.1
+        if backlog > lane.max_backlog_seconds:
+            lane.max_backlog_seconds = backlog
 
     def _run_lane(self, lane: Lane) -> None:
         try:
