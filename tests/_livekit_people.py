@@ -2,11 +2,11 @@
 
     python _livekit_people.py URL API_KEY API_SECRET ROOM
 
-Schedule: Diane (jfk.flac) and Sheila (librivox 0870) join and speak at the same time; Sheila
-leaves 2.5 s after she finished; then an unnamed participant ("anon-7f3a", librivox 0890) joins
-and speaks. Everyone then sends silence until stdin closes, and leaves. One JSON line per event on
-stdout: {"event": "joined"|"done"|"left", "who": identity, "t": time.monotonic()} (CLOCK_MONOTONIC
-is system-wide, so the test compares it with its own clock), then {"event": "end"}.
+Driven by lines on stdin: ``join IDENTITY NAME|- FILE`` (join, publish a microphone, send
+silence), ``speak IDENTITY`` (speak FILE once, then silence again), ``leave IDENTITY``, ``quit``
+(everyone leaves). One JSON line per event on stdout: {"event": "joined"|"done"|"left"|"end",
+"who": identity, "t": time.monotonic()} (CLOCK_MONOTONIC is system-wide, so the test compares it
+with its own clock). FILE is relative to ../shared/eval.
 
 A separate process keeps the publishers' real-time pacing away from the bot's Whisper threads.
 """
@@ -42,7 +42,7 @@ def pcm48(path: Path) -> np.ndarray:
 class Person:
     def __init__(self, url: str, token: str, identity: str, pcm: np.ndarray) -> None:
         self.url, self.token, self.identity, self.pcm = url, token, identity, pcm
-        self.done = asyncio.Event()
+        self.go = asyncio.Event()
 
     async def join(self) -> "Person":
         self.room = rtc.Room()
@@ -57,16 +57,15 @@ class Person:
 
     async def _talk(self) -> None:
         n = 480
-        silence = np.zeros(n, np.int16).tobytes()
-        for _ in range(50):   # 0.5 s of silence first: the subscription settles
-            await self.source.capture_frame(rtc.AudioFrame(silence, 48000, 1, n))
+        silence = rtc.AudioFrame(np.zeros(n, np.int16).tobytes(), 48000, 1, n)
+        while not self.go.is_set():
+            await self.source.capture_frame(silence)
         for i in range(0, len(self.pcm) - n, n):
             await self.source.capture_frame(rtc.AudioFrame(self.pcm[i:i + n].tobytes(), 48000, 1, n))
         await self.source.wait_for_playout()
         emit("done", self.identity)
-        self.done.set()
         while True:
-            await self.source.capture_frame(rtc.AudioFrame(silence, 48000, 1, n))
+            await self.source.capture_frame(silence)
 
     async def leave(self) -> None:
         self.task.cancel()
@@ -81,20 +80,21 @@ async def main(url: str, key: str, secret: str, room: str) -> None:
             t = t.with_name(name)
         return t.with_grants(api.VideoGrants(room_join=True, room=room)).to_jwt()
 
-    diane = await Person(url, token("diane", "Diane"), "diane", pcm48(EVAL / "faster_whisper" / "jfk.flac")).join()
-    sheila = await Person(url, token("sheila", "Sheila"), "sheila",
-                          pcm48(EVAL / "librivox" / "sense_and_sensibility_01_austen_64kb-0870.wav")).join()
-    await sheila.done.wait()
-    await asyncio.sleep(2.5)
-    await sheila.leave()
-    await asyncio.sleep(1.0)
-    anon = await Person(url, token("anon-7f3a", None), "anon-7f3a",
-                        pcm48(EVAL / "librivox" / "sense_and_sensibility_01_austen_64kb-0890.wav")).join()
-    await diane.done.wait()
-    await anon.done.wait()
-    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)   # until the test closes stdin
-    await diane.leave()
-    await anon.leave()
+    people: dict[str, Person] = {}
+    loop = asyncio.get_running_loop()
+    while True:
+        line = (await loop.run_in_executor(None, sys.stdin.readline)).split()
+        if not line or line[0] == "quit":
+            break
+        if line[0] == "join":
+            who, name, path = line[1], line[2], line[3]
+            people[who] = await Person(url, token(who, None if name == "-" else name), who, pcm48(EVAL / path)).join()
+        elif line[0] == "speak":
+            people[line[1]].go.set()
+        elif line[0] == "leave":
+            await people.pop(line[1]).leave()
+    for p in people.values():
+        await p.leave()
     emit("end")
 
 

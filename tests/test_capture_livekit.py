@@ -22,6 +22,7 @@ import pytest
 from _capture_common import EVAL, ROOT, TOOLS, components, required
 
 IN_NETNS = bool(os.environ.get("LIVEKIT_TEST_NETNS"))
+SR = 16000
 KEY, SECRET = "voicekit-test", "voicekit-test-secret-0123456789abcdef-0123"
 JFK = EVAL / "faster_whisper" / "jfk.flac"
 LIBRI = EVAL / "librivox" / "sense_and_sensibility_01_austen_64kb-0870.wav"
@@ -150,20 +151,43 @@ def test_bot_lanes_per_participant(tmp_path):
                 events[(e["event"], e["who"])] = e["t"]
 
         reader = asyncio.ensure_future(read_events())
+
+        def send(line: str) -> None:
+            people.stdin.write(line.encode() + b"\n")
+
+        def lane_of(who: str):
+            return next((l for l in bot.lanes.values() if l.identity == who), None)
+
+        def flowing(who: str) -> bool:   # the bot hears this person's (silent) track
+            lane = lane_of(who)
+            return lane is not None and lane.samples >= SR
+
         try:
-            await until(lambda: ("left", "sheila") in events, 90, "Sheila to speak and leave")
+            send(f"join diane Diane {JFK.relative_to(EVAL)}")
+            send(f"join sheila Sheila {LIBRI.relative_to(EVAL)}")
+            await until(lambda: flowing("diane") and flowing("sheila"), 60, "Diane's and Sheila's audio")
+            send("speak diane")
+            send("speak sheila")
+            await until(lambda: ("done", "sheila") in events, 60, "Sheila to finish")
+            await asyncio.sleep(2.5)
+            send("leave sheila")
+            await until(lambda: ("left", "sheila") in events, 30, "Sheila to leave")
             left_at = events[("left", "sheila")] - bot.t0
-            sheila_lane = next(l for l in bot.lanes.values() if l.identity == "sheila")
+            sheila_lane = lane_of("sheila")
             await until(lambda: sheila_lane.closed, 15, "Sheila's lane to end")
-            await asyncio.to_thread(sheila_lane.thread.join, 60)
+            await asyncio.to_thread(sheila_lane.thread.join, 120)
             assert not sheila_lane.thread.is_alive()
-            diane_lane = next(l for l in bot.lanes.values() if l.identity == "diane")
+            diane_lane = lane_of("diane")
             assert not diane_lane.closed and diane_lane.thread.is_alive()
+            send(f"join anon-7f3a - {LIBRI2.relative_to(EVAL)}")
+            await until(lambda: flowing("anon-7f3a"), 60, "the unnamed participant's audio")
+            send("speak anon-7f3a")
             await until(lambda: ("done", "diane") in events and ("done", "anon-7f3a") in events, 90,
                         "Diane and the unnamed participant to finish")
             await asyncio.sleep(2.5)
             await bot.close()
-            people.stdin.close()
+            send("quit")
+            await people.stdin.drain()
             await asyncio.wait_for(reader, 30)
             assert ("end", "") in events
         finally:
@@ -224,3 +248,67 @@ def test_bot_lanes_per_participant(tmp_path):
     print("\n" + "\n".join(report))
     assert all(lane.feed.overflows == 0 for lane in lanes.values())
     assert all(x > 0 for x in e2e.values()) and lat[0] > 0
+
+
+def test_lane_failures_are_isolated(tmp_path, monkeypatch):
+    """Three lanes without a server (the SDK's AudioStream replaced by a recording): one lane's
+    audio stream breaks, one lane's pipeline raises; the third lane's turns are all there."""
+    _sdk_or_skip()
+    from types import SimpleNamespace
+
+    from livekit import rtc
+
+    from voicekit.audio import load_audio
+    from voicekit.capture.livekit_bot import LiveKitBot
+    from voicekit.store import MeetingStore
+
+    pcm = (np.clip(load_audio(JFK), -1, 1) * 32767).astype(np.int16)
+    pcm = np.concatenate([pcm, np.zeros(SR, np.int16)])
+
+    class FakeStream:
+        def __init__(self, track, **kw) -> None:  # noqa: ANN003
+            self.track = track
+
+        def __aiter__(self):
+            return self._frames()
+
+        async def _frames(self):
+            for i in range(0, len(pcm), 1600):
+                if self.track.breaks and i >= 5 * 1600:
+                    raise RuntimeError("transport broke")
+                await asyncio.sleep(0)
+                yield SimpleNamespace(frame=SimpleNamespace(data=pcm[i:i + 1600].tobytes()))
+
+        async def aclose(self) -> None:
+            pass
+
+    monkeypatch.setattr(rtc, "AudioStream", FakeStream)
+    store = MeetingStore(tmp_path / "meeting.sqlite")
+    bot = LiveKitBot("ws://unused", "unused", components=components(), store=store, max_queue_seconds=120)
+    bot.room_name = "r"
+
+    async def scenario():
+        for n, (who, name, breaks) in enumerate([("diane", "Diane", False), ("bob", "Bob", True),
+                                                  ("carl", "Carl", False)]):
+            track = SimpleNamespace(kind=rtc.TrackKind.KIND_AUDIO, breaks=breaks)
+            bot._on_track_subscribed(track, SimpleNamespace(sid=f"TR_{n}"),
+                                     SimpleNamespace(identity=who, name=name, attributes={}))
+        carl = bot.lanes["TR_2"]
+
+        def fail(block):  # noqa: ANN001
+            raise ValueError("model exploded")
+
+        carl.pipeline.endpointer.push = fail
+        await until(lambda: all(l.closed for l in bot.lanes.values()), 60, "every lane to end")
+        await bot.close()
+
+    asyncio.run(scenario())
+    diane, bob, carl = (bot.lanes[f"TR_{i}"] for i in range(3))
+    assert isinstance(bob.error, RuntimeError) and bob.closed
+    assert isinstance(carl.error, ValueError) and carl.closed and not carl.turns
+    assert diane.error is None and not diane.thread.is_alive()
+    assert [l.channel for l in (diane, bob, carl)] == ["r/1", "r/2", "r/3"]
+    text = " ".join(t.text for t in diane.turns).lower()
+    assert "fellow americans" in text and "your country" in text
+    assert {t.speaker for t in store.turns()} <= {"Diane", "Bob"}
+    assert all(t.speaker == "Diane" for t in diane.turns)

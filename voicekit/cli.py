@@ -390,6 +390,90 @@ def cmd_mic(args: argparse.Namespace) -> int:
     return 0 if result is not None else 130
 
 
+EPILOG_LIVEKIT = """\
+examples:
+  voicekit livekit --url ws://localhost:7880 --api-key devkey --api-secret secret --room standup --out out/
+  voicekit livekit --url wss://example.livekit.cloud --token "$BOT_TOKEN" --out out/
+  voicekit livekit --url ws://localhost:7880 --room standup --room-mic conference-room --out out/
+
+LIVEKIT_URL, LIVEKIT_API_KEY and LIVEKIT_API_SECRET are read when the options are not given.
+One lane per participant audio track: a participant's turns carry their name (no diarization);
+an unnamed participant reads "@<room>/<n>". A --room-mic identity (or a participant with the
+attribute voicekit.room_mic=true) is diarized: "Speaker A", "Speaker B"… within its lane.
+Ctrl-C ends: every lane's open utterance is committed and the outputs are written.
+See docs/livekit.md for running against a real livekit-server.
+"""
+
+
+def cmd_livekit(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from rich.console import Console
+
+    from voicekit.capture.livekit_bot import LiveKitBot, mint_token
+    from voicekit.outputs import format_line, write_all
+    from voicekit.pipeline import Components
+
+    console = Console(highlight=False, soft_wrap=True)
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    url = args.url or os.environ.get("LIVEKIT_URL")
+    if not url:
+        raise CliError("give --url (or LIVEKIT_URL), e.g. ws://localhost:7880")
+    token = args.token
+    if not token:
+        token = mint_token(args.api_key or os.environ.get("LIVEKIT_API_KEY", ""),
+                           args.api_secret or os.environ.get("LIVEKIT_API_SECRET", ""),
+                           args.room or "", identity=args.identity, name=args.name)
+    if args.seconds is not None and args.seconds <= 0:
+        raise CliError(f"--seconds must be positive, got {args.seconds}")
+    out = Path(args.out)
+    _check_writable(out)
+    options = _options(args)
+    hooks = _hooks(args)
+    store = _fresh_store(out, args.append)
+    meta = {"source": f"livekit:{url}", "stem": args.stem, "model": args.model, "vad": args.vad,
+            "started": time.time()}
+    store.set_meta(**meta)
+    err.print(f"[dim]loading models ({args.model}, speaker encoder)…[/dim]")
+    components = Components.load(options)
+    on_turn = None if args.quiet else (lambda t: console.print(f"{t.channel}  {format_line(t)}", markup=False))  # noqa: E731
+    bot = LiveKitBot(url, token, options, components=components, store=store, hooks=hooks, on_turn=on_turn,
+                     room_mics=args.room_mic or ())
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await bot.connect()
+        err.print(f"joined room {bot.room_name!r} at {url}; Ctrl-C ends the meeting")
+        try:
+            if args.seconds is None:
+                await stop.wait()
+            else:
+                try:
+                    await asyncio.wait_for(stop.wait(), args.seconds)
+                except asyncio.TimeoutError:
+                    pass
+        finally:
+            err.print("[dim]leaving: committing every lane's open utterance…[/dim]")
+            await bot.close()
+
+    try:
+        asyncio.run(main())
+    finally:
+        store.set_speaker_names(hooks.names)
+        hooks.close()
+        written = write_all(store.turns(), out, args.stem, meta)
+        store.close()
+    for lane in bot.lanes.values():
+        state = f"failed: {lane.error}" if lane.error else "ok"
+        err.print(f"[dim]{lane.channel} {lane.label} ({lane.identity}): {len(lane.turns)} turns, "
+                  f"{lane.samples / 16000:.1f} s of audio, {lane.feed.overflows} blocks dropped, {state}[/dim]")
+    err.print(f"wrote {', '.join(p.name for p in written)} to {out}/")
+    return 1 if any(lane.error for lane in bot.lanes.values()) else 0
+
+
 def _capture_parsers(sub) -> None:  # noqa: ANN001
     p = sub.add_parser("devices", help="list audio input devices (for voicekit mic --device)")
     p.set_defaults(func=cmd_devices)
@@ -417,6 +501,32 @@ def _capture_parsers(sub) -> None:  # noqa: ANN001
     g.add_argument("--hook-timeout", type=float, default=2.0, help="seconds a hook may run (default 2)")
     _pipeline_args(p, device_flag="--compute-device")
     p.set_defaults(func=cmd_mic)
+
+    p = sub.add_parser("livekit", help="a bot that transcribes a LiveKit room, one lane per participant",
+                       description="Join a LiveKit room and transcribe every participant's audio track.",
+                       epilog=EPILOG_LIVEKIT, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--url", default=None, help="server URL, ws://host:7880 or wss://… (default $LIVEKIT_URL)")
+    p.add_argument("--token", default=None, help="the bot's join token (else minted from the key and secret)")
+    p.add_argument("--api-key", default=None, help="API key to mint a token (default $LIVEKIT_API_KEY)")
+    p.add_argument("--api-secret", default=None, help="API secret to mint a token (default $LIVEKIT_API_SECRET)")
+    p.add_argument("--room", default=None, help="room to join (when minting a token)")
+    p.add_argument("--identity", default="voicekit-bot", help="the bot's identity (minted token; default voicekit-bot)")
+    p.add_argument("--name", default="voicekit", help="the bot's display name (minted token)")
+    p.add_argument("--room-mic", action="append", metavar="IDENTITY",
+                   help="a participant whose track is a shared room microphone: diarized (repeatable)")
+    p.add_argument("--out", default="out", help="meeting directory for the store and outputs (default out/)")
+    p.add_argument("--stem", default="meeting", help="output file stem (default meeting)")
+    p.add_argument("--seconds", type=float, default=None, help="leave by itself after this many seconds")
+    p.add_argument("--quiet", action="store_true", help="no live lines")
+    p.add_argument("--append", action="store_true", help="keep an existing meeting store in OUT and add to it")
+    g = p.add_argument_group("hooks")
+    g.add_argument("--speaker-names", default=None, metavar="MAP_OR_FILE",
+                   help="'Speaker A=Diane,…' (room-microphone lanes) or a names file")
+    g.add_argument("--hook", action="append", metavar="SCRIPT.py",
+                   help="a Python file defining on_transcription(turn) (repeatable)")
+    g.add_argument("--hook-timeout", type=float, default=2.0, help="seconds a hook may run (default 2)")
+    _pipeline_args(p)
+    p.set_defaults(func=cmd_livekit)
 
 
 def build_parser() -> argparse.ArgumentParser:
