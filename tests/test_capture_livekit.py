@@ -250,37 +250,71 @@ def test_bot_lanes_per_participant(tmp_path):
     assert all(x > 0 for x in e2e.values()) and lat[0] > 0
 
 
-def test_lane_failures_are_isolated(tmp_path, monkeypatch):
-    """Three lanes without a server (the SDK's AudioStream replaced by a recording): one lane's
-    audio stream breaks, one lane's pipeline raises; the third lane's turns are all there."""
+@in_netns
+def test_cli_bad_key_is_a_clear_error(tmp_path):
+    """`voicekit livekit` with a wrong API secret: exit code 2 and one line naming the fix."""
     _sdk_or_skip()
+    with Sfu(port=7881) as sfu:
+        run = subprocess.run([sys.executable, "-m", "voicekit.cli", "livekit", "--url", sfu.url, "--room", "standup",
+                              "--api-key", KEY, "--api-secret", "wrong-" + "y" * 32, "--out", str(tmp_path)],
+                             cwd=ROOT, capture_output=True, text=True, timeout=120)
+    errors = [line for line in run.stderr.splitlines() if line.startswith("voicekit: error:")]
+    assert run.returncode == 2, run.stderr[-2000:]
+    assert len(errors) == 1 and "refused the bot's token" in errors[0] and "401" in errors[0], run.stderr[-2000:]
+    assert "--api-secret" in errors[0]
+
+
+class FakeStream:
+    """Stands in for ``rtc.AudioStream``: yields a track's recording (``track.pcm``, 16 kHz int16) in
+    100 ms frames as fast as the lane takes them; raises mid-way when ``track.breaks``."""
+
+    def __init__(self, track, **kw) -> None:  # noqa: ANN003
+        self.track = track
+
+    def __aiter__(self):
+        return self._frames()
+
+    async def _frames(self):
+        from types import SimpleNamespace
+
+        pcm = self.track.pcm
+        for i in range(0, len(pcm), 1600):
+            if self.track.breaks and i >= 5 * 1600:
+                raise RuntimeError("transport broke")
+            await asyncio.sleep(0)
+            yield SimpleNamespace(frame=SimpleNamespace(data=pcm[i:i + 1600].tobytes()))
+
+    async def aclose(self) -> None:
+        pass
+
+
+def _pcm16(path) -> np.ndarray:
+    from voicekit.audio import load_audio
+
+    x = (np.clip(load_audio(path), -1, 1) * 32767).astype(np.int16)
+    return np.concatenate([x, np.zeros(SR, np.int16)])
+
+
+def _subscribe(bot, n: int, identity: str, name: str, pcm: np.ndarray, breaks: bool = False,
+               attributes: dict | None = None) -> None:
     from types import SimpleNamespace
 
     from livekit import rtc
 
-    from voicekit.audio import load_audio
-    from voicekit.capture.livekit_bot import LiveKitBot
+    track = SimpleNamespace(kind=rtc.TrackKind.KIND_AUDIO, breaks=breaks, pcm=pcm)
+    bot._on_track_subscribed(track, SimpleNamespace(sid=f"TR_{n}"),
+                             SimpleNamespace(identity=identity, name=name, attributes=attributes or {}))
+
+
+def test_room_microphone_lane_is_diarized(tmp_path, monkeypatch):
+    """A participant marked as a shared room microphone (attribute voicekit.room_mic=true) is
+    diarized: the 3-speaker recording reads Speaker A, B, C within that lane."""
+    _sdk_or_skip()
+    from livekit import rtc
+
+    from _capture_common import FALCON
+    from voicekit.capture.livekit_bot import ROOM_MIC_ATTRIBUTE, LiveKitBot
     from voicekit.store import MeetingStore
-
-    pcm = (np.clip(load_audio(JFK), -1, 1) * 32767).astype(np.int16)
-    pcm = np.concatenate([pcm, np.zeros(SR, np.int16)])
-
-    class FakeStream:
-        def __init__(self, track, **kw) -> None:  # noqa: ANN003
-            self.track = track
-
-        def __aiter__(self):
-            return self._frames()
-
-        async def _frames(self):
-            for i in range(0, len(pcm), 1600):
-                if self.track.breaks and i >= 5 * 1600:
-                    raise RuntimeError("transport broke")
-                await asyncio.sleep(0)
-                yield SimpleNamespace(frame=SimpleNamespace(data=pcm[i:i + 1600].tobytes()))
-
-        async def aclose(self) -> None:
-            pass
 
     monkeypatch.setattr(rtc, "AudioStream", FakeStream)
     store = MeetingStore(tmp_path / "meeting.sqlite")
@@ -288,17 +322,43 @@ def test_lane_failures_are_isolated(tmp_path, monkeypatch):
     bot.room_name = "r"
 
     async def scenario():
-        for n, (who, name, breaks) in enumerate([("diane", "Diane", False), ("bob", "Bob", True),
-                                                  ("carl", "Carl", False)]):
-            track = SimpleNamespace(kind=rtc.TrackKind.KIND_AUDIO, breaks=breaks)
-            bot._on_track_subscribed(track, SimpleNamespace(sid=f"TR_{n}"),
-                                     SimpleNamespace(identity=who, name=name, attributes={}))
-        carl = bot.lanes["TR_2"]
+        _subscribe(bot, 0, "conference-room", "Room 4", _pcm16(FALCON), attributes={ROOM_MIC_ATTRIBUTE: "true"})
+        await until(lambda: all(l.closed for l in bot.lanes.values()), 60, "the lane to end")
+        await bot.close()
+
+    asyncio.run(scenario())
+    lane = bot.lanes["TR_0"]
+    assert lane.room_mic and lane.error is None
+    turns = store.turns()
+    assert [t.speaker for t in turns] == ["Speaker A", "Speaker B", "Speaker C"]
+    assert all(t.channel == "r/1" and t.sender_name == t.speaker for t in turns)
+    assert "crocodile" in turns[1].text and "turbulence" in turns[2].text
+
+
+def test_lane_failures_are_isolated(tmp_path, monkeypatch):
+    """Three lanes without a server (the SDK's AudioStream replaced by a recording): one lane's
+    audio stream breaks, one lane's pipeline raises; the third lane's turns are all there."""
+    _sdk_or_skip()
+    from livekit import rtc
+
+    from voicekit.capture.livekit_bot import LiveKitBot
+    from voicekit.store import MeetingStore
+
+    monkeypatch.setattr(rtc, "AudioStream", FakeStream)
+    store = MeetingStore(tmp_path / "meeting.sqlite")
+    bot = LiveKitBot("ws://unused", "unused", components=components(), store=store, max_queue_seconds=120)
+    bot.room_name = "r"
+    pcm = _pcm16(JFK)
+
+    async def scenario():
+        _subscribe(bot, 0, "diane", "Diane", pcm)
+        _subscribe(bot, 1, "bob", "Bob", pcm, breaks=True)
+        _subscribe(bot, 2, "carl", "Carl", pcm)
 
         def fail(block):  # noqa: ANN001
             raise ValueError("model exploded")
 
-        carl.pipeline.endpointer.push = fail
+        bot.lanes["TR_2"].pipeline.endpointer.push = fail
         await until(lambda: all(l.closed for l in bot.lanes.values()), 60, "every lane to end")
         await bot.close()
 
@@ -311,4 +371,4 @@ def test_lane_failures_are_isolated(tmp_path, monkeypatch):
     text = " ".join(t.text for t in diane.turns).lower()
     assert "fellow americans" in text and "your country" in text
     assert {t.speaker for t in store.turns()} <= {"Diane", "Bob"}
-    assert all(t.speaker == "Diane" for t in diane.turns)
+    assert all(t.speaker == "Diane" and t.sender_name == "Diane" for t in diane.turns)
