@@ -212,8 +212,8 @@ def test_bot_lanes_per_participant(tmp_path):
     assert sorted(l.channel for l in lanes.values()) == ["standup/1", "standup/2", "standup/3"]
     assert lanes["anon-7f3a"].channel == "standup/3"          # joined last
     assert all(l.error is None for l in lanes.values())
-    keywords = {"diane": ("fellow american", "country"), "sheila": ("leisure", "prudent"),
-                "anon-7f3a": ("rather", "selfish")}
+    keywords = {"diane": ("your country", "ask what you can do"), "sheila": ("leisure", "prudent"),
+                "anon-7f3a": ("selfish",)}
     for who, name, ref in (("diane", "Diane", JFK_TEXT), ("sheila", "Sheila", LIBRI_TEXT),
                            ("anon-7f3a", None, LIBRI2_TEXT)):
         lane = lanes[who]
