@@ -212,8 +212,7 @@ def test_bot_lanes_per_participant(tmp_path):
     assert sorted(l.channel for l in lanes.values()) == ["standup/1", "standup/2", "standup/3"]
     assert lanes["anon-7f3a"].channel == "standup/3"          # joined last
     assert all(l.error is None for l in lanes.values())
-    keywords = {"diane": ("your country", "ask what you can do"), "sheila": ("leisure", "prudent"),
-                "anon-7f3a": ("selfish",)}
+    refs = {"diane": JFK_TEXT, "sheila": LIBRI_TEXT, "anon-7f3a": LIBRI2_TEXT}
     for who, name, ref in (("diane", "Diane", JFK_TEXT), ("sheila", "Sheila", LIBRI_TEXT),
                            ("anon-7f3a", None, LIBRI2_TEXT)):
         lane = lanes[who]
@@ -229,8 +228,8 @@ def test_bot_lanes_per_participant(tmp_path):
         assert turns, f"no turns from {who}"
         # their words: Opus through the stand-in SFU (re-encoded by aiortc), against the reference text
         assert err <= 0.35, (who, text)
-        assert all(k in text.lower() for k in keywords[who]), (who, text)
-        assert not any(k in text.lower() for other in keywords if other != who for k in keywords[other]), (who, text)
+        others = [wer(r, text) for other, r in refs.items() if other != who]
+        assert min(others) >= 0.8, (who, text, others)       # and nobody else's words
         for t in turns:
             assert t.channel == lane.channel
             assert who not in (t.speaker, t.sender_name, t.metadata.get("sender_name"))
