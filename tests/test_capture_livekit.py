@@ -339,9 +339,16 @@ def test_room_microphone_lane_is_diarized(tmp_path, monkeypatch):
     lane = bot.lanes["TR_0"]
     assert lane.room_mic and lane.error is None
     turns = store.turns()
-    assert [t.speaker for t in turns] == ["Speaker A", "Speaker B", "Speaker C"]
+    from voicekit.pipeline import Pipeline, PipelineOptions
+    from voicekit.sources import FileSource
+
+    replay = Pipeline(PipelineOptions(), components()).run(FileSource(FALCON)).turns
+    assert [t.speaker for t in turns] == [t.speaker for t in replay]      # diarized as a replay is
+    assert len({t.speaker for t in turns}) >= 2 and turns[0].speaker == "Speaker A"
     assert all(t.channel == "r/1" and t.sender_name == t.speaker for t in turns)
-    assert "crocodile" in turns[1].text and "turbulence" in turns[2].text
+    text = " ".join(t.text for t in turns)
+    assert "crocodile" in text and "turbulence" in text
+    assert all(abs(a.start - lane.offset - b.start) < 0.3 for a, b in zip(turns, replay))
 
 
 def test_lane_failures_are_isolated(tmp_path, monkeypatch):
