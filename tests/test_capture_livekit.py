@@ -11,9 +11,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -271,6 +273,62 @@ def test_cli_bad_key_is_a_clear_error(tmp_path):
     assert run.returncode == 2, run.stderr[-2000:]
     assert len(errors) == 1 and "refused the bot's token" in errors[0] and "401" in errors[0], run.stderr[-2000:]
     assert "--api-secret" in errors[0]
+
+
+@in_netns
+def test_cli_transcribes_a_room_and_ends_on_ctrl_c(tmp_path):
+    """`voicekit livekit` as a user runs it: joins, Sheila speaks, Ctrl-C; exit 0 and outputs with
+    her name, her channel and her words."""
+    _sdk_or_skip()
+    from voicekit.evaluation import wer
+
+    out = tmp_path / "standup"
+    with Sfu(port=7882) as sfu:
+        bot = subprocess.Popen([sys.executable, "-m", "voicekit.cli", "livekit", "--url", sfu.url, "--room", "standup",
+                                "--api-key", KEY, "--api-secret", SECRET, "--out", str(out)],
+                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        people = subprocess.Popen([sys.executable, str(ROOT / "tests" / "_livekit_people.py"), sfu.url, KEY, SECRET,
+                                   "standup"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                  preexec_fn=_realtime_priority)
+        try:
+            lines: list[str] = []
+            joined = threading.Event()
+
+            def read_stderr() -> None:
+                for line in bot.stderr:
+                    lines.append(line)
+                    if "joined room 'standup'" in line:
+                        joined.set()
+
+            threading.Thread(target=read_stderr, daemon=True).start()
+            assert joined.wait(120), "".join(lines)
+            people.stdin.write(f"join sheila Sheila {LIBRI.relative_to(EVAL)}\n")
+            people.stdin.flush()
+            assert json.loads(people.stdout.readline())["event"] == "joined"
+            time.sleep(3.0)                                    # the bot subscribes
+            people.stdin.write("speak sheila\n")
+            people.stdin.flush()
+            assert json.loads(people.stdout.readline())["event"] == "done"
+            time.sleep(4.0)                                    # the end of her words reaches the bot
+            bot.send_signal(signal.SIGINT)
+            rc = bot.wait(120)
+            stdout = bot.stdout.read()
+            people.stdin.write("quit\n")
+            people.stdin.flush()
+            people.wait(30)
+        finally:
+            for proc in (bot, people):
+                if proc.poll() is None:
+                    proc.kill()
+    assert rc == 0, "".join(lines)
+    assert "standup/1  " in stdout and "Sheila" in stdout, stdout
+    data = json.loads((out / "meeting.json").read_text())
+    turns = data["turns"]
+    assert turns and all(t["channel"] == "standup/1" and t["speaker"] == "Sheila" and t["name"] == "Sheila"
+                         for t in turns), turns
+    text = " ".join(t["text"] for t in turns)
+    assert wer(LIBRI_TEXT, text) <= 0.35, text
+    assert any("standup/1 Sheila (sheila)" in line for line in lines), "".join(lines)
 
 
 class FakeStream:
