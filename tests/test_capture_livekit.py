@@ -215,23 +215,38 @@ def test_bot_lanes_per_participant(tmp_path):
     assert lanes["anon-7f3a"].channel == "standup/3"          # joined last
     assert all(l.error is None for l in lanes.values())
     refs = {"diane": JFK_TEXT, "sheila": LIBRI_TEXT, "anon-7f3a": LIBRI2_TEXT}
+
+    def received_text(lane) -> str:
+        from voicekit.capture.livekit_bot import SingleSpeaker
+        from voicekit.pipeline import Pipeline, PipelineOptions
+
+        pipe = Pipeline(PipelineOptions(), comps)
+        pipe.diarizer = SingleSpeaker(lane.label)
+        return " ".join(t.text for t in pipe.run(lane.kept).turns)
+
     for who, name, ref in (("diane", "Diane", JFK_TEXT), ("sheila", "Sheila", LIBRI_TEXT),
                            ("anon-7f3a", None, LIBRI2_TEXT)):
         lane = lanes[who]
         turns = lane.turns
         text = " ".join(t.text for t in turns)
         err = wer(ref, text)
+        received = received_text(lane)
+        live_vs_received = wer(received, text)
         lat = [t.emitted_at - t.end for t in turns]
         report.append(f"{lane.channel} {lane.label!r}: {len(turns)} turns, WER {err:.2f} vs reference, "
+                      f"{live_vs_received:.2f} vs a replay of the audio the bot received, "
                       f"offset {lane.offset:.2f} s, gaps filled {lane.filled_seconds:.1f} s, max backlog "
                       f"{lane.max_backlog_seconds:.1f} s, latency end->commit "
                       f"{', '.join(f'{x:.2f}' for x in lat)} s: {text}")
         print(report[-1])
         assert turns, f"no turns from {who}"
-        # their words: Opus through the stand-in SFU (re-encoded by aiortc), against the reference text
-        assert err <= 0.35, (who, text)
+        # their words, as the mic test does it: the live lane against a replay of the same audio
+        # (what the bot received; the stand-in SFU re-encodes Opus and, on an overloaded machine,
+        # loses some), then against the recording's own text, loosely; and nobody else's words
+        assert live_vs_received <= 0.10, (who, text, received)
+        assert err <= 0.5, (who, text)
         others = [wer(r, text) for other, r in refs.items() if other != who]
-        assert min(others) >= 0.8, (who, text, others)       # and nobody else's words
+        assert min(others) >= 0.8, (who, text, others)
         for t in turns:
             assert t.channel == lane.channel
             assert who not in (t.speaker, t.sender_name, t.metadata.get("sender_name"))
