@@ -4,6 +4,9 @@
     voicekit export out/ [--refine]             rewrite the outputs from the meeting store
     voicekit eval [--files ID …]                DER / WER / RTF on ../shared/eval
     voicekit models [--verify]                  where each model comes from, checksums
+    voicekit devices                            list audio input devices
+    voicekit mic [--device NAME|INDEX] --out out/   the shared conference microphone, live
+    voicekit livekit --url URL --token T --out out/ a LiveKit room bot, one lane per participant
 """
 
 from __future__ import annotations
@@ -12,7 +15,10 @@ import argparse
 import logging
 import os
 import platform
+import signal
 import sys
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -44,13 +50,14 @@ class CliError(Exception):
     """An error to print as one line (exit code 2)."""
 
 
-def _pipeline_args(p: argparse.ArgumentParser) -> None:
+def _pipeline_args(p: argparse.ArgumentParser, device_flag: str = "--device") -> None:
     g = p.add_argument_group("models and devices")
     g.add_argument("--model", default="tiny.en",
                    help="Whisper model: tiny.en (default, English), base (multilingual; pip install "
                         "'voicekit[multilingual]'), or a local CTranslate2 directory")
     g.add_argument("--language", default=None, help="language code for multilingual models (default: detect)")
-    g.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="device for every model (default cpu)")
+    g.add_argument(device_flag, dest="device", default="cpu", choices=["cpu", "cuda"],
+                   help="device for every model (default cpu)")
     g.add_argument("--compute-type", default="default",
                    help="CTranslate2 compute type (default: int8 on CPU, float16 on CUDA)")
     g.add_argument("--threads", type=int, default=0,
@@ -413,6 +420,263 @@ def cmd_models(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- live capture: devices, mic, livekit (docs/capture.md) --------------------------------------
+
+EPILOG_MIC = """\
+examples:
+  voicekit devices
+  voicekit mic --out out/                       # the default input device
+  voicekit mic --device pulse --out out/ --num-speakers 3
+  voicekit mic --device 2 --out out/ --seconds 600
+
+Ctrl-C (or SIGTERM) ends the meeting: capture stops, the audio already captured is processed,
+the open utterance is committed and the outputs are written (a second Ctrl-C aborts the rest).
+"""
+
+
+def _fresh_store(out: Path, append: bool):
+    from voicekit.store import MeetingStore
+
+    store_path = out / "meeting.sqlite"
+    if store_path.exists() and not append:
+        store_path.unlink()
+        for extra in ("-wal", "-shm"):
+            Path(str(store_path) + extra).unlink(missing_ok=True)
+    return MeetingStore(store_path)
+
+
+class _GracefulStop:
+    """First SIGINT/SIGTERM calls ``stop``; the next SIGINT raises KeyboardInterrupt."""
+
+    def __init__(self, stop) -> None:  # noqa: ANN001
+        self.stop = stop
+        self.requested = False
+
+    def _handler(self, signum, frame) -> None:  # noqa: ANN001
+        if self.requested and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        self.requested = True
+        self.stop()
+
+    def __enter__(self) -> "_GracefulStop":
+        self._old = {s: signal.signal(s, self._handler) for s in (signal.SIGINT, signal.SIGTERM)}
+        return self
+
+    def __exit__(self, *exc) -> None:  # noqa: ANN002
+        for s, h in self._old.items():
+            signal.signal(s, h)
+
+
+def cmd_devices(args: argparse.Namespace) -> int:
+    from voicekit.capture.mic import list_input_devices
+
+    devices = list_input_devices()
+    if not devices:
+        print("no audio input devices (is a microphone connected, or PulseAudio running?)", file=sys.stderr)
+        return 1
+    for d in devices:
+        print(f"{'*' if d.default else ' '} {d.index:3d}  {d.name}  ({d.hostapi}, {d.channels} ch, "
+              f"{d.sample_rate} Hz)")
+    return 0
+
+
+def cmd_mic(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from voicekit.capture.mic import MicSource
+    from voicekit.outputs import format_line, write_all
+    from voicekit.pipeline import Pipeline
+
+    console = Console(highlight=False, soft_wrap=True)
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    out = Path(args.out)
+    _check_writable(out)
+    if args.seconds is not None and args.seconds <= 0:
+        raise CliError(f"--seconds must be positive, got {args.seconds}")
+    source = MicSource(args.input_device, duration=args.seconds, channels=args.channels)
+    options = _options(args)
+    hooks = _hooks(args)
+    store = _fresh_store(out, args.append)
+    stem = args.stem
+    meta = {"source": f"mic:{source.device.name}", "stem": stem, "sample_rate": source.sample_rate,
+            "channels": source.channels, "model": args.model, "vad": args.vad, "started": time.time()}
+    store.set_meta(**meta)
+    if hooks.names:
+        store.set_speaker_names(hooks.names)
+    err.print(f"[dim]loading models ({args.model}, speaker encoder)…[/dim]")
+    on_turn = None if args.quiet else (lambda t: console.print(format_line(t), markup=False))  # noqa: E731
+    pipe = Pipeline(options, hooks=hooks, store=store, on_turn=on_turn, realtime_clock=True)
+    err.print(f"listening on {source.device.name!r} ({source.sample_rate} Hz, {source.channels} ch); "
+              "Ctrl-C ends the meeting")
+    result = None
+
+    def announce() -> None:
+        if source.first_callback.wait(30.0):
+            err.print(f"[dim]audio flowing ({source.first_callback_at - source.started_at:.2f} s after "
+                      "the stream started)[/dim]")
+
+    threading.Thread(target=announce, name="voicekit-mic-announce", daemon=True).start()
+    try:
+        with _GracefulStop(source.stop):
+            result = pipe.run(source, channel="mic")
+    except KeyboardInterrupt:
+        err.print("[yellow]aborted: the open utterance was committed; writing outputs[/yellow]")
+    finally:
+        store.set_speaker_names(hooks.names)
+        hooks.close()
+    store.set_meta(duration=round(source.samples_16k / 16000, 3), input_overflows=source.input_overflows,
+                   queue_overflows=source.feed.overflows)
+    written = write_all(store.turns(), out, stem, {**meta, "duration": round(source.samples_16k / 16000, 3)})
+    store.close()
+    err.print(f"[dim]{source.report()}[/dim]")
+    if result is not None:
+        lat = sorted(result.latencies)
+        p50 = lat[len(lat) // 2] if lat else 0.0
+        err.print(f"[dim]{len(result.turns)} turns, {len({t.speaker for t in result.turns})} speakers, "
+                  f"median turn latency {p50:.2f} s[/dim]")
+    err.print(f"wrote {', '.join(p.name for p in written)} to {out}/")
+    return 0 if result is not None else 130
+
+
+EPILOG_LIVEKIT = """\
+examples:
+  voicekit livekit --url ws://localhost:7880 --api-key devkey --api-secret secret --room standup --out out/
+  voicekit livekit --url wss://example.livekit.cloud --token "$BOT_TOKEN" --out out/
+  voicekit livekit --url ws://localhost:7880 --room standup --room-mic conference-room --out out/
+
+LIVEKIT_URL, LIVEKIT_API_KEY and LIVEKIT_API_SECRET are read when the options are not given.
+One lane per participant audio track: a participant's turns carry their name (no diarization);
+an unnamed participant reads "@<room>/<n>". A --room-mic identity (or a participant with the
+attribute voicekit.room_mic=true) is diarized: "Speaker A", "Speaker B"… within its lane.
+Ctrl-C ends: every lane's open utterance is committed and the outputs are written.
+See docs/livekit.md for running against a real livekit-server.
+"""
+
+
+def cmd_livekit(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from rich.console import Console
+
+    from voicekit.capture.livekit_bot import LiveKitBot, mint_token
+    from voicekit.outputs import format_line, write_all
+    from voicekit.pipeline import Components
+
+    console = Console(highlight=False, soft_wrap=True)
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    url = args.url or os.environ.get("LIVEKIT_URL")
+    if not url:
+        raise CliError("give --url (or LIVEKIT_URL), e.g. ws://localhost:7880")
+    token = args.token
+    if not token:
+        token = mint_token(args.api_key or os.environ.get("LIVEKIT_API_KEY", ""),
+                           args.api_secret or os.environ.get("LIVEKIT_API_SECRET", ""),
+                           args.room or "", identity=args.identity, name=args.name)
+    if args.seconds is not None and args.seconds <= 0:
+        raise CliError(f"--seconds must be positive, got {args.seconds}")
+    out = Path(args.out)
+    _check_writable(out)
+    options = _options(args)
+    hooks = _hooks(args)
+    store = _fresh_store(out, args.append)
+    meta = {"source": f"livekit:{url}", "stem": args.stem, "model": args.model, "vad": args.vad,
+            "started": time.time()}
+    store.set_meta(**meta)
+    err.print(f"[dim]loading models ({args.model}, speaker encoder)…[/dim]")
+    components = Components.load(options)
+    on_turn = None if args.quiet else (lambda t: console.print(f"{t.channel}  {format_line(t)}", markup=False))  # noqa: E731
+    bot = LiveKitBot(url, token, options, components=components, store=store, hooks=hooks, on_turn=on_turn,
+                     room_mics=args.room_mic or ())
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await bot.connect()
+        err.print(f"joined room {bot.room_name!r} at {url}; Ctrl-C ends the meeting")
+        try:
+            if args.seconds is None:
+                await stop.wait()
+            else:
+                try:
+                    await asyncio.wait_for(stop.wait(), args.seconds)
+                except asyncio.TimeoutError:
+                    pass
+        finally:
+            err.print("[dim]leaving: committing every lane's open utterance…[/dim]")
+            await bot.close()
+
+    try:
+        asyncio.run(main())
+    finally:
+        store.set_speaker_names(hooks.names)
+        hooks.close()
+        written = write_all(store.turns(), out, args.stem, meta)
+        store.close()
+    for lane in bot.lanes.values():
+        state = f"failed: {lane.error}" if lane.error else "ok"
+        err.print(f"[dim]{lane.channel} {lane.label} ({lane.identity}): {len(lane.turns)} turns, "
+                  f"{lane.samples / 16000:.1f} s of audio, {lane.feed.overflows} blocks dropped, {state}[/dim]")
+    err.print(f"wrote {', '.join(p.name for p in written)} to {out}/")
+    return 1 if any(lane.error for lane in bot.lanes.values()) else 0
+
+
+def _capture_parsers(sub) -> None:  # noqa: ANN001
+    p = sub.add_parser("devices", help="list audio input devices (for voicekit mic --device)")
+    p.set_defaults(func=cmd_devices)
+
+    p = sub.add_parser("mic", help="transcribe the shared conference microphone live",
+                       description="Capture a microphone at its native rate and run it through the "
+                                   "pipeline: one line per speaker turn, live.",
+                       epilog=EPILOG_MIC, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--device", dest="input_device", default=None, metavar="NAME|INDEX",
+                   help="input device: index or (part of) its name from `voicekit devices` (default: "
+                        "the default input)")
+    p.add_argument("--out", default="out", help="meeting directory for the store and outputs (default out/)")
+    p.add_argument("--stem", default="meeting", help="output file stem (default meeting)")
+    p.add_argument("--seconds", type=float, default=None, help="stop by itself after this many seconds")
+    p.add_argument("--channels", type=int, default=None,
+                   help="input channels to open (default: the device's own count; virtual devices "
+                        "advertising more than 8 are opened in stereo)")
+    p.add_argument("--quiet", action="store_true", help="no live lines")
+    p.add_argument("--append", action="store_true", help="keep an existing meeting store in OUT and add to it")
+    g = p.add_argument_group("hooks")
+    g.add_argument("--speaker-names", default=None, metavar="MAP_OR_FILE",
+                   help="'Speaker A=Diane,Speaker B=Sheila' or a names file")
+    g.add_argument("--hook", action="append", metavar="SCRIPT.py",
+                   help="a Python file defining on_transcription(turn) (repeatable)")
+    g.add_argument("--hook-timeout", type=float, default=2.0, help="seconds a hook may run (default 2)")
+    _pipeline_args(p, device_flag="--compute-device")
+    p.set_defaults(func=cmd_mic)
+
+    p = sub.add_parser("livekit", help="a bot that transcribes a LiveKit room, one lane per participant",
+                       description="Join a LiveKit room and transcribe every participant's audio track.",
+                       epilog=EPILOG_LIVEKIT, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--url", default=None, help="server URL, ws://host:7880 or wss://… (default $LIVEKIT_URL)")
+    p.add_argument("--token", default=None, help="the bot's join token (else minted from the key and secret)")
+    p.add_argument("--api-key", default=None, help="API key to mint a token (default $LIVEKIT_API_KEY)")
+    p.add_argument("--api-secret", default=None, help="API secret to mint a token (default $LIVEKIT_API_SECRET)")
+    p.add_argument("--room", default=None, help="room to join (when minting a token)")
+    p.add_argument("--identity", default="voicekit-bot", help="the bot's identity (minted token; default voicekit-bot)")
+    p.add_argument("--name", default="voicekit", help="the bot's display name (minted token)")
+    p.add_argument("--room-mic", action="append", metavar="IDENTITY",
+                   help="a participant whose track is a shared room microphone: diarized (repeatable)")
+    p.add_argument("--out", default="out", help="meeting directory for the store and outputs (default out/)")
+    p.add_argument("--stem", default="meeting", help="output file stem (default meeting)")
+    p.add_argument("--seconds", type=float, default=None, help="leave by itself after this many seconds")
+    p.add_argument("--quiet", action="store_true", help="no live lines")
+    p.add_argument("--append", action="store_true", help="keep an existing meeting store in OUT and add to it")
+    g = p.add_argument_group("hooks")
+    g.add_argument("--speaker-names", default=None, metavar="MAP_OR_FILE",
+                   help="'Speaker A=Diane,…' (room-microphone lanes) or a names file")
+    g.add_argument("--hook", action="append", metavar="SCRIPT.py",
+                   help="a Python file defining on_transcription(turn) (repeatable)")
+    g.add_argument("--hook-timeout", type=float, default=2.0, help="seconds a hook may run (default 2)")
+    _pipeline_args(p)
+    p.set_defaults(func=cmd_livekit)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="voicekit", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -466,6 +730,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("models", help="list the models, where they come from, and check their checksums")
     p.add_argument("--verify", action="store_true", help="check sha256 of the packaged weights")
     p.set_defaults(func=cmd_models)
+
+    _capture_parsers(sub)
     return parser
 
 
@@ -480,9 +746,11 @@ def main(argv: list[str] | None = None) -> int:
     from voicekit.models import ModelError
     from voicekit.store import StoreError
 
+    from voicekit.capture import CaptureError
+
     try:
         return args.func(args)
-    except (CliError, AudioError, ModelError, StoreError, HookError) as exc:
+    except (CliError, AudioError, ModelError, StoreError, HookError, CaptureError) as exc:
         if args.debug:
             raise
         print(f"voicekit: error: {exc}", file=sys.stderr)

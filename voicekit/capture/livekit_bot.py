@@ -1,0 +1,405 @@
+"""The LiveKit room bot: one pipeline lane per participant audio track, all into one meeting store.
+
+The bot joins a room with the ``livekit`` SDK (``rtc.Room``), is auto-subscribed to every audio
+track (including tracks of people who join later) and gives each track a *lane*: an
+``rtc.AudioStream`` at 16 kHz mono (the SDK resamples) feeding a :class:`LiveFeed`, and a
+:class:`Pipeline` on its own thread reading it. Every lane shares one :class:`Components` (models
+are loaded once; calls into them are serialised by a lock, see :class:`SharedComponents`).
+
+Speakers:
+
+* a participant's track names its speaker: no diarization; every turn's ``speaker`` is the
+  participant's name, with ``metadata["sender_name"]`` the same, when the token gave a name.
+  An unnamed participant's turns carry no ``sender_name`` and read ``@<channel>`` (attribution.md
+  A6), never the identity. The channel is ``<room>/<n>``, ``n`` the lane number (1, 2, … in order
+  of subscription).
+* a track marked as a shared room microphone (the participant attribute ``voicekit.room_mic``
+  set to ``1``/``true``, or an identity given with ``room_mics``) is diarized like
+  ``voicekit mic``; its speakers read "Speaker A", "Speaker B"… within that lane.
+
+Times: a lane's audio clock starts at its first frame; its turns are shifted by that moment's
+offset from the bot's join, so every turn is in meeting time. Turns are committed to the shared
+store under one lock, and the store reads them back in time order. A lane that fails (an error in
+its pipeline or its audio stream) is logged and closed; the other lanes go on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from voicekit.audio import SAMPLE_RATE
+from voicekit.capture import CaptureError
+from voicekit.hooks import HookRunner
+from voicekit.pipeline import Components, Pipeline, PipelineOptions
+from voicekit.sources import LiveFeed
+from voicekit.store import MeetingStore
+from voicekit.turns import SpeakerTurn
+
+log = logging.getLogger(__name__)
+
+GAP_FILL_SECONDS = 0.5
+"""A lane whose audio arrives this much later than its clock expects gets the gap as silence."""
+GAP_JITTER_SECONDS = 0.2
+"""Of a gap, this much is left unfilled: frames delayed by network jitter, not lost."""
+
+ROOM_MIC_ATTRIBUTE = "voicekit.room_mic"
+"""Participant attribute marking a shared room microphone (value ``1``, ``true`` or ``yes``)."""
+
+
+def _rtc():
+    try:
+        from livekit import rtc
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise CaptureError("the LiveKit SDK is not installed: pip install livekit livekit-api") from exc
+    return rtc
+
+
+def mint_token(api_key: str, api_secret: str, room: str, identity: str = "voicekit-bot",
+               name: str | None = "voicekit", ttl_seconds: int = 6 * 3600) -> str:
+    """Mint a join token for the bot with ``livekit-api``.
+
+    Raises:
+        CaptureError: livekit-api is missing, or the key/secret are empty.
+    """
+    try:
+        import datetime
+
+        from livekit import api
+    except ImportError as exc:  # pragma: no cover
+        raise CaptureError("livekit-api is not installed: pip install livekit-api") from exc
+    if not api_key or not api_secret:
+        raise CaptureError("minting a token needs --api-key and --api-secret (or LIVEKIT_API_KEY / "
+                           "LIVEKIT_API_SECRET); or pass --token")
+    if not room:
+        raise CaptureError("minting a token needs --room")
+    t = api.AccessToken(api_key, api_secret).with_identity(identity).with_ttl(datetime.timedelta(seconds=ttl_seconds))
+    if name:
+        t = t.with_name(name)
+    return t.with_grants(api.VideoGrants(room_join=True, room=room, can_subscribe=True)).to_jwt()
+
+
+class _Locked:
+    """A proxy calling selected methods of a model under a lock."""
+
+    def __init__(self, target, lock: threading.Lock, methods: Iterable[str]) -> None:  # noqa: ANN001
+        self._target = target
+        self._lock = lock
+        self._methods = set(methods)
+
+    def __getattr__(self, name: str):  # noqa: ANN204
+        value = getattr(self._target, name)
+        if name in self._methods and callable(value):
+            def locked(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+                with self._lock:
+                    return value(*args, **kwargs)
+            return locked
+        return value
+
+
+def SharedComponents(components: Components) -> Components:  # noqa: N802 - a factory named as the type
+    """The same models behind one lock, for several lanes on several threads.
+
+    CTranslate2 and the speaker encoder would accept concurrent calls, but they would then fight
+    for the same cores; one model call at a time keeps each call as fast as in a single run.
+    """
+    lock = threading.Lock()
+    return Components(_Locked(components.transcriber, lock, ["transcribe"]),
+                      _Locked(components.encoder, lock, ["embed_windows", "embed_batch"]))
+
+
+class SingleSpeaker:
+    """Stands in for the diarizer on a one-person track: every word is the participant's."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.history: list = []
+
+    def process(self, utt, words):  # noqa: ANN001, ANN201 - OnlineDiarizer.process's signature
+        return [dataclasses.replace(w, speaker=self.label) for w in words], []
+
+
+@dataclass
+class Lane:
+    """One participant track through its own pipeline.
+
+    Attributes:
+        number: 1, 2, … in order of subscription.
+        channel: ``<room>/<number>``.
+        identity, name: the participant's identity and display name ("" when the token gave none).
+        track_sid: the track.
+        room_mic: diarized as a shared room microphone.
+        offset: meeting time (s) of the lane's first audio frame; None before it.
+        error: the exception that ended the lane, if one did.
+    """
+
+    number: int
+    channel: str
+    identity: str
+    name: str
+    track_sid: str
+    room_mic: bool
+    feed: LiveFeed
+    offset: float | None = None
+    first_frame_at: float | None = None
+    samples: int = 0
+    filled_seconds: float = 0.0
+    max_backlog_seconds: float = 0.0
+    error: BaseException | None = None
+    closed: bool = False
+    turns: list[SpeakerTurn] = field(default_factory=list)
+    kept: list[np.ndarray] | None = None
+    thread: threading.Thread | None = None
+    task: asyncio.Task | None = None
+    pipeline: Pipeline | None = None
+
+    @property
+    def label(self) -> str:
+        """The speaker of this lane's turns (single-person lanes)."""
+        return self.name or f"@{self.channel}"
+
+
+class _LanePipeline(Pipeline):
+    """A lane's pipeline: its turns moved to meeting time and named before hooks and the store."""
+
+    def __init__(self, bot: "LiveKitBot", lane: Lane, **kw) -> None:  # noqa: ANN003
+        super().__init__(**kw)
+        self.bot = bot
+        self.lane = lane
+        if not lane.room_mic:
+            self.diarizer = SingleSpeaker(lane.label)
+
+    def _commit(self, turn: SpeakerTurn) -> None:
+        lane = self.lane
+        shift = lane.offset or 0.0
+        words = tuple(dataclasses.replace(w, start=round(w.start + shift, 3), end=round(w.end + shift, 3))
+                      for w in turn.words)
+        meta = dict(turn.metadata)
+        meta["participant_id"] = lane.identity
+        meta["track_sid"] = lane.track_sid
+        if not lane.room_mic and not lane.name:
+            meta.pop("sender_name", None)   # unnamed: labelled by the channel, never the identity
+        emitted = round(time.monotonic() - self.bot.t0, 3)
+        turn = turn.replace(start=round(turn.start + shift, 3), end=round(turn.end + shift, 3), words=words,
+                            metadata=meta, emitted_at=emitted)
+        with self.bot._commit_lock:
+            n = len(self.turns)
+            super()._commit(turn)
+            if len(self.turns) > n:
+                lane.turns.append(self.turns[-1])
+                self.bot.turns.append(self.turns[-1])
+
+
+class LiveKitBot:
+    """Join a LiveKit room and transcribe every participant's audio track.
+
+    Args:
+        url: the server (``ws://host:7880`` / ``wss://…``).
+        token: the bot's join token (see :func:`mint_token`).
+        options: pipeline options for every lane.
+        components: loaded models (loaded here when None); shared by every lane.
+        store: the meeting store every lane commits to (None: keep turns in memory only).
+        hooks: the hook runner (shared; turns are committed one at a time).
+        on_turn: called with every committed turn (from the lane's thread).
+        room_mics: identities whose tracks are shared room microphones (diarized).
+        max_queue_seconds: capacity of each lane's queue.
+        keep_audio: keep each lane's received 16 kHz audio in ``lane.kept`` (tests, diagnostics).
+    """
+
+    def __init__(self, url: str, token: str, options: PipelineOptions | None = None,
+                 components: Components | None = None, store: MeetingStore | None = None,
+                 hooks: HookRunner | None = None, on_turn: Callable[[SpeakerTurn], None] | None = None,
+                 room_mics: Iterable[str] = (), max_queue_seconds: float = 30.0,
+                 keep_audio: bool = False) -> None:
+        self.keep_audio = keep_audio
+        self.url = url
+        self.token = token
+        self.options = options or PipelineOptions()
+        self.components = SharedComponents(components or Components.load(self.options))
+        self.store = store
+        self.hooks = hooks or HookRunner()
+        self.on_turn = on_turn
+        self.room_mics = set(room_mics)
+        self.max_queue_seconds = max_queue_seconds
+        self.lanes: dict[str, Lane] = {}
+        self.turns: list[SpeakerTurn] = []
+        self.t0 = time.monotonic()
+        self.room = None
+        self.room_name = ""
+        self._commit_lock = threading.Lock()
+        self._next_lane = 1
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    # --- connection -----------------------------------------------------------------------
+    async def connect(self) -> None:
+        """Join the room and start a lane for every audio track (now and later).
+
+        Raises:
+            CaptureError: the server refused the token or cannot be reached.
+        """
+        rtc = _rtc()
+        self._loop = asyncio.get_running_loop()
+        room = rtc.Room()
+        room.on("track_subscribed", self._on_track_subscribed)
+        room.on("track_unsubscribed", self._on_track_unsubscribed)
+        room.on("participant_disconnected", self._on_participant_disconnected)
+        try:
+            await room.connect(self.url, self.token)
+        except rtc.ConnectError as exc:
+            msg = str(getattr(exc, "message", exc)).strip()
+            if "401" in msg or "nauthori" in msg or "token" in msg.lower():
+                raise CaptureError(f"the LiveKit server at {self.url} refused the bot's token ({msg}); check "
+                                   "--api-key/--api-secret against the server's keys, the token's room "
+                                   "grant and its expiry") from exc
+            raise CaptureError(f"cannot join the LiveKit room at {self.url} ({msg}); is the server "
+                               "running and the URL right (ws://host:7880)?") from exc
+        self.room = room
+        self.room_name = room.name or "room"
+        self.t0 = time.monotonic()
+        log.info("joined room %r as %r", self.room_name, room.local_participant.identity)
+
+    async def close(self) -> None:
+        """End every lane (their open utterances are committed) and leave the room."""
+        for lane in list(self.lanes.values()):
+            self._end_lane(lane)
+        for lane in list(self.lanes.values()):
+            if lane.task is not None:
+                try:
+                    await asyncio.wait_for(asyncio.shield(lane.task), 5)
+                except (asyncio.TimeoutError, asyncio.CancelledError, Exception):  # noqa: BLE001
+                    pass
+        await asyncio.to_thread(self.join_lanes)
+        if self.room is not None:
+            try:
+                await self.room.disconnect()
+            except Exception:  # noqa: BLE001
+                log.exception("leaving the room failed")
+
+    def join_lanes(self, timeout: float = 120.0) -> None:
+        """Wait for every ended lane's pipeline to finish."""
+        deadline = time.monotonic() + timeout
+        for lane in list(self.lanes.values()):
+            if lane.thread is not None:
+                lane.thread.join(max(0.0, deadline - time.monotonic()))
+
+    async def run(self, stop: asyncio.Event, seconds: float | None = None) -> None:
+        """Connect, transcribe until ``stop`` is set (or ``seconds`` pass), then close."""
+        await self.connect()
+        try:
+            if seconds is None:
+                await stop.wait()
+            else:
+                try:
+                    await asyncio.wait_for(stop.wait(), seconds)
+                except asyncio.TimeoutError:
+                    pass
+        finally:
+            await self.close()
+
+    # --- lanes ----------------------------------------------------------------------------
+    def _is_room_mic(self, participant) -> bool:  # noqa: ANN001
+        flag = str((getattr(participant, "attributes", None) or {}).get(ROOM_MIC_ATTRIBUTE, "")).lower()
+        return participant.identity in self.room_mics or flag in ("1", "true", "yes")
+
+    def _on_track_subscribed(self, track, publication, participant) -> None:  # noqa: ANN001
+        rtc = _rtc()
+        if track.kind != rtc.TrackKind.KIND_AUDIO or publication.sid in self.lanes:
+            return
+        n = self._next_lane
+        self._next_lane += 1
+        lane = Lane(number=n, channel=f"{self.room_name}/{n}", identity=participant.identity,
+                    name=(participant.name or "").strip(), track_sid=publication.sid,
+                    room_mic=self._is_room_mic(participant),
+                    feed=LiveFeed(max_seconds=self.max_queue_seconds, block_seconds=0.1),
+                    kept=[] if self.keep_audio else None)
+        self.lanes[publication.sid] = lane
+        log.info("lane %s: %s (%s)%s", lane.channel, lane.label, lane.identity,
+                 ", room microphone: diarized" if lane.room_mic else "")
+        lane.pipeline = _LanePipeline(self, lane, options=self.options, components=self.components,
+                                      hooks=self.hooks, store=self.store, on_turn=self.on_turn,
+                                      realtime_clock=True)
+        lane.thread = threading.Thread(target=self._run_lane, args=(lane,), name=f"voicekit-lane-{n}",
+                                       daemon=True)
+        lane.thread.start()
+        lane.task = asyncio.ensure_future(self._read_track(lane, track))
+
+    def _on_track_unsubscribed(self, track, publication, participant) -> None:  # noqa: ANN001
+        lane = self.lanes.get(publication.sid)
+        if lane is not None:
+            self._end_lane(lane)
+
+    def _on_participant_disconnected(self, participant) -> None:  # noqa: ANN001
+        for lane in list(self.lanes.values()):
+            if lane.identity == participant.identity:
+                self._end_lane(lane)
+
+    def _end_lane(self, lane: Lane) -> None:
+        if lane.closed:
+            return
+        lane.closed = True
+        if lane.task is not None and not lane.task.done():
+            lane.task.cancel()
+        lane.feed.close()
+        log.info("lane %s ended", lane.channel)
+
+    async def _read_track(self, lane: Lane, track) -> None:  # noqa: ANN001
+        rtc = _rtc()
+        stream = rtc.AudioStream(track, sample_rate=SAMPLE_RATE, num_channels=1, frame_size_ms=100)
+        try:
+            async for event in stream:
+                if lane.closed:
+                    break
+                frame = event.frame
+                block = np.frombuffer(frame.data, dtype=np.int16).astype(np.float32) / 32768.0
+                if lane.first_frame_at is None:
+                    lane.first_frame_at = time.monotonic()
+                    lane.offset = round(lane.first_frame_at - self.t0, 3)
+                else:
+                    # the lane's audio clock follows the wall clock: a gap in what arrives (a stalled
+                    # transport) becomes silence, so turn times stay comparable across lanes
+                    late = time.monotonic() - lane.first_frame_at - lane.samples / SAMPLE_RATE
+                    if late > GAP_FILL_SECONDS:
+                        gap = np.zeros(int((late - GAP_JITTER_SECONDS) * SAMPLE_RATE), dtype=np.float32)
+                        lane.filled_seconds += len(gap) / SAMPLE_RATE
+                        self._push(lane, gap)
+                self._push(lane, block)
+        except asyncio.CancelledError:
+            pass
+        except Exception as exc:  # noqa: BLE001 - one lane's failure never stops the others
+            lane.error = exc
+            log.exception("lane %s: the audio stream failed; the lane is closed", lane.channel)
+        finally:
+            if not lane.closed:
+                lane.closed = True
+                lane.feed.close()
+            try:
+                await stream.aclose()
+            except Exception:  # noqa: BLE001
+                pass
+
+    def _push(self, lane: Lane, block: np.ndarray) -> None:
+        lane.samples += len(block)
+        if lane.kept is not None:
+            lane.kept.append(block)
+        lane.feed.push(block)
+        backlog = lane.feed._queue.qsize() * 0.1
+        if backlog > lane.max_backlog_seconds:
+            lane.max_backlog_seconds = backlog
+
+    def _run_lane(self, lane: Lane) -> None:
+        try:
+            lane.pipeline.run(lane.feed, channel=lane.channel)
+        except Exception as exc:  # noqa: BLE001 - one lane's failure never stops the others
+            lane.error = exc
+            log.exception("lane %s (%s) failed; the other lanes go on", lane.channel, lane.label)
+            if self._loop is not None and not self._loop.is_closed():
+                self._loop.call_soon_threadsafe(self._end_lane, lane)
+            for _ in lane.feed:   # drain what is queued so the reader never blocks
+                pass

@@ -1,0 +1,262 @@
+"""The shared conference microphone: sounddevice (PortAudio) capture into a :class:`LiveFeed`.
+
+The stream is opened at the device's *native* sample rate and channel count (many devices refuse
+16 kHz). The PortAudio callback runs on the audio thread and does three cheap things: downmix the
+block, resample it to 16 kHz with the stateful :class:`~voicekit.audio.StreamResampler` (the one
+replay uses; soxr on a 100 ms block takes well under a millisecond), and push it into the bounded
+:class:`~voicekit.sources.LiveFeed` (never blocks). VAD, Whisper and diarization run on the thread
+that iterates the source, never on the audio thread.
+
+Two kinds of loss are counted and reported, neither stops the run:
+
+* ``input_overflows``: PortAudio's ``input_overflow`` status flag (the driver dropped input
+  because the callback was late);
+* ``feed.overflows``: blocks dropped because the pipeline fell behind and the queue (30 s) was
+  full.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from voicekit.audio import SAMPLE_RATE, StreamResampler, downmix
+from voicekit.capture import CaptureError
+from voicekit.sources import LiveFeed
+
+log = logging.getLogger(__name__)
+
+
+def _sounddevice():
+    try:
+        import sounddevice as sd
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise CaptureError("sounddevice is not installed: pip install sounddevice") from exc
+    except OSError as exc:  # PortAudio library missing
+        raise CaptureError(f"PortAudio is missing ({exc}): apt-get install libportaudio2") from exc
+    return sd
+
+
+@dataclass(frozen=True)
+class InputDevice:
+    """An input device as PortAudio lists it.
+
+    Attributes:
+        index: PortAudio device index.
+        name: device name.
+        hostapi: host API name (ALSA, PulseAudio, …).
+        channels: maximum input channels.
+        sample_rate: default (native) sample rate in Hz.
+        default: whether it is the default input device.
+    """
+
+    index: int
+    name: str
+    hostapi: str
+    channels: int
+    sample_rate: int
+    default: bool
+
+
+def rescan() -> None:
+    """Make PortAudio enumerate the devices again (it lists them once, at import)."""
+    sd = _sounddevice()
+    sd._terminate()
+    sd._initialize()
+
+
+def list_input_devices() -> list[InputDevice]:
+    """Every device with at least one input channel."""
+    sd = _sounddevice()
+    try:
+        devices = sd.query_devices()
+        hostapis = sd.query_hostapis()
+        default_in = sd.default.device[0]
+    except Exception as exc:  # noqa: BLE001 - PortAudio errors have no common base we can rely on
+        raise CaptureError(f"cannot list audio devices ({exc})") from exc
+    if default_in is None or default_in < 0:
+        try:
+            default_in = sd.query_hostapis(0)["default_input_device"]
+        except Exception:  # noqa: BLE001
+            default_in = -1
+    out = []
+    for i, d in enumerate(devices):
+        if d["max_input_channels"] > 0:
+            out.append(InputDevice(i, d["name"], hostapis[d["hostapi"]]["name"], int(d["max_input_channels"]),
+                                   int(round(d["default_samplerate"])), i == default_in))
+    return out
+
+
+def resolve_device(spec: str | int | None) -> InputDevice:
+    """Find an input device by index, exact name, or unique name substring (case-insensitive);
+    None is the default input device.
+
+    Raises:
+        CaptureError: no input device, no match, or an ambiguous name.
+    """
+    devices = list_input_devices()
+    if not devices:
+        raise CaptureError("no audio input device found: connect a microphone, or start PulseAudio "
+                           "(see docs/capture.md for the virtual microphone)")
+    if spec is None or spec == "":
+        for d in devices:
+            if d.default:
+                return d
+        return devices[0]
+    text = str(spec).strip()
+    if text.lstrip("-").isdigit():
+        for d in devices:
+            if d.index == int(text):
+                return d
+        raise CaptureError(f"no input device with index {text}; `voicekit devices` lists them")
+    exact = [d for d in devices if d.name.lower() == text.lower()]
+    if exact:
+        return exact[0]
+    found = [d for d in devices if text.lower() in d.name.lower()]
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise CaptureError(f"no input device named {text!r}; `voicekit devices` lists them")
+    raise CaptureError(f"{text!r} matches several input devices ({', '.join(d.name for d in found)}); "
+                       "give the index")
+
+
+MAX_NATIVE_CHANNELS = 8
+
+
+def native_channels(device: InputDevice) -> int:
+    """The channel count to open: the device's own, except for the virtual ALSA plugin devices
+    (``pulse``, ``default``…) that advertise 32 or more channels of which only the first few
+    carry audio (a downmix of all would be mostly zeros): those are opened in stereo."""
+    return device.channels if device.channels <= MAX_NATIVE_CHANNELS else 2
+
+
+class MicSource:
+    """Live microphone capture as a 16 kHz source for :meth:`voicekit.pipeline.Pipeline.run`.
+
+    Iterating starts the stream, yields 16 kHz float32 blocks until :meth:`stop` (or Ctrl-C in the
+    consuming thread), and always stops and closes the stream.
+
+    Args:
+        device: device index, name or name substring (None: the default input device).
+        block_seconds: callback block length (default 0.1 s).
+        max_seconds: capacity of the queue between the audio thread and the pipeline.
+        duration: stop by itself after this many seconds of audio (None: until stopped).
+        keep_audio: keep a copy of every 16 kHz block pushed (tests, measurements).
+        channels: channels to open (default: the device's own count; see :func:`native_channels`).
+
+    Raises:
+        CaptureError: at construction, when the device cannot be found.
+    """
+
+    def __init__(self, device: str | int | None = None, block_seconds: float = 0.1, max_seconds: float = 30.0,
+                 duration: float | None = None, keep_audio: bool = False, channels: int | None = None) -> None:
+        self.device = resolve_device(device)
+        self.sample_rate = self.device.sample_rate
+        if channels is not None and not 1 <= channels <= self.device.channels:
+            raise CaptureError(f"{self.device.name!r} has {self.device.channels} input channels; "
+                               f"--channels {channels} is out of range")
+        self.channels = channels or native_channels(self.device)
+        self.block_seconds = block_seconds
+        self.channel = "mic"
+        self.duration: float | None = None
+        self.stop_after = duration
+        self.feed = LiveFeed(max_seconds=max_seconds, block_seconds=block_seconds)
+        self.input_overflows = 0
+        self.callbacks = 0
+        self.samples_16k = 0
+        self.first_callback = threading.Event()
+        self.started_at: float | None = None
+        self.first_callback_at: float | None = None
+        self.kept: list[np.ndarray] | None = [] if keep_audio else None
+        self._resampler = StreamResampler(self.sample_rate)
+        self._stopped = threading.Event()
+        self._stream = None
+
+    # --- the audio thread -----------------------------------------------------------------
+    def _callback(self, indata: np.ndarray, frames: int, time_info, status) -> None:  # noqa: ANN001
+        if status and status.input_overflow:
+            self.input_overflows += 1
+        if self._stopped.is_set():
+            return
+        block = self._resampler.process(downmix(indata))  # copies: indata is reused by PortAudio
+        self.callbacks += 1
+        if self.first_callback_at is None:
+            self.first_callback_at = time.monotonic()
+            self.first_callback.set()
+        if len(block):
+            self.samples_16k += len(block)
+            if self.kept is not None:
+                self.kept.append(block)
+            self.feed.push(block)
+        if self.stop_after is not None and self.samples_16k >= self.stop_after * SAMPLE_RATE:
+            self._stopped.set()
+            self.feed.close()
+
+    # --- control --------------------------------------------------------------------------
+    def start(self) -> None:
+        """Open and start the stream (iteration does it when not done already).
+
+        Raises:
+            CaptureError: the device refuses the stream.
+        """
+        if self._stream is not None:
+            return
+        sd = _sounddevice()
+        try:
+            self._stream = sd.InputStream(device=self.device.index, samplerate=self.sample_rate,
+                                          channels=self.channels, dtype="float32",
+                                          blocksize=max(1, int(self.sample_rate * self.block_seconds)),
+                                          callback=self._callback)
+            self.started_at = time.monotonic()
+            self._stream.start()
+        except Exception as exc:  # noqa: BLE001 - sd.PortAudioError and friends
+            self._stream = None
+            raise CaptureError(f"cannot open the input device {self.device.name!r} at "
+                               f"{self.sample_rate} Hz, {self.channels} channels ({exc})") from exc
+        log.info("capturing from %r (%d Hz, %d channels)", self.device.name, self.sample_rate, self.channels)
+
+    def wait_first_callback(self, timeout: float = 5.0) -> bool:
+        """Wait until the first audio block arrived (up to 2 s after start on PulseAudio)."""
+        return self.first_callback.wait(timeout)
+
+    def stop(self) -> None:
+        """End the capture: the iteration ends after the blocks already queued."""
+        if not self._stopped.is_set():
+            self._stopped.set()
+            self.feed.close()
+
+    def _close(self) -> None:
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            try:
+                stream.stop()
+                stream.close()
+            except Exception:  # noqa: BLE001 - closing never fails the meeting
+                log.exception("closing the input stream failed")
+
+    @property
+    def audio(self) -> np.ndarray:
+        """Everything captured so far at 16 kHz (needs ``keep_audio=True``)."""
+        if not self.kept:
+            return np.zeros(0, dtype=np.float32)
+        return np.concatenate(self.kept)
+
+    def report(self) -> str:
+        """One line: what was captured and what was lost."""
+        return (f"captured {self.samples_16k / SAMPLE_RATE:.1f} s from {self.device.name!r} "
+                f"({self.sample_rate} Hz, {self.channels} ch); input overflows {self.input_overflows}, "
+                f"queue overflows {self.feed.overflows} ({self.feed.dropped_seconds:.1f} s dropped)")
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        self.start()
+        try:
+            yield from self.feed
+        finally:
+            self._stopped.set()
+            self._close()
