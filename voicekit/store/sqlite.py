@@ -11,9 +11,11 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from voicekit.attribution import AuthorRegister, Participant, meeting_lock
 from voicekit.turns import SpeakerTurn, Word, split_by_labels
 
 SCHEMA = """
@@ -57,13 +59,15 @@ class MeetingStore:
 
     Args:
         path: the database file (``DIR/meeting.sqlite``); its directory is created.
+        meeting_id: the meeting's id in the attribution register.
 
     Raises:
         StoreError: when the directory is not writable or the file is not a voicekit store.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, meeting_id: str = "default") -> None:
         self.path = Path(path)
+        self.register = AuthorRegister(meeting_id)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.conn = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None,
@@ -71,6 +75,7 @@ class MeetingStore:
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
             self.conn.executescript(SCHEMA)
+            AuthorRegister.ensure_schema(self.conn)
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"cannot open the meeting store {self.path} ({exc}); "
                              "choose a writable --out directory") from exc
@@ -87,23 +92,39 @@ class MeetingStore:
         return {k: json.loads(v) for k, v in self.conn.execute("SELECT key, value FROM meeting")}
 
     # --- turns ------------------------------------------------------------------------------
-    def commit(self, turn: SpeakerTurn) -> SpeakerTurn:
-        """Commit one turn durably; returns it with ``turn_id`` set."""
+    def commit(self, turn: SpeakerTurn, participants: Sequence[Participant] = ()) -> SpeakerTurn:
+        """Commit one turn durably, with its attribution record (name, rank, salted source
+        digest: attribution.md A12), in one transaction under the meeting's lock.
+
+        Args:
+            turn: the turn; ``metadata["sender_name"]`` is stored as given (absent = no name).
+            participants: the meeting's participant records, for name resolution (A4, A5).
+
+        Returns:
+            the turn with ``turn_id`` set.
+
+        Raises:
+            StoreError: when the store cannot be written (disk full, read-only, locked too long).
+        """
         metadata = {k: v for k, v in turn.metadata.items() if k != "sender_name"}
+        sender = str(turn.metadata.get("sender_name") or "").strip()
         try:
-            self.conn.execute("BEGIN IMMEDIATE")
-            cur = self.conn.execute(
-                'INSERT INTO turns(channel, speaker, sender_name, text, start, "end", words, metadata,'
-                " emitted_at, committed_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                (turn.channel, turn.speaker, turn.sender_name, turn.text, turn.start, turn.end,
-                 _words_json(turn.words), json.dumps(metadata, ensure_ascii=False, default=str),
-                 turn.emitted_at, time.time()))
-            self.conn.execute("COMMIT")
+            with meeting_lock(self.conn):
+                cur = self.conn.execute(
+                    'INSERT INTO turns(channel, speaker, sender_name, text, start, "end", words, metadata,'
+                    " emitted_at, committed_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                    (turn.channel, turn.speaker, sender, turn.text, turn.start, turn.end,
+                     _words_json(turn.words), json.dumps(metadata, ensure_ascii=False, default=str),
+                     turn.emitted_at, time.time()))
+                committed = turn.replace(turn_id=cur.lastrowid)
+                self.register.record_turn(self.conn, committed.turn_id, committed, participants)
         except sqlite3.Error as exc:
-            if self.conn.in_transaction:
-                self.conn.execute("ROLLBACK")
             raise StoreError(f"cannot write to {self.path} ({exc})") from exc
-        return turn.replace(turn_id=cur.lastrowid)
+        return committed
+
+    def labels(self, turns: Sequence[SpeakerTurn], participants: Sequence[Participant] = ()):
+        """The attribution label of each turn as committed (``SpeakerLabel`` or None)."""
+        return self.register.labels_for(self.conn, turns, participants)
 
     def set_speaker_names(self, names: dict[str, str]) -> None:
         """Record persistent renames (speaker label -> name)."""
@@ -118,12 +139,15 @@ class MeetingStore:
     def set_refined(self, refined: dict[int, list[str]]) -> None:
         """Record the refined speaker label of every word (turn id -> one label per word).
 
-        The turn's ``refined_speaker`` is the label holding most of its words; a turn whose words
+        The turn's ``refined_speaker`` is the label of most of its words (a tie keeps the live
+        label); a turn whose words
         disagree is split into several refined turns by :meth:`turns` (``refined=True``).
         """
+        live = dict(self.conn.execute("SELECT id, speaker FROM turns"))
         rows = []
         for tid, labels in refined.items():
-            major = max(set(labels), key=labels.count) if labels else None
+            # the label of most words; a tie keeps the live label
+            major = max(sorted(set(labels)), key=lambda x: (labels.count(x), x == live.get(tid))) if labels else None
             rows.append((major, json.dumps(labels), tid))
         with self.conn:
             self.conn.executemany("UPDATE turns SET refined_speaker = ?, refined_words = ? WHERE id = ?", rows)
@@ -149,7 +173,8 @@ class MeetingStore:
         out = []
         for tid, channel, speaker, sender, text, start, end, words, metadata, emitted, refined_words in rows:
             meta = json.loads(metadata)
-            meta["sender_name"] = sender
+            if sender:
+                meta["sender_name"] = sender
             turn = SpeakerTurn(speaker=speaker, text=text, start=start, end=end, words=_words_from_json(words),
                                channel=channel, metadata=meta, turn_id=tid, emitted_at=emitted)
             if refined and refined_words:

@@ -1,0 +1,47 @@
+"""The SQLite meeting store: durable commits, attribution records at commit time (A12),
+refined labels beside the live ones."""
+
+import sqlite3
+
+from voicekit.store import MeetingStore
+from voicekit.turns import SpeakerTurn, Word
+
+
+def turn(speaker, text, start, name=None):
+    words = tuple(Word(start + i * 0.3, start + i * 0.3 + 0.25, " " + w, 0.9, speaker)
+                  for i, w in enumerate(text.split()))
+    meta = {"sender_name": name or speaker}
+    return SpeakerTurn(speaker=speaker, text=text, start=start, end=words[-1].end, words=words, metadata=meta)
+
+
+def test_a12_ranks_are_fixed_at_commit_and_survive_reopening(tmp_path):
+    path = tmp_path / "meeting.sqlite"
+    store = MeetingStore(path)
+    committed = [store.commit(turn("Speaker A", "hello there", 0.0, "Alice")),
+                 store.commit(turn("Speaker B", "hi Alice", 1.0, "ALICE")),
+                 store.commit(turn("Speaker C", "and me", 2.0, "\u0410lice"))]  # Cyrillic А
+    assert [t.turn_id for t in committed] == [1, 2, 3]
+    labels = [label.text for label in store.labels(committed)]
+    assert labels == ["Alice", "ALICE (2)", "\u0410lice (3)"]
+    store.close()
+    reopened = MeetingStore(path)
+    again = reopened.turns()
+    assert [t.sender_name for t in again] == ["Alice", "ALICE", "\u0410lice"]
+    assert [label.text for label in reopened.labels(again)] == labels
+    raw = sqlite3.connect(path).execute("SELECT * FROM author_register").fetchall()
+    assert raw and not any("lice" in str(cell) for row in raw for cell in row)  # digests only
+
+
+def test_refined_labels_split_a_turn_and_keep_the_live_one(tmp_path):
+    store = MeetingStore(tmp_path / "m.sqlite")
+    t = store.commit(turn("Speaker A", "one two three four", 0.0))
+    store.set_speaker_names({"Speaker B": "Sheila"})
+    store.set_refined({t.turn_id: ["Speaker A", "Speaker A", "Speaker B", "Speaker B"]})
+    assert [x.speaker for x in store.turns()] == ["Speaker A"]
+    pieces = store.turns(refined=True)
+    assert [(p.speaker, p.text, p.sender_name) for p in pieces] == [
+        ("Speaker A", "one two", "Speaker A"), ("Speaker B", "three four", "Sheila")]
+    assert pieces[0].start == t.start and pieces[1].end == t.end
+    assert pieces[0].end == pieces[1].start == round((0.55 + 0.6) / 2, 3)
+    assert pieces[1].metadata["moved_from"] == "Speaker A"
+    assert store.changed_turns() == [] and store.has_refined()
