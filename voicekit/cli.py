@@ -198,7 +198,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from voicekit.store import MeetingStore
 
     console = Console(highlight=False, soft_wrap=True)
-    err = Console(stderr=True, highlight=False)
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
     source = FileSource(args.audio, realtime=args.realtime, channel=args.channel)
     out = Path(args.out)
     _check_writable(out)
@@ -265,7 +265,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if result is not None:
         lat = sorted(result.latencies)
         p50 = lat[len(lat) // 2] if lat else 0.0
-        err.print(f"[dim]{len(result.turns)} turns, {len({t.speaker for t in result.turns})} speakers, "
+        n_turns, n_speakers = len(result.turns), len({t.speaker for t in result.turns})
+        err.print(f"[dim]{_plural(n_turns, 'turn')}, {_plural(n_speakers, 'speaker')}, "
                   f"{result.audio_seconds:.1f} s of audio in {result.processing_seconds:.1f} s "
                   f"(RTF {result.rtf:.3f}), median turn latency {p50:.2f} s"
                   + (f", {result.blocked} blocked by hooks" if result.blocked else "")
@@ -329,6 +330,10 @@ def _session_args(p: argparse.ArgumentParser) -> None:
                         "session's events as JSON lines")
     g.add_argument("--session-timeout", type=float, default=10.0, metavar="SECONDS",
                    help="at the end, how long to wait for the session to take what is queued (default 10)")
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def _check_writable(out: Path) -> None:
@@ -404,20 +409,22 @@ def machine_line() -> str:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
-    from voicekit.models import MANIFEST, ModelError, resolve_whisper, verify
+    from voicekit.models import MANIFEST, ModelError, model_path, verify
 
+    bad = 0
     for name, entry in MANIFEST.items():
-        line = f"{name:12s} {entry['package']:50s}"
+        print(f"{name}  ({entry['kind']}) from {entry['package']}")
         try:
-            if name in ("tiny.en", "base"):
-                line += f" {resolve_whisper(name)}"
-            if args.verify and ("files" in entry or name == "base"):
+            print(f"    {model_path(name)}")
+            if args.verify:
                 ok = verify(name)
-                line += "  sha256 " + ("ok" if all(ok.values()) else f"MISMATCH {ok}")
+                bad += not all(ok.values())
+                print("    sha256 " + ("ok" if all(ok.values()) else
+                                      "MISMATCH: " + ", ".join(f for f, good in ok.items() if not good)
+                                      + f"; reinstall: {entry['install']}"))
         except ModelError as exc:
-            line += f" not available: {exc}"
-        print(line)
-    return 0
+            print(f"    not available: {exc}")
+    return 1 if bad else 0
 
 
 # --- live capture: devices, mic, livekit (docs/capture.md) --------------------------------------
@@ -532,7 +539,8 @@ def cmd_mic(args: argparse.Namespace) -> int:
     if result is not None:
         lat = sorted(result.latencies)
         p50 = lat[len(lat) // 2] if lat else 0.0
-        err.print(f"[dim]{len(result.turns)} turns, {len({t.speaker for t in result.turns})} speakers, "
+        n_turns, n_speakers = len(result.turns), len({t.speaker for t in result.turns})
+        err.print(f"[dim]{_plural(n_turns, 'turn')}, {_plural(n_speakers, 'speaker')}, "
                   f"median turn latency {p50:.2f} s[/dim]")
     err.print(f"wrote {', '.join(p.name for p in written)} to {out}/")
     return 0 if result is not None else 130
