@@ -67,8 +67,10 @@ def main() -> int:
     for item in args.grid:
         k, v = item.split("=")
         names.append(k)
-        values.append([type(getattr(DiarizerOptions(), k))(x) if getattr(DiarizerOptions(), k) is not None else int(x)
-                       for x in v.split(",")])
+        default = getattr(DiarizerOptions(), k)
+        kind = (lambda x: x.lower() in ("1", "true", "yes")) if isinstance(default, bool) else \
+            (type(default) if default is not None else int)
+        values.append([kind(x) for x in v.split(",")])
     rows = []
     for combo in itertools.product(*values) if values else [()]:
         opt = DiarizerOptions(**dict(zip(names, combo)))
