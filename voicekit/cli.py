@@ -74,6 +74,16 @@ def _pipeline_args(p: argparse.ArgumentParser, device_flag: str = "--device") ->
     g.add_argument("--max-speakers", type=int, default=None, help="at most this many speakers")
 
 
+def _hook_args(p: argparse.ArgumentParser, names_scope: str = "") -> None:
+    g = p.add_argument_group("hooks (docs/hooks.md)")
+    g.add_argument("--speaker-names", default=None, metavar="MAP_OR_FILE",
+                   help=f"'Speaker A=Diane,Speaker B=Sheila'{names_scope}, or a file with one "
+                        "'Speaker A = Diane' per line")
+    g.add_argument("--hook", action="append", metavar="SCRIPT.py",
+                   help="a Python file defining on_transcription(turn) (repeatable)")
+    g.add_argument("--hook-timeout", type=float, default=2.0, help="seconds a hook may run (default 2)")
+
+
 def _options(args: argparse.Namespace):
     from voicekit.diarization.online import DiarizerOptions
     from voicekit.pipeline import PipelineOptions
@@ -649,12 +659,7 @@ def _capture_parsers(sub) -> None:  # noqa: ANN001
                         "advertising more than 8 are opened in stereo)")
     p.add_argument("--quiet", action="store_true", help="no live lines")
     p.add_argument("--append", action="store_true", help="keep an existing meeting store in OUT and add to it")
-    g = p.add_argument_group("hooks")
-    g.add_argument("--speaker-names", default=None, metavar="MAP_OR_FILE",
-                   help="'Speaker A=Diane,Speaker B=Sheila' or a names file")
-    g.add_argument("--hook", action="append", metavar="SCRIPT.py",
-                   help="a Python file defining on_transcription(turn) (repeatable)")
-    g.add_argument("--hook-timeout", type=float, default=2.0, help="seconds a hook may run (default 2)")
+    _hook_args(p)
     _pipeline_args(p, device_flag="--compute-device")
     p.set_defaults(func=cmd_mic)
 
@@ -675,12 +680,7 @@ def _capture_parsers(sub) -> None:  # noqa: ANN001
     p.add_argument("--seconds", type=float, default=None, help="leave by itself after this many seconds")
     p.add_argument("--quiet", action="store_true", help="no live lines")
     p.add_argument("--append", action="store_true", help="keep an existing meeting store in OUT and add to it")
-    g = p.add_argument_group("hooks")
-    g.add_argument("--speaker-names", default=None, metavar="MAP_OR_FILE",
-                   help="'Speaker A=Diane,…' (room-microphone lanes) or a names file")
-    g.add_argument("--hook", action="append", metavar="SCRIPT.py",
-                   help="a Python file defining on_transcription(turn) (repeatable)")
-    g.add_argument("--hook-timeout", type=float, default=2.0, help="seconds a hook may run (default 2)")
+    _hook_args(p, names_scope=" (room-microphone lanes)")
     _pipeline_args(p)
     p.set_defaults(func=cmd_livekit)
 
@@ -705,12 +705,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--channel", type=int, default=None, help="use this channel (0-based) instead of the downmix")
     p.add_argument("--append", action="store_true", help="keep an existing meeting store in OUT and add to it")
     p.add_argument("--overwrite", action="store_true", help="replace an existing meeting store in OUT")
-    g = p.add_argument_group("hooks")
-    g.add_argument("--speaker-names", default=None, metavar="MAP_OR_FILE",
-                   help="'Speaker A=Diane,Speaker B=Sheila' or a file with one 'Speaker A = Diane' per line")
-    g.add_argument("--hook", action="append", metavar="SCRIPT.py",
-                   help="a Python file defining on_transcription(turn) (repeatable); see docs/hooks.md")
-    g.add_argument("--hook-timeout", type=float, default=2.0, help="seconds a hook may run (default 2)")
+    _hook_args(p)
     g = p.add_argument_group("turn-taking")
     g.add_argument("--members", default=None, metavar="MEMBERS.yaml",
                    help="AI members of the meeting: run the turn-taking ladder on every turn "
