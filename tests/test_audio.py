@@ -82,3 +82,28 @@ def test_bad_files_get_one_clear_error(tmp_path, make, message):
 def test_channel_out_of_range_is_named():
     with pytest.raises(AudioError, match="has 2 channels"):
         load_audio(EVAL / "faster_whisper" / "stereo_diarization.wav", channel=5)
+
+
+def test_m4a_aac_decodes_through_pyav(tmp_path):
+    """libsndfile cannot read AAC in MP4: PyAV decodes it. Encoded here from the real sample."""
+    import av
+
+    x = load_audio(EVAL / "pyannote_sample" / "sample.wav")
+    path = tmp_path / "meeting.m4a"
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("aac", rate=16000)
+        stream.layout = "mono"
+        for i in range(0, len(x), 1024):
+            frame = av.AudioFrame.from_ndarray(x[i:i + 1024][None, :], format="flt", layout="mono")
+            frame.sample_rate = 16000
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+    info = probe(path)
+    assert (info.sample_rate, info.channels, info.subtype) == (16000, 1, "aac")
+    y = load_audio(path)
+    assert abs(len(y) - len(x)) <= 2048  # AAC priming and padding
+    n = len(x) - 4096
+    lag = max(range(0, 2048), key=lambda k: float(np.dot(x[:n], y[k:k + n])))
+    assert np.corrcoef(x[:n], y[lag:lag + n])[0, 1] > 0.99
