@@ -188,6 +188,7 @@ class OnlineDiarizer:
         """
         opt = self.opt
         cap = opt.speaker_cap
+        known = len(self.speakers)
         local = spectral_clusters(vectors, None, 1, cap or 8)
         labels = np.full(len(vectors), -1, dtype=int)
         window_seconds = self.encoder.hop_frames / 100
@@ -205,7 +206,18 @@ class OnlineDiarizer:
                 labels[mask] = self._open(centroid)
             else:
                 labels[mask] = best
-        return smooth_labels(labels, opt.min_run_windows)
+        labels = smooth_labels(labels, opt.min_run_windows)
+        # speakers opened here are numbered by their first window in time, and one whose windows
+        # were all smoothed away is forgotten: labels stay "Speaker A, B, C…" in order of first
+        # appearance, without gaps
+        kept = [int(i) for i in dict.fromkeys(labels.tolist()) if i >= known]
+        if kept != list(range(known, len(self.speakers))):
+            remap = {old: known + new for new, old in enumerate(kept)}
+            self.speakers = self.speakers[:known] + [self.speakers[i] for i in kept]
+            for i, state in enumerate(self.speakers[known:], start=known):
+                state.label = speaker_label(i)
+            labels = np.array([remap.get(int(x), int(x)) for x in labels], dtype=int)
+        return labels
 
     def process(self, utt: Utterance, words: list[Word]) -> tuple[list[Word], list[Piece]]:
         """Diarize one utterance.
