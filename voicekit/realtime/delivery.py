@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Sequence
 
 from voicekit.attribution import AuthorRegister, Participant, SpeakerLabel, meeting_lock
-from voicekit.store.sqlite import _words_from_json
+from voicekit.store.sqlite import TURN_COLUMNS, turn_from_row
 from voicekit.turns import SpeakerTurn
 
 SCHEMA = """
@@ -63,18 +63,11 @@ class DeliveryLog:
 
     def undelivered(self) -> list[SpeakerTurn]:
         """Committed turns this session has no row for, in commit order."""
+        columns = ", ".join(f"t.{c.strip()}" for c in TURN_COLUMNS.split(","))
         rows = self.conn.execute(
-            'SELECT t.id, t.channel, t.speaker, t.sender_name, t.text, t.start, t."end", t.words, t.metadata,'
-            " t.emitted_at FROM turns t LEFT JOIN realtime_delivery d ON d.session_id = ? AND d.turn_id = t.id"
+            f"SELECT {columns} FROM turns t LEFT JOIN realtime_delivery d ON d.session_id = ? AND d.turn_id = t.id"
             " WHERE d.turn_id IS NULL ORDER BY t.id", (self.session_id,)).fetchall()
-        out = []
-        for tid, channel, speaker, sender, text, start, end, words, metadata, emitted in rows:
-            meta = json.loads(metadata)
-            meta["sender_name"] = sender
-            out.append(SpeakerTurn(speaker=speaker, text=text, start=start, end=end,
-                                   words=_words_from_json(words), channel=channel, metadata=meta,
-                                   turn_id=tid, emitted_at=emitted))
-        return out
+        return [turn_from_row(row) for row in rows]
 
     def mark(self, turn_id: int, status: str) -> None:
         """Record what became of a turn (one transaction; a second mark of a turn is ignored)."""

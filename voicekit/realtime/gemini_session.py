@@ -11,15 +11,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from typing import Any, AsyncIterator
+from typing import Any
 
-from voicekit.realtime.session import RealtimeSession, SessionClosed, SessionEvent, log, redact
+from voicekit.realtime.session import SessionClosed, SessionEvent, StreamingSession, log, redact
 from voicekit.realtime.wire import gemini_content, instruction_item, item_text
 
 DEFAULT_MODEL = "gemini-live-2.5-flash-preview"
 
 
-class GeminiLiveSession(RealtimeSession):
+class GeminiLiveSession(StreamingSession):
     """A Gemini Live session.
 
     Args:
@@ -48,8 +48,6 @@ class GeminiLiveSession(RealtimeSession):
         self.audio_started = False
         self._stack: contextlib.AsyncExitStack | None = None
         self._session: Any = None
-        self._reader: asyncio.Task | None = None
-        self._events: asyncio.Queue[SessionEvent] = asyncio.Queue()
         self._reply_deferred = False
         self._reply_text: list[str] = []
 
@@ -148,21 +146,8 @@ class GeminiLiveSession(RealtimeSession):
         if sc is None:
             self._events.put_nowait(SessionEvent("other", "", None, raw))
 
-    async def events(self) -> AsyncIterator[SessionEvent]:  # type: ignore[override]
-        while True:
-            ev = await self._events.get()
-            yield ev
-            if ev.kind == "closed":
-                return
-
     async def close(self) -> None:
-        if self._reader is not None:
-            self._reader.cancel()
-            try:
-                await self._reader
-            except (asyncio.CancelledError, Exception):  # noqa: BLE001
-                pass
-            self._reader = None
+        await self._stop_reader()
         self._session = None
         if self._stack is not None:
             try:

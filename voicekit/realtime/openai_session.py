@@ -6,11 +6,11 @@ import asyncio
 import base64
 import json
 import os
-from typing import Any, AsyncIterator
+from typing import Any
 
 from voicekit.realtime.session import (
     ProviderError,
-    RealtimeSession,
+    StreamingSession,
     SessionClosed,
     SessionEvent,
     log,
@@ -22,7 +22,7 @@ DEFAULT_MODEL = "gpt-realtime"
 _ACKS = ("conversation.item.added", "conversation.item.created", "conversation.item.done")
 
 
-class OpenAIRealtimeSession(RealtimeSession):
+class OpenAIRealtimeSession(StreamingSession):
     """A Realtime GA session.
 
     Args:
@@ -53,8 +53,6 @@ class OpenAIRealtimeSession(RealtimeSession):
         self._ids = EventIds("oa")
         self._conn: Any = None
         self._manager: Any = None
-        self._reader: asyncio.Task | None = None
-        self._events: asyncio.Queue[SessionEvent] = asyncio.Queue()
         self._acks: dict[str, asyncio.Future] = {}      # item id -> future
         self._by_event: dict[str, str] = {}              # client event id -> item id
         self._reply_event: str | None = None
@@ -178,22 +176,9 @@ class OpenAIRealtimeSession(RealtimeSession):
             if not fut.done():
                 fut.set_exception(SessionClosed("the connection dropped before the item was acknowledged"))
 
-    async def events(self) -> AsyncIterator[SessionEvent]:  # type: ignore[override]
-        while True:
-            ev = await self._events.get()
-            yield ev
-            if ev.kind == "closed":
-                return
-
     async def close(self) -> None:
         self._closed = True
-        if self._reader is not None:
-            self._reader.cancel()
-            try:
-                await self._reader
-            except (asyncio.CancelledError, Exception):  # noqa: BLE001
-                pass
-            self._reader = None
+        await self._stop_reader()
         if self._conn is not None:
             try:
                 await self._conn.close()

@@ -13,6 +13,7 @@ Items are given in the OpenAI Realtime shape (``{"type": "message", "role": "use
 from __future__ import annotations
 
 import abc
+import asyncio
 import logging
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator
@@ -113,6 +114,33 @@ class RealtimeSession(abc.ABC):
     @abc.abstractmethod
     async def close(self) -> None:
         """Close the connection (idempotent)."""
+
+
+class StreamingSession(RealtimeSession):
+    """A session whose provider messages are read by a task (``_reader``) that puts
+    :class:`SessionEvent` s on a queue (``_events``); :meth:`events` drains it until "closed"."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._reader: asyncio.Task | None = None
+        self._events: asyncio.Queue[SessionEvent] = asyncio.Queue()
+
+    async def events(self) -> AsyncIterator[SessionEvent]:  # type: ignore[override]
+        while True:
+            ev = await self._events.get()
+            yield ev
+            if ev.kind == "closed":
+                return
+
+    async def _stop_reader(self) -> None:
+        """Cancel the reader task and wait for it (idempotent)."""
+        if self._reader is not None:
+            self._reader.cancel()
+            try:
+                await self._reader
+            except (asyncio.CancelledError, Exception):  # noqa: BLE001 - it is going away
+                pass
+            self._reader = None
 
 
 def redact(text: str, *secrets: str | None) -> str:

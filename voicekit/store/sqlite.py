@@ -54,6 +54,20 @@ def _words_from_json(text: str) -> tuple[Word, ...]:
     return tuple(Word(s, e, t, p, spk) for s, e, t, p, spk in json.loads(text))
 
 
+TURN_COLUMNS = 'id, channel, speaker, sender_name, text, start, "end", words, metadata, emitted_at'
+"""The ``turns`` columns :func:`turn_from_row` reads, in its order (prefix them in a join)."""
+
+
+def turn_from_row(row: Sequence) -> SpeakerTurn:
+    """A committed :class:`SpeakerTurn` from a row of :data:`TURN_COLUMNS` (live labels)."""
+    tid, channel, speaker, sender, text, start, end, words, metadata, emitted = row
+    meta = json.loads(metadata)
+    if sender:
+        meta["sender_name"] = sender
+    return SpeakerTurn(speaker=speaker, text=text, start=start, end=end, words=_words_from_json(words),
+                       channel=channel, metadata=meta, turn_id=tid, emitted_at=emitted)
+
+
 class MeetingStore:
     """A meeting's turns in SQLite.
 
@@ -167,16 +181,10 @@ class MeetingStore:
                 speaker's persistent name and ``metadata["moved_from"]`` (the live label).
         """
         names = self.speaker_names() if refined else {}
-        rows = self.conn.execute(
-            'SELECT id, channel, speaker, sender_name, text, start, "end", words, metadata, emitted_at,'
-            " refined_words FROM turns ORDER BY start, id").fetchall()
+        rows = self.conn.execute(f"SELECT {TURN_COLUMNS}, refined_words FROM turns ORDER BY start, id").fetchall()
         out = []
-        for tid, channel, speaker, sender, text, start, end, words, metadata, emitted, refined_words in rows:
-            meta = json.loads(metadata)
-            if sender:
-                meta["sender_name"] = sender
-            turn = SpeakerTurn(speaker=speaker, text=text, start=start, end=end, words=_words_from_json(words),
-                               channel=channel, metadata=meta, turn_id=tid, emitted_at=emitted)
+        for row in rows:
+            turn, refined_words = turn_from_row(row[:-1]), row[-1]
             if refined and refined_words:
                 out.extend(split_by_labels(turn, json.loads(refined_words), names))
             else:
