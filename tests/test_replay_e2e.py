@@ -159,3 +159,14 @@ def test_a_killed_replay_keeps_every_committed_turn(tmp_path):
     store.close()
     assert main(["export", str(out)]) == 0
     assert len(json.loads((out / "sample.json").read_text())["turns"]) == len(turns)
+
+
+def test_a_failed_start_leaves_nothing_that_blocks_the_retry(tmp_path, capsys):
+    stereo = EVAL / "faster_whisper" / "stereo_diarization.wav"
+    assert main(["replay", str(stereo), "--out", str(tmp_path), "--channel", "2"]) == 2
+    assert "has 2 channels (0..1)" in capsys.readouterr().err
+    assert not (tmp_path / "meeting.sqlite").exists()
+    (tmp_path / "meeting.sqlite").write_bytes(b"")  # an empty store from a crashed start
+    assert main(["replay", str(stereo), "--out", str(tmp_path), "--channel", "1", "--quiet"]) == 0
+    doc = json.loads((tmp_path / "stereo_diarization.json").read_text())
+    assert "horizon" in " ".join(t["text"] for t in doc["turns"]).lower()

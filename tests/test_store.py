@@ -45,3 +45,12 @@ def test_refined_labels_split_a_turn_and_keep_the_live_one(tmp_path):
     assert pieces[0].end == pieces[1].start == round((0.55 + 0.6) / 2, 3)
     assert pieces[1].metadata["moved_from"] == "Speaker A"
     assert store.changed_turns() == [] and store.has_refined()
+
+
+def test_turns_of_one_utterance_share_the_gap_and_never_overlap():
+    from voicekit.turns import extend_to_speech
+
+    a, b = turn("Speaker A", "one two", 1.0), turn("Speaker B", "three", 2.0)  # a ends 1.55
+    out = extend_to_speech([a, b], lambda lo, hi: (max(lo, 0.5), min(hi, 3.0)))
+    assert out[0].start == 0.5 and out[1].end == 3.0
+    assert out[0].end == out[1].start == round((1.55 + 2.0) / 2, 3)

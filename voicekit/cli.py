@@ -217,13 +217,13 @@ def cmd_replay(args: argparse.Namespace) -> int:
     hooks = _hooks(args)
     decide = speak_decisions(args.members, explain=args.explain, hooks=hooks) if args.members else None
     store_path = out / "meeting.sqlite"
-    if store_path.exists() and not (args.append or args.overwrite):
+    if store_path.exists() and not (args.append or args.overwrite) and _committed_turns(store_path):
         raise CliError(f"{out} already holds a meeting ({store_path.name}); pass --overwrite to replace "
                        "it, --append to add to it, or choose another --out")
     if not args.quiet:
         err.print(f"[dim]loading models ({args.model}, speaker encoder)…[/dim]")
     components = Components.load(options)  # before the store: a missing model leaves no meeting
-    if store_path.exists() and not args.append:
+    if store_path.exists() and not args.append:  # replaced: --overwrite, or a store with no turn
         store_path.unlink()
         for extra in ("-wal", "-shm"):
             Path(str(store_path) + extra).unlink(missing_ok=True)
@@ -340,6 +340,17 @@ def _session_args(p: argparse.ArgumentParser) -> None:
                         "session's events as JSON lines")
     g.add_argument("--session-timeout", type=float, default=10.0, metavar="SECONDS",
                    help="at the end, how long to wait for the session to take what is queued (default 10)")
+
+
+def _committed_turns(store_path: Path) -> int:
+    """Turns in an existing meeting store (0 for an empty or unreadable one, e.g. a failed start)."""
+    import sqlite3
+
+    try:
+        with sqlite3.connect(store_path) as conn:
+            return conn.execute("SELECT COUNT(*) FROM turns").fetchone()[0]
+    except sqlite3.Error:
+        return 0
 
 
 def _plural(n: int, word: str) -> str:

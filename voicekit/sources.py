@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from voicekit.audio import SAMPLE_RATE, iter_16k_blocks, probe
+from voicekit.audio import SAMPLE_RATE, AudioError, iter_16k_blocks, probe
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +82,9 @@ class FileSource:
                  channel: int | None = None) -> None:
         self.path = Path(path)
         self.info = probe(self.path)
+        if channel is not None and not 0 <= channel < self.info.channels:
+            raise AudioError(f"channel {channel} requested but {self.path.name} has {self.info.channels} "
+                             f"channel{'s' if self.info.channels != 1 else ''} (0..{self.info.channels - 1})")
         self.block_seconds = block_seconds
         self.realtime = realtime
         self.audio_channel = channel

@@ -146,8 +146,8 @@ def extend_to_speech(turns: list[SpeakerTurn], speech_span) -> list[SpeakerTurn]
     """Widen each turn of one utterance to the VAD speech around its words.
 
     Whisper's word times are often a few hundred ms inside the speech, and it skips mumbles and
-    back-channels the VAD heard. Each turn takes the speech between the previous turn's last
-    word and the next turn's first word (the utterance bounds for the first and last turn).
+    back-channels the VAD heard. Between two turns the gap is shared at its middle; the first
+    and last turn reach out to the utterance bounds. Turns never overlap.
 
     Args:
         turns: the turns of one utterance, in time order.
@@ -156,8 +156,8 @@ def extend_to_speech(turns: list[SpeakerTurn], speech_span) -> list[SpeakerTurn]
     """
     out = []
     for i, t in enumerate(turns):
-        lo = turns[i - 1].end if i > 0 else float("-inf")
-        hi = turns[i + 1].start if i + 1 < len(turns) else float("inf")
+        lo = (turns[i - 1].end + t.start) / 2 if i > 0 else float("-inf")
+        hi = (t.end + turns[i + 1].start) / 2 if i + 1 < len(turns) else float("inf")
         span = speech_span(lo, hi)
         if span is None:
             out.append(t)
