@@ -222,7 +222,8 @@ def main() -> int:
         mark = "  <- MATCH_THRESHOLD" if abs(thr - MATCH_THRESHOLD) < 1e-6 else ""
         print(f"  {thr:6.4f} {s['correct']:4d}/{s['genuine']:<4d} {s['wrong_name']:4d} "
               f"{s['false_accept']:4d}/{s['impostor']:<5d}{mark}")
-    print(f"lowest threshold with a pooled false-accept rate <= {MAX_FALSE_ACCEPT:.0%}: {suggested}")
+    print(f"lowest threshold with a pooled false-accept rate <= {MAX_FALSE_ACCEPT:.0%}: "
+          + (f"{suggested:.4f}" if suggested is not None else "none"))
     s = summarize(at, MATCH_THRESHOLD)
     print(f"\nat MATCH_THRESHOLD {MATCH_THRESHOLD} and evidence >= {MIN_EVIDENCE_SECONDS:g} s: "
           f"{s['correct']}/{s['genuine']} genuine named correctly ({100 * s['correct'] / max(1, s['genuine']):.0f}%), "
