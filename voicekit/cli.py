@@ -7,6 +7,7 @@
     voicekit devices                            list audio input devices
     voicekit mic [--device NAME|INDEX] --out out/   the shared conference microphone, live
     voicekit livekit --url URL --token T --out out/ a LiveKit room bot, one lane per participant
+    voicekit voices list|delete NAME|delete --all|enrol NAME AUDIO   known voices (opt-in)
 """
 
 from __future__ import annotations
@@ -132,6 +133,85 @@ def _hooks(args: argparse.Namespace):
     return hooks
 
 
+def _voice_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("known voices (opt-in, biometric data: docs/voiceprints.md)")
+    g.add_argument("--voices", nargs="?", const="", default=None, metavar="LIBRARY",
+                   help="name speakers whose voice matches an enrolled voiceprint; LIBRARY is the "
+                        "voice library file (default $VOICEKIT_VOICES, else voices.sqlite in the user "
+                        "data directory)")
+    g.add_argument("--enrol-voices", action="store_true",
+                   help="at the end, store the voiceprint of every speaker named by --speaker-names or "
+                        "a hook in the voice library (only with the speakers' consent)")
+
+
+def _library_path(args: argparse.Namespace) -> Path:
+    from voicekit.voiceprints import default_library_path
+
+    return Path(args.voices).expanduser() if getattr(args, "voices", None) else default_library_path()
+
+
+def _voice_library(args: argparse.Namespace, create: bool = False):
+    from voicekit.voiceprints import VoiceLibrary, VoiceprintError
+
+    try:
+        return VoiceLibrary(_library_path(args), create=create)
+    except VoiceprintError as exc:
+        raise CliError(str(exc)) from exc
+
+
+def _voice_list(args: argparse.Namespace) -> list:
+    """The voiceprints to identify with (``--voices``), or None when identification is off."""
+    if getattr(args, "voices", None) is None:
+        return None
+    path = _library_path(args)
+    if not path.is_file():
+        if args.enrol_voices:
+            return []  # the library is created at the end of this meeting
+        raise CliError(f"--voices: no voice library at {path}; enrol voices first "
+                       "(voicekit voices enrol, or --enrol-voices)")
+    library = _voice_library(args)
+    try:
+        return library.voices()
+    finally:
+        library.close()
+
+
+def _voice_identifier(args: argparse.Namespace):
+    from voicekit.voiceprints import VoiceIdentifier
+
+    voices = _voice_list(args)
+    return None if voices is None else VoiceIdentifier(voices)
+
+
+def _enrol_voices(args: argparse.Namespace, pipelines: list, err) -> None:  # noqa: ANN001
+    """``--enrol-voices``: store the voiceprint of every named speaker of the meeting."""
+    if not args.enrol_voices:
+        return
+    from voicekit.voiceprints import enrol_named_speakers
+
+    diarized = [p for p in pipelines if p is not None and hasattr(p.diarizer, "speakers")]
+    if len(diarized) != 1:
+        err.print(f"[yellow]--enrol-voices: {len(diarized)} diarized lanes; names are per label, so "
+                  "voices are enrolled only from a meeting with exactly one[/yellow]")
+        return
+    pipe = diarized[0]
+    library = _voice_library(args, create=True)
+    try:
+        skip = pipe.voices.matches if pipe.voices is not None else ()
+        outcomes = enrol_named_speakers(library, pipe.diarizer.speakers, pipe.hooks.names, skip=skip)
+    finally:
+        library.close()
+    for o in outcomes:
+        if o.enrolled is not None:
+            err.print(f"enrolled the voice of {o.name} ({', '.join(o.labels)}, {o.seconds:.1f} s of speech) "
+                      f"in {library.path}")
+        else:
+            err.print(f"[yellow]not enrolled: {o.reason}[/yellow]")
+    if not outcomes:
+        err.print("[yellow]--enrol-voices: no speaker was named (--speaker-names or a hook); nothing "
+                  "enrolled[/yellow]")
+
+
 def speak_decisions(members: str | Path, *, explain: bool = False, out: TextIO | None = None,
                     hooks: "HookRunner | None" = None) -> "Callable[[SpeakerTurn], None]":
     """An ``on_turn`` callback that runs the turn-taking ladder on every committed turn.
@@ -215,6 +295,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     stem = args.stem or source.path.stem
     options = _options(args)
     hooks = _hooks(args)
+    voices = _voice_identifier(args)
     decide = speak_decisions(args.members, explain=args.explain, hooks=hooks) if args.members else None
     store_path = out / "meeting.sqlite"
     if store_path.exists() and not (args.append or args.overwrite) and _committed_turns(store_path):
@@ -252,7 +333,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     broadcaster = _start_session(args, store_path, out)                  # --session (realtime)
     if broadcaster is not None:
         on_turn = _chain(on_turn, broadcaster.on_turn)
-    pipe = Pipeline(options, components, hooks=hooks, store=store, on_turn=on_turn, realtime_clock=args.realtime)
+    pipe = Pipeline(options, components, hooks=hooks, store=store, on_turn=on_turn, realtime_clock=args.realtime,
+                    voices=voices)
     interrupted = False
     try:
         result = pipe.run(source, progress=pipeline_kw.get("progress"), refine=False)
@@ -263,7 +345,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     finally:
         if progress is not None:
             progress.stop()
-        store.set_speaker_names(hooks.names)
+        store.set_speaker_names(pipe.speaker_names())
         hooks.close()
         if broadcaster is not None:
             broadcaster.close(timeout=args.session_timeout)
@@ -272,6 +354,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         pipe.refine()
         written += write_all(store.turns(refined=True), out, stem, {**meta, "refined": True}, suffix=".refined")
     store.close()
+    _enrol_voices(args, [pipe], err)
     if result is not None:
         lat = sorted(result.latencies)
         p50 = lat[len(lat) // 2] if lat else 0.0
@@ -429,6 +512,84 @@ def machine_line() -> str:
             f"Python {platform.python_version()}")
 
 
+def cmd_voices(args: argparse.Namespace) -> int:
+    """``voicekit voices list | delete NAME | delete --all | enrol NAME AUDIO``."""
+    import datetime
+
+    from voicekit.voiceprints import VoiceprintError
+
+    path = _library_path(args)
+    if args.action == "list":
+        if not path.is_file():
+            print(f"no voice library at {path} (no voice enrolled)")
+            return 0
+        library = _voice_library(args)
+        try:
+            voices = library.voices()
+        finally:
+            library.close()
+        print(f"{len(voices)} voice{'s' if len(voices) != 1 else ''} in {path}")
+        for v in voices:
+            when = datetime.datetime.fromtimestamp(v.updated).strftime("%Y-%m-%d %H:%M")
+            print(f"  {v.name}  {v.seconds:.1f} s of speech, {v.meetings} enrolment"
+                  f"{'s' if v.meetings != 1 else ''}, updated {when}")
+        return 0
+    if args.action == "delete":
+        if bool(args.all) == bool(args.name):
+            raise CliError("voices delete: give a NAME or --all")
+        if not path.is_file():
+            raise CliError(f"no voice library at {path}; nothing to delete")
+        library = _voice_library(args)
+        try:
+            if args.all:
+                n = library.delete_all()
+                print(f"deleted {n} voice{'s' if n != 1 else ''} from {path}")
+                return 0
+            if not library.delete(args.name):
+                raise CliError(f"no voice named {args.name!r} in {path}; see voicekit voices list")
+        finally:
+            library.close()
+        print(f"deleted the voice of {args.name} from {path}")
+        return 0
+    # enrol
+    from voicekit.audio import SAMPLE_RATE, load_audio
+    from voicekit.diarization.encoder import SpeakerEncoder
+    from voicekit.voiceprints import MIN_ENROL_SECONDS, embed_speech
+
+    samples = load_audio(args.audio, channel=args.channel)
+    lo = int(round((args.start or 0.0) * SAMPLE_RATE))
+    hi = len(samples) if args.end is None else int(round(args.end * SAMPLE_RATE))
+    if not 0 <= lo < hi <= len(samples):
+        raise CliError(f"--start/--end must lie inside the recording (0 to {len(samples) / SAMPLE_RATE:.1f} s)")
+    try:
+        vector, seconds = embed_speech(samples[lo:hi], SpeakerEncoder(), vad=args.vad)
+        library = _voice_library(args, create=True)
+        try:
+            voice = library.enrol(args.name, vector, seconds, min_seconds=MIN_ENROL_SECONDS)
+        finally:
+            library.close()
+    except VoiceprintError as exc:
+        raise CliError(str(exc)) from exc
+    print(f"enrolled the voice of {voice.name} ({seconds:.1f} s of speech; {voice.seconds:.1f} s in all) in {path}")
+    return 0
+
+
+EPILOG_VOICES = """\
+examples:
+  voicekit voices enrol Diane diane.wav             # a recording of Diane alone (>= 8 s of speech)
+  voicekit voices enrol Diane meeting.wav --start 62 --end 95
+  voicekit replay meeting.wav --out out/ --voices   # name known voices
+  voicekit replay meeting.wav --out out/ --speaker-names "Speaker A=Diane" --enrol-voices
+  voicekit voices list
+  voicekit voices delete Diane
+  voicekit voices delete --all
+
+A voiceprint is biometric data: enrol a person only with their consent. Deleting removes the row
+and scrubs it from the file. The library is $VOICEKIT_VOICES, else voices.sqlite in the user data
+directory; --library chooses another. See docs/voiceprints.md.
+"""
+
+
 def cmd_models(args: argparse.Namespace) -> int:
     from voicekit.models import MANIFEST, ModelError, model_path, verify
 
@@ -524,6 +685,7 @@ def cmd_mic(args: argparse.Namespace) -> int:
     source = MicSource(args.input_device, duration=args.seconds, channels=args.channels)
     options = _options(args)
     hooks = _hooks(args)
+    voices = _voice_identifier(args)
     store = _fresh_store(out, args.append)
     stem = args.stem
     meta = {"source": f"mic:{source.device.name}", "stem": stem, "sample_rate": source.sample_rate,
@@ -533,7 +695,7 @@ def cmd_mic(args: argparse.Namespace) -> int:
         store.set_speaker_names(hooks.names)
     err.print(f"[dim]loading models ({args.model}, speaker encoder)…[/dim]")
     on_turn = None if args.quiet else (lambda t: console.print(format_line(t), markup=False))  # noqa: E731
-    pipe = Pipeline(options, hooks=hooks, store=store, on_turn=on_turn, realtime_clock=True)
+    pipe = Pipeline(options, hooks=hooks, store=store, on_turn=on_turn, realtime_clock=True, voices=voices)
     err.print(f"listening on {source.device.name!r} ({source.sample_rate} Hz, {source.channels} ch); "
               "Ctrl-C ends the meeting")
     result = None
@@ -550,12 +712,13 @@ def cmd_mic(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         err.print("[yellow]aborted: the open utterance was committed; writing outputs[/yellow]")
     finally:
-        store.set_speaker_names(hooks.names)
+        store.set_speaker_names(pipe.speaker_names())
         hooks.close()
     store.set_meta(duration=round(source.samples_16k / 16000, 3), input_overflows=source.input_overflows,
                    queue_overflows=source.feed.overflows)
     written = write_all(store.turns(), out, stem, {**meta, "duration": round(source.samples_16k / 16000, 3)})
     store.close()
+    _enrol_voices(args, [pipe], err)
     err.print(f"[dim]{source.report()}[/dim]")
     if result is not None:
         lat = sorted(result.latencies)
@@ -607,6 +770,7 @@ def cmd_livekit(args: argparse.Namespace) -> int:
     _check_writable(out)
     options = _options(args)
     hooks = _hooks(args)
+    voices = _voice_list(args)
     store = _fresh_store(out, args.append)
     meta = {"source": f"livekit:{url}", "stem": args.stem, "model": args.model, "vad": args.vad,
             "started": time.time()}
@@ -615,7 +779,7 @@ def cmd_livekit(args: argparse.Namespace) -> int:
     components = Components.load(options)
     on_turn = None if args.quiet else (lambda t: console.print(f"{t.channel}  {format_line(t)}", markup=False))  # noqa: E731
     bot = LiveKitBot(url, token, options, components=components, store=store, hooks=hooks, on_turn=on_turn,
-                     room_mics=args.room_mic or ())
+                     room_mics=args.room_mic or (), voices=voices)
 
     async def main() -> None:
         stop = asyncio.Event()
@@ -639,10 +803,15 @@ def cmd_livekit(args: argparse.Namespace) -> int:
     try:
         asyncio.run(main())
     finally:
-        store.set_speaker_names(hooks.names)
+        names = {}
+        for lane in bot.lanes.values():
+            if lane.pipeline is not None and lane.room_mic:
+                names.update(lane.pipeline.speaker_names())
+        store.set_speaker_names({**names, **hooks.names})
         hooks.close()
         written = write_all(store.turns(), out, args.stem, meta)
         store.close()
+    _enrol_voices(args, [lane.pipeline for lane in bot.lanes.values() if lane.room_mic], err)
     for lane in bot.lanes.values():
         state = f"failed: {lane.error}" if lane.error else "ok"
         err.print(f"[dim]{lane.channel} {lane.label} ({lane.identity}): {len(lane.turns)} turns, "
@@ -671,6 +840,7 @@ def _capture_parsers(sub) -> None:  # noqa: ANN001
     p.add_argument("--quiet", action="store_true", help="no live lines")
     p.add_argument("--append", action="store_true", help="keep an existing meeting store in OUT and add to it")
     _hook_args(p)
+    _voice_args(p)
     _pipeline_args(p, device_flag="--compute-device")
     p.set_defaults(func=cmd_mic)
 
@@ -692,6 +862,7 @@ def _capture_parsers(sub) -> None:  # noqa: ANN001
     p.add_argument("--quiet", action="store_true", help="no live lines")
     p.add_argument("--append", action="store_true", help="keep an existing meeting store in OUT and add to it")
     _hook_args(p, names_scope=" (room-microphone lanes)")
+    _voice_args(p)
     _pipeline_args(p)
     p.set_defaults(func=cmd_livekit)
 
@@ -717,6 +888,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--append", action="store_true", help="keep an existing meeting store in OUT and add to it")
     p.add_argument("--overwrite", action="store_true", help="replace an existing meeting store in OUT")
     _hook_args(p)
+    _voice_args(p)
     g = p.add_argument_group("turn-taking")
     g.add_argument("--members", default=None, metavar="MEMBERS.yaml",
                    help="AI members of the meeting: run the turn-taking ladder on every turn "
@@ -745,6 +917,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--verify", action="store_true", help="check sha256 of the packaged weights")
     p.set_defaults(func=cmd_models)
 
+    p = sub.add_parser("voices", help="known voices: list, delete or enrol voiceprints (opt-in)",
+                       description="The voice library: voiceprints that name speakers in later "
+                                   "meetings (--voices). Biometric data: see docs/voiceprints.md.",
+                       epilog=EPILOG_VOICES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    vsub = p.add_subparsers(dest="action", required=True)
+    for name, help_text in (("list", "list the enrolled voices"), ("delete", "delete a voice (or --all)"),
+                            ("enrol", "enrol a voice from a recording of that person")):
+        q = vsub.add_parser(name, help=help_text)
+        q.add_argument("--library", dest="voices", default=None, metavar="PATH",
+                       help="the voice library file (default $VOICEKIT_VOICES, else voices.sqlite in "
+                            "the user data directory)")
+        if name == "delete":
+            q.add_argument("name", nargs="?", default=None, help="the person's name")
+            q.add_argument("--all", action="store_true", help="delete every voice")
+        elif name == "enrol":
+            q.add_argument("name", help="the person's name")
+            q.add_argument("audio", help="a recording in which only this person speaks (or use --start/--end)")
+            q.add_argument("--start", type=float, default=None, help="start of their speech (seconds)")
+            q.add_argument("--end", type=float, default=None, help="end of their speech (seconds)")
+            q.add_argument("--channel", type=int, default=None, help="use this channel (0-based)")
+            q.add_argument("--vad", default="silero", help="silero (default) or webrtc")
+    p.set_defaults(func=cmd_voices)
+
     _capture_parsers(sub)
     return parser
 
@@ -761,10 +956,11 @@ def main(argv: list[str] | None = None) -> int:
     from voicekit.store import StoreError
 
     from voicekit.capture import CaptureError
+    from voicekit.voiceprints import VoiceprintError
 
     try:
         return args.func(args)
-    except (CliError, AudioError, ModelError, StoreError, HookError, CaptureError) as exc:
+    except (CliError, AudioError, ModelError, StoreError, HookError, CaptureError, VoiceprintError) as exc:
         if args.debug:
             raise
         print(f"voicekit: error: {exc}", file=sys.stderr)

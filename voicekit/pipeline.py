@@ -24,6 +24,7 @@ from voicekit.store import MeetingStore
 from voicekit.stt import SttOptions, Transcriber
 from voicekit.turns import SpeakerTurn, extend_to_speech, words_to_turns
 from voicekit.vad import Endpointer, EndpointerOptions, Utterance, make_vad
+from voicekit.voiceprints import VoiceIdentifier
 
 log = logging.getLogger(__name__)
 
@@ -114,17 +115,24 @@ class Pipeline:
         on_turn: called with every committed turn (the live sinks: console lines, broadcaster).
         realtime_clock: stamp ``emitted_at`` from the wall clock (live capture, paced replay)
             instead of the audio clock plus measured processing time.
+        voices: known voices (opt-in, docs/voiceprints.md): after each utterance the live
+            speakers are compared with the library; a matched label is named like a hook rename
+            (``sender_name``), its turns carry ``identity_id`` and are committed with the voice's
+            registered participant record (attribution A4, A11). Labels the user or a hook named
+            (``hooks.names``) are never renamed by the library.
     """
 
     def __init__(self, options: PipelineOptions | None = None, components: Components | None = None,
                  hooks: HookRunner | None = None, store: MeetingStore | None = None,
-                 on_turn: Callable[[SpeakerTurn], None] | None = None, realtime_clock: bool = False) -> None:
+                 on_turn: Callable[[SpeakerTurn], None] | None = None, realtime_clock: bool = False,
+                 voices: VoiceIdentifier | None = None) -> None:
         self.options = options or PipelineOptions()
         self.components = components or Components.load(self.options)
         self.hooks = hooks or HookRunner()
         self.store = store
         self.on_turn = on_turn
         self.realtime_clock = realtime_clock
+        self.voices = voices
         self.endpointer = Endpointer(make_vad(self.options.vad), self.options.endpointer)
         self.diarizer = OnlineDiarizer(self.components.encoder, self.options.diarizer)
         self.turns: list[SpeakerTurn] = []
@@ -138,6 +146,10 @@ class Pipeline:
         t_stt = time.perf_counter()
         self.stage_seconds["stt"] += t_stt - t
         words, _pieces = self.diarizer.process(utt, words)
+        if self.voices is not None:
+            for m in self.voices.update(getattr(self.diarizer, "speakers", ()), skip=self.hooks.names):
+                log.info("%s is %s (voiceprint similarity %.3f after %.1f s of speech)",
+                         m.label, m.voice.name, m.similarity, m.seconds)
         t_diar = time.perf_counter()
         self.stage_seconds["diarization"] += t_diar - t_stt
         if self.realtime_clock:
@@ -150,18 +162,38 @@ class Pipeline:
         self.stage_seconds["commit"] += time.perf_counter() - t_diar
 
     def _commit(self, turn: SpeakerTurn) -> None:
+        participants = ()
+        if self.voices is not None:
+            turn = turn.replace(metadata=self.voices.stamp(turn.metadata, turn.speaker))
         final = self.hooks.run(turn)
         if final is None:
             self.blocked += 1
             return
+        if self.voices is not None:
+            final = self._check_identity(final)
+            participants = self.voices.participants
         if self.store is not None:
-            final = self.store.commit(final)
+            final = self.store.commit(final, participants)
         self.turns.append(final)
         if self.on_turn is not None:
             try:
                 self.on_turn(final)
             except Exception:  # noqa: BLE001 - a sink never stops the meeting
                 log.exception("a turn sink failed; the turn is committed")
+
+    def _check_identity(self, turn: SpeakerTurn) -> SpeakerTurn:
+        """A turn a hook renamed away from its voice's name no longer claims the voice's identity."""
+        m = self.voices.matches.get(turn.speaker) if self.voices is not None else None
+        if m is None or turn.sender_name == m.voice.name:
+            return turn
+        meta = {k: v for k, v in turn.metadata.items() if k not in ("identity_id", "voice_similarity")}
+        return turn.replace(metadata=meta)
+
+    def speaker_names(self) -> dict[str, str]:
+        """Persistent names, label -> name: the voices the library matched, then ``hooks.names``
+        (which win)."""
+        voiced = {label: m.voice.name for label, m in self.voices.matches.items()} if self.voices else {}
+        return {**voiced, **self.hooks.names}
 
     def run(self, source: Iterable[np.ndarray], channel: str = "replay",
             progress: Callable[[float], None] | None = None, refine: bool = False) -> MeetingResult:

@@ -30,7 +30,7 @@ import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -42,6 +42,7 @@ from voicekit.pipeline import Components, Pipeline, PipelineOptions
 from voicekit.sources import LiveFeed
 from voicekit.store import MeetingStore
 from voicekit.turns import SpeakerTurn
+from voicekit.voiceprints import VoiceIdentifier, Voiceprint
 
 log = logging.getLogger(__name__)
 
@@ -211,14 +212,18 @@ class LiveKitBot:
         room_mics: identities whose tracks are shared room microphones (diarized).
         max_queue_seconds: capacity of each lane's queue.
         keep_audio: keep each lane's received 16 kHz audio in ``lane.kept`` (tests, diagnostics).
+        voices: enrolled voiceprints (opt-in, docs/voiceprints.md): each room-microphone lane
+            names the speakers whose voice matches (:class:`~voicekit.voiceprints.VoiceIdentifier`);
+            None: no identification.
     """
 
     def __init__(self, url: str, token: str, options: PipelineOptions | None = None,
                  components: Components | None = None, store: MeetingStore | None = None,
                  hooks: HookRunner | None = None, on_turn: Callable[[SpeakerTurn], None] | None = None,
                  room_mics: Iterable[str] = (), max_queue_seconds: float = 30.0,
-                 keep_audio: bool = False) -> None:
+                 keep_audio: bool = False, voices: Sequence[Voiceprint] | None = None) -> None:
         self.keep_audio = keep_audio
+        self.voices = voices
         self.url = url
         self.token = token
         self.options = options or PipelineOptions()
@@ -324,7 +329,9 @@ class LiveKitBot:
                  ", room microphone: diarized" if lane.room_mic else "")
         lane.pipeline = _LanePipeline(self, lane, options=self.options, components=self.components,
                                       hooks=self.hooks, store=self.store, on_turn=self.on_turn,
-                                      realtime_clock=True)
+                                      realtime_clock=True,
+                                      voices=VoiceIdentifier(self.voices)
+                                      if lane.room_mic and self.voices is not None else None)
         lane.thread = threading.Thread(target=self._run_lane, args=(lane,), name=f"voicekit-lane-{n}",
                                        daemon=True)
         lane.thread.start()

@@ -1,0 +1,206 @@
+"""Known voices (voiceprints): enrolment, identification, the library, and the pipeline wiring.
+
+Real audio: the AMI debug files dev00 and dev01 share two speakers (MEE009, MEE012; AMI
+participant ids in debug.development.rttm); trn06 (FEE083) and trn03 (MÉO069) give other voices
+for the library. Speech of one speaker is cut with the reference RTTM.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+from _pipeline_support import components, eval_file, needs_eval
+from voicekit.audio import SAMPLE_RATE, load_audio
+from voicekit.diarization.online import SpeakerState
+from voicekit.voiceprints import (
+    MATCH_THRESHOLD,
+    MIN_ENROL_SECONDS,
+    MIN_EVIDENCE_SECONDS,
+    VoiceIdentifier,
+    VoiceLibrary,
+    VoiceprintError,
+    best_match,
+    embed_speech,
+    enrol_named_speakers,
+)
+
+pytestmark = needs_eval
+
+
+def reference_segments(file_id: str, speaker: str) -> list[tuple[float, float]]:
+    f = eval_file(file_id)
+    out = []
+    for line in f.rttm.read_text(encoding="utf-8").splitlines():
+        p = line.split()
+        if len(p) >= 8 and p[1] == file_id and p[7] == speaker:
+            out.append((float(p[3]), float(p[3]) + float(p[4])))
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def speech_of(file_id: str, speaker: str) -> tuple[np.ndarray, float]:
+    """The voiceprint vector and seconds of one reference speaker's speech in one file."""
+    audio = load_audio(eval_file(file_id).audio)
+    parts = [audio[int(s * SAMPLE_RATE):int(e * SAMPLE_RATE)] for s, e in reference_segments(file_id, speaker)]
+    return embed_speech(np.concatenate(parts), components().encoder)
+
+
+@pytest.fixture
+def library(tmp_path):
+    lib = VoiceLibrary(tmp_path / "voices.sqlite")
+    for name, (fid, spk) in {"Marcus": ("dev00", "MEE009"), "Fiona": ("trn06", "FEE083"),
+                             "Olivier": ("trn03", "MÉO069")}.items():
+        lib.enrol(name, *speech_of(fid, spk))
+    yield lib
+    lib.close()
+
+
+def test_enrol_then_identify_in_another_file(library):
+    # MEE009 enrolled from dev00 is named in dev01; MEE012 (never enrolled) is named nobody
+    vector, seconds = speech_of("dev01", "MEE009")
+    voice, sim = best_match(vector, library.voices())
+    print(f"MEE009 dev00 -> dev01: similarity {sim:.3f} over {seconds:.1f} s")
+    assert voice is not None and voice.name == "Marcus"
+    assert sim == pytest.approx(0.961, abs=0.01)
+    impostor, _ = speech_of("dev01", "MEE012")
+    voice, sim = best_match(impostor, library.voices())
+    print(f"MEE012 (not enrolled) in dev01: best similarity {sim:.3f}")
+    assert voice is None
+    assert sim == pytest.approx(0.862, abs=0.01)
+    assert sim < MATCH_THRESHOLD
+
+
+def test_too_short_enrolment_is_refused(tmp_path):
+    # MEE012 speaks only 6 s (VAD windows) in dev00: below the 8 s a voiceprint needs
+    vector, seconds = speech_of("dev00", "MEE012")
+    assert seconds == pytest.approx(6.0, abs=0.5)
+    with VoiceLibrary(tmp_path / "v.sqlite") as lib:
+        with pytest.raises(VoiceprintError, match=rf"at least {MIN_ENROL_SECONDS:g} s"):
+            lib.enrol("Mel", vector, seconds)
+        assert lib.voices() == []
+        # the same refusal when a meeting's named speaker has too little speech
+        short = SpeakerState("Speaker B", vector.astype(np.float64) * seconds, seconds)
+        [outcome] = enrol_named_speakers(lib, [short], {"Speaker B": "Mel"})
+        assert outcome.enrolled is None and "too little" in outcome.reason
+        assert lib.voices() == []
+
+
+def test_list_and_delete_really_remove(library, tmp_path):
+    names = [v.name for v in library.voices()]
+    assert names == ["Fiona", "Marcus", "Olivier"]
+    marcus = library.get("Marcus").vector.astype("<f4").tobytes()
+    assert marcus in (tmp_path / "voices.sqlite").read_bytes()
+    assert library.delete("Marcus") is True
+    assert library.delete("Marcus") is False
+    assert [v.name for v in library.voices()] == ["Fiona", "Olivier"]
+    # the bytes of the deleted voiceprint are gone from the file, not just unlinked
+    assert marcus not in (tmp_path / "voices.sqlite").read_bytes()
+    assert library.delete_all() == 2
+    assert library.voices() == []
+    assert library.conn.execute("SELECT COUNT(*) FROM voiceprint").fetchone()[0] == 0
+
+
+def test_cli_list_and_delete(library, tmp_path, capsys):
+    from voicekit.cli import main
+
+    path = str(tmp_path / "voices.sqlite")
+    library.close()
+    assert main(["voices", "list", "--library", path]) == 0
+    out = capsys.readouterr().out
+    assert "3 voices" in out and "Marcus" in out
+    assert main(["voices", "delete", "Marcus", "--library", path]) == 0
+    assert main(["voices", "delete", "Marcus", "--library", path]) == 2
+    assert "no voice named 'Marcus'" in capsys.readouterr().err
+    assert main(["voices", "delete", "--all", "--library", path]) == 0
+    assert "deleted 2 voices" in capsys.readouterr().out
+    with VoiceLibrary(path) as lib:
+        assert lib.voices() == []
+
+
+def test_identifier_waits_for_evidence_and_keeps_a_name(library):
+    vector, _ = speech_of("dev01", "MEE009")
+    other, _ = speech_of("dev01", "MEE012")
+    ident = VoiceIdentifier(library.voices())
+    a = SpeakerState("Speaker A", vector.astype(np.float64), MIN_EVIDENCE_SECONDS - 0.5)
+    b = SpeakerState("Speaker B", other.astype(np.float64), 10.0)
+    assert ident.update([a, b]) == []          # A has too little speech yet; B matches nobody
+    a.seconds = MIN_EVIDENCE_SECONDS
+    [m] = ident.update([a, b])
+    assert (m.label, m.voice.name) == ("Speaker A", "Marcus")
+    # a name once given stays, and a voice names one label only: a second label with Marcus's
+    # voice is not named
+    a.total = other.astype(np.float64)
+    c = SpeakerState("Speaker C", vector.astype(np.float64), 10.0)
+    assert ident.update([a, b, c]) == []
+    assert ident.matches["Speaker A"].voice.name == "Marcus" and "Speaker C" not in ident.matches
+    assert [p.id for p in ident.participants] == ["voice:Marcus"]
+
+
+def _overlap(turn, segments) -> float:
+    return sum(max(0.0, min(turn.end, e) - max(turn.start, s)) for s, e in segments)
+
+
+def test_pipeline_names_a_known_voice_as_a_registered_participant(library, tmp_path):
+    from voicekit.pipeline import Pipeline
+    from voicekit.sources import FileSource
+    from voicekit.store import MeetingStore
+
+    store = MeetingStore(tmp_path / "meeting.sqlite")
+    pipe = Pipeline(components=components(), store=store, voices=VoiceIdentifier(library.voices()))
+    result = pipe.run(FileSource(eval_file("dev01").audio))
+    matches = pipe.voices.matches
+    print({k: (m.voice.name, m.similarity, m.seconds) for k, m in matches.items()})
+    assert [m.voice.name for m in matches.values()] == ["Marcus"]
+    [(label, match)] = matches.items()
+    assert match.similarity >= MATCH_THRESHOLD and match.seconds >= MIN_EVIDENCE_SECONDS
+    named = [t for t in result.turns if t.sender_name == "Marcus"]
+    assert named and all(t.speaker == label for t in named)
+    assert all(t.metadata["identity_id"] == "voice:Marcus" for t in named)
+    # the label the library named is MEE009 in the reference
+    ref = {spk: reference_segments("dev01", spk) for spk in ("MEE009", "MEE012")}
+    own = sum(_overlap(t, ref["MEE009"]) for t in named)
+    other = sum(_overlap(t, ref["MEE012"]) for t in named)
+    print(f"turns named Marcus: {own:.1f} s on MEE009, {other:.1f} s on MEE012")
+    assert own > 2 * other
+    # stored with the name, attributed to the voice's registered participant (A4, A11)
+    stored = [t for t in store.turns() if t.sender_name == "Marcus"]
+    assert len(stored) == len(named)
+    labels = store.labels(stored, pipe.voices.participants)
+    assert {(lab.name, lab.rank) for lab in labels} == {("Marcus", None)}
+    registered = store.conn.execute("SELECT DISTINCT registered FROM author_register r JOIN turn_attribution t "
+                                    "ON t.source_digest = r.source_digest WHERE t.name = 'Marcus'").fetchall()
+    assert registered == [(1,)]
+    assert pipe.speaker_names()[label] == "Marcus"
+    store.close()
+
+
+def test_user_name_wins_then_enrolment_names_the_voice_next_meeting(library, tmp_path):
+    from voicekit.hooks import HookRunner
+    from voicekit.pipeline import Pipeline
+    from voicekit.sources import FileSource
+
+    # the user names Speaker A (whom the library would call Marcus): the user's name wins
+    hooks = HookRunner()
+    hooks.set_names({"Speaker A": "Diane"})
+    pipe = Pipeline(components=components(), hooks=hooks, voices=VoiceIdentifier(library.voices()))
+    result = pipe.run(FileSource(eval_file("dev01").audio))
+    assert pipe.voices.matches == {}
+    a_turns = [t for t in result.turns if t.speaker == "Speaker A"]
+    assert a_turns and all(t.sender_name == "Diane" and "identity_id" not in t.metadata for t in a_turns)
+    # --enrol-voices at the end: Diane's voice is stored from Speaker A's centroid and seconds
+    speaker_a = pipe.diarizer.speakers[0]
+    with VoiceLibrary(tmp_path / "new.sqlite") as lib:
+        outcomes = enrol_named_speakers(lib, pipe.diarizer.speakers, hooks.names, skip=pipe.voices.matches)
+        print([(o.name, o.labels, o.seconds, o.reason) for o in outcomes])
+        assert [(o.name, o.labels) for o in outcomes] == [("Diane", ("Speaker A",))]
+        assert outcomes[0].seconds == pytest.approx(speaker_a.seconds, abs=0.01)
+        assert outcomes[0].seconds >= MIN_ENROL_SECONDS and outcomes[0].enrolled is not None
+        # next meeting (dev00): MEE009's speech is named Diane
+        voice, sim = best_match(speech_of("dev00", "MEE009")[0], lib.voices())
+        print(f"Diane enrolled from dev01 Speaker A -> dev00 MEE009: similarity {sim:.3f}")
+        assert voice is not None and voice.name == "Diane"
+        assert sim == pytest.approx(0.954, abs=0.015)
+    hooks.close()

@@ -1,0 +1,453 @@
+"""Known voices: an opt-in library of voiceprints, enrolment and live identification.
+
+A *voiceprint* is one ``(256,)`` float32 unit vector: the mean direction of a person's GE2E
+window embeddings (:class:`~voicekit.diarization.encoder.SpeakerEncoder`, 1.0 s windows every
+0.25 s), with the seconds of speech it was built from. It is biometric data: nothing is stored
+unless the user asks (``--enrol-voices``, ``voicekit voices enrol``), and
+:meth:`VoiceLibrary.delete` removes the row and scrubs it from the file (SQLite
+``secure_delete``, ``VACUUM``, WAL truncated). See docs/voiceprints.md.
+
+Identification (:class:`VoiceIdentifier`) compares the centroid of every live diarizer speaker
+(``OnlineDiarizer.speakers``: ``.label``, ``.centroid``, ``.seconds``) with the library by cosine
+similarity, once the speaker has :data:`MIN_EVIDENCE_SECONDS` of speech; the best voice at or
+above :data:`MATCH_THRESHOLD` names the label, and the name stays with the label for the rest of
+the meeting. The threshold and the evidence requirement were measured on the AMI files of
+``../shared/eval`` (``scripts/bench_voiceprints.py``; numbers in docs/voiceprints.md). The
+method is the cosine scoring of GE2E d-vectors (Wan et al., "Generalized End-to-End Loss for
+Speaker Verification", ICASSP 2018), enrolment as the mean of the speaker's embeddings.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from voicekit.attribution import Participant
+
+DIMENSION = 256
+
+MIN_ENROL_SECONDS = 8.0
+"""Least speech (seconds) a voiceprint is built from."""
+
+MIN_EVIDENCE_SECONDS = 4.0
+"""Least speech (seconds) a live speaker must have before the library may name them."""
+
+MATCH_THRESHOLD = 0.875
+"""Cosine similarity at or above which a live speaker is named by the library."""
+
+ENV_LIBRARY = "VOICEKIT_VOICES"
+"""Environment variable naming the voice library file (overrides the user data dir default)."""
+
+IDENTITY_PREFIX = "voice:"
+"""Prefix of the participant id of an enrolled voice (``voice:<name>``)."""
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS voiceprint (
+    name TEXT PRIMARY KEY,
+    vector BLOB NOT NULL,
+    seconds REAL NOT NULL,
+    meetings INTEGER NOT NULL,
+    created REAL NOT NULL,
+    updated REAL NOT NULL
+);
+"""
+
+
+class VoiceprintError(Exception):
+    """A voiceprint cannot be enrolled, read or deleted. The message names the fix."""
+
+
+class SpeakerLike(Protocol):
+    """What identification reads of a live speaker (``OnlineDiarizer.speakers`` items)."""
+
+    label: str
+    seconds: float
+
+    @property
+    def centroid(self) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class Voiceprint:
+    """One enrolled voice.
+
+    Attributes:
+        name: the person's name (unique in a library).
+        vector: ``(256,)`` float32, unit norm.
+        seconds: seconds of speech it was built from.
+        meetings: how many enrolments were merged into it.
+        created / updated: Unix times (seconds).
+    """
+
+    name: str
+    vector: np.ndarray
+    seconds: float
+    meetings: int = 1
+    created: float = 0.0
+    updated: float = 0.0
+
+    @property
+    def participant(self) -> Participant:
+        """The registered participant this voice is in a meeting (attribution A4, A5, A11)."""
+        pid = IDENTITY_PREFIX + self.name
+        return Participant(id=pid, display_name=self.name, identity_id=pid, registered=True)
+
+
+@dataclass(frozen=True)
+class Match:
+    """A live speaker named by the library.
+
+    Attributes:
+        label: the diarizer label ("Speaker A").
+        voice: the matched :class:`Voiceprint`.
+        similarity: cosine similarity of the speaker's centroid to the voiceprint when matched.
+        seconds: the speaker's seconds of speech when matched.
+    """
+
+    label: str
+    voice: Voiceprint
+    similarity: float
+    seconds: float
+
+
+def unit(vector: np.ndarray) -> np.ndarray:
+    """``vector`` scaled to unit norm, as float32.
+
+    Raises:
+        VoiceprintError: for a vector that is not ``(256,)``, not finite, or zero.
+    """
+    v = np.asarray(vector, dtype=np.float64).reshape(-1)
+    if v.shape != (DIMENSION,) or not np.all(np.isfinite(v)):
+        raise VoiceprintError(f"a voiceprint is a finite ({DIMENSION},) vector; got shape {np.shape(vector)}")
+    n = float(np.linalg.norm(v))
+    if n == 0.0:
+        raise VoiceprintError("a voiceprint cannot be the zero vector")
+    return (v / n).astype(np.float32)
+
+
+def voiceprint_vector(windows: np.ndarray) -> np.ndarray:
+    """The voiceprint of a set of window embeddings: their mean direction.
+
+    Args:
+        windows: ``(n, 256)`` float32 unit-norm window embeddings of one speaker.
+
+    Returns:
+        ``(256,)`` float32, unit norm.
+
+    Raises:
+        VoiceprintError: when ``windows`` is empty or not ``(n, 256)``.
+    """
+    w = np.asarray(windows)
+    if w.ndim != 2 or w.shape[1] != DIMENSION or len(w) == 0:
+        raise VoiceprintError(f"need (n, {DIMENSION}) window embeddings with n >= 1, got shape {w.shape}")
+    return unit(w.astype(np.float64).sum(axis=0))
+
+
+def default_library_path() -> Path:
+    """Where the voice library lives: ``$VOICEKIT_VOICES``, else ``voices.sqlite`` in the user's
+    data directory (``platformdirs.user_data_path("voicekit")``, e.g.
+    ``~/.local/share/voicekit/voices.sqlite`` on Linux)."""
+    env = os.environ.get(ENV_LIBRARY, "").strip()
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return platformdirs.user_data_path("voicekit") / "voices.sqlite"
+
+
+def _check_name(name: str) -> str:
+    name = " ".join(str(name).split())
+    if not name:
+        raise VoiceprintError("a voice needs a name: give the person's name")
+    return name
+
+
+class VoiceLibrary:
+    """Voiceprints in a SQLite file (one row per name).
+
+    Args:
+        path: the library file; its directory is created when ``create``.
+        create: create the file when it is missing (``False``: raise instead, e.g. for
+            ``voicekit voices list`` on a library never written).
+
+    Raises:
+        VoiceprintError: when the file cannot be opened or created, or is not a voice library.
+    """
+
+    def __init__(self, path: str | Path, create: bool = True) -> None:
+        self.path = Path(path)
+        if not create and not self.path.is_file():
+            raise VoiceprintError(f"no voice library at {self.path}; enrol a voice first "
+                                  "(voicekit voices enrol, or --enrol-voices)")
+        try:
+            if create:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.conn = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None,
+                                        check_same_thread=False)
+            # deleted rows are overwritten with zeros, not left in free pages (biometric data)
+            self.conn.execute("PRAGMA secure_delete=ON")
+            self.conn.executescript(_SCHEMA)
+        except (OSError, sqlite3.Error) as exc:
+            raise VoiceprintError(f"cannot open the voice library {self.path} ({exc}); "
+                                  f"choose a writable path with --voices or ${ENV_LIBRARY}") from exc
+        if create:
+            try:
+                os.chmod(self.path, 0o600)  # biometric data: readable by its owner only
+            except OSError:
+                pass
+
+    @staticmethod
+    def _row(row: Sequence) -> Voiceprint:
+        name, blob, seconds, meetings, created, updated = row
+        return Voiceprint(name, np.frombuffer(blob, dtype="<f4").astype(np.float32), float(seconds),
+                          int(meetings), float(created), float(updated))
+
+    def voices(self) -> list[Voiceprint]:
+        """Every voiceprint, by name."""
+        rows = self.conn.execute("SELECT name, vector, seconds, meetings, created, updated "
+                                 "FROM voiceprint ORDER BY name").fetchall()
+        return [self._row(r) for r in rows]
+
+    def get(self, name: str) -> Voiceprint | None:
+        """The voiceprint of ``name``, or None."""
+        row = self.conn.execute("SELECT name, vector, seconds, meetings, created, updated "
+                                "FROM voiceprint WHERE name = ?", (_check_name(name),)).fetchone()
+        return None if row is None else self._row(row)
+
+    def enrol(self, name: str, vector: np.ndarray, seconds: float,
+              min_seconds: float = MIN_ENROL_SECONDS) -> Voiceprint:
+        """Store ``name``'s voiceprint; a name already enrolled is merged (mean weighted by seconds).
+
+        Args:
+            name: the person's name (whitespace collapsed).
+            vector: ``(256,)`` float32 centroid of their window embeddings (any norm).
+            seconds: seconds of speech behind ``vector``.
+            min_seconds: least speech accepted (default :data:`MIN_ENROL_SECONDS`).
+
+        Returns:
+            the stored :class:`Voiceprint`.
+
+        Raises:
+            VoiceprintError: when ``seconds < min_seconds`` (the message says how much is
+                needed), or for a bad name or vector.
+        """
+        name = _check_name(name)
+        v = unit(vector)
+        if not seconds >= min_seconds:
+            raise VoiceprintError(f"{name}: {seconds:.1f} s of speech is too little for a voiceprint; "
+                                  f"at least {min_seconds:g} s of their speech is needed")
+        now = time.time()
+        old = self.get(name)
+        if old is not None:
+            v = unit(old.vector.astype(np.float64) * old.seconds + v.astype(np.float64) * seconds)
+            seconds, meetings, created = old.seconds + seconds, old.meetings + 1, old.created
+        else:
+            meetings, created = 1, now
+        with self.conn:
+            self.conn.execute("INSERT OR REPLACE INTO voiceprint (name, vector, seconds, meetings, created, "
+                              "updated) VALUES (?, ?, ?, ?, ?, ?)",
+                              (name, v.astype("<f4").tobytes(), float(seconds), meetings, created, now))
+        return Voiceprint(name, v, float(seconds), meetings, created, now)
+
+    def delete(self, name: str) -> bool:
+        """Delete ``name``'s voiceprint and scrub it from the file. Returns whether it existed."""
+        with self.conn:
+            n = self.conn.execute("DELETE FROM voiceprint WHERE name = ?", (_check_name(name),)).rowcount
+        self._scrub()
+        return n > 0
+
+    def delete_all(self) -> int:
+        """Delete every voiceprint and scrub the file. Returns how many were deleted."""
+        with self.conn:
+            n = self.conn.execute("DELETE FROM voiceprint").rowcount
+        self._scrub()
+        return n
+
+    def _scrub(self) -> None:
+        # secure_delete zeroes freed cells; VACUUM rewrites the file without free pages; a WAL or
+        # rollback journal left beside it is truncated so no old page survives on disk.
+        self.conn.execute("VACUUM")
+        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def close(self) -> None:
+        """Close the file."""
+        self.conn.close()
+
+    def __enter__(self) -> "VoiceLibrary":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def similarities(vector: np.ndarray, voices: Sequence[Voiceprint]) -> np.ndarray:
+    """Cosine similarity of a ``(256,)`` vector to each voiceprint: ``(len(voices),)`` float64."""
+    if not voices:
+        return np.zeros(0)
+    v = unit(vector).astype(np.float64)
+    return np.stack([p.vector for p in voices]).astype(np.float64) @ v
+
+
+def best_match(vector: np.ndarray, voices: Sequence[Voiceprint],
+               threshold: float = MATCH_THRESHOLD) -> tuple[Voiceprint | None, float]:
+    """The most similar voiceprint and its similarity; the voice is None below ``threshold``."""
+    sims = similarities(vector, voices)
+    if len(sims) == 0:
+        return None, 0.0
+    i = int(np.argmax(sims))
+    return (voices[i] if sims[i] >= threshold else None), float(sims[i])
+
+
+class VoiceIdentifier:
+    """Name live diarizer speakers from a voice library, at most one label per voice.
+
+    Args:
+        voices: the enrolled voiceprints (``VoiceLibrary.voices()``).
+        threshold: cosine similarity needed (default :data:`MATCH_THRESHOLD`).
+        min_seconds: speech seconds a speaker needs before it is compared (default
+            :data:`MIN_EVIDENCE_SECONDS`).
+
+    Attributes:
+        matches: label -> :class:`Match`, for every label named so far (never changed once set).
+    """
+
+    def __init__(self, voices: Iterable[Voiceprint], threshold: float = MATCH_THRESHOLD,
+                 min_seconds: float = MIN_EVIDENCE_SECONDS) -> None:
+        self.voices = list(voices)
+        self.threshold = threshold
+        self.min_seconds = min_seconds
+        self.matches: dict[str, Match] = {}
+
+    def update(self, speakers: Iterable[SpeakerLike], skip: Iterable[str] = ()) -> list[Match]:
+        """Compare the speakers not yet named with the voices not yet given to a label.
+
+        Args:
+            speakers: the live speakers (``OnlineDiarizer.speakers``).
+            skip: labels never to name (e.g. labels the user named).
+
+        Returns:
+            the new matches of this call (also added to :attr:`matches`).
+        """
+        skipped = set(skip)
+        taken = {m.voice.name for m in self.matches.values()}
+        new: list[Match] = []
+        for s in speakers:
+            if s.label in self.matches or s.label in skipped or s.seconds < self.min_seconds:
+                continue
+            free = [v for v in self.voices if v.name not in taken]
+            voice, sim = best_match(s.centroid, free, self.threshold)
+            if voice is not None:
+                m = Match(s.label, voice, round(sim, 4), round(float(s.seconds), 2))
+                self.matches[s.label] = m
+                taken.add(voice.name)
+                new.append(m)
+        return new
+
+    @property
+    def participants(self) -> list[Participant]:
+        """The participant records of the voices matched so far (registered participants)."""
+        return [m.voice.participant for m in self.matches.values()]
+
+    def stamp(self, turn_metadata: Mapping[str, object], label: str) -> dict[str, object]:
+        """The metadata of a turn of ``label`` with its voice's name and identity stamped
+        (``sender_name``, ``identity_id``, ``voice_similarity``); unchanged when not matched."""
+        meta = dict(turn_metadata)
+        m = self.matches.get(label)
+        if m is not None:
+            meta["sender_name"] = m.voice.name
+            meta["identity_id"] = m.voice.participant.id
+            meta["voice_similarity"] = m.similarity
+        return meta
+
+
+@dataclass(frozen=True)
+class EnrolOutcome:
+    """What :func:`enrol_named_speakers` did for one name.
+
+    Attributes:
+        name: the person's name.
+        labels: the diarizer labels that carried the name.
+        seconds: their seconds of speech in this meeting.
+        enrolled: the stored voiceprint, or None when refused.
+        reason: why it was refused ("" when enrolled).
+    """
+
+    name: str
+    labels: tuple[str, ...]
+    seconds: float
+    enrolled: Voiceprint | None
+    reason: str = ""
+
+
+def enrol_named_speakers(library: VoiceLibrary, speakers: Iterable[SpeakerLike], names: Mapping[str, str],
+                         skip: Iterable[str] = (), min_seconds: float = MIN_ENROL_SECONDS) -> list[EnrolOutcome]:
+    """Enrol the voice of every speaker a hook or the user named, at the end of a meeting.
+
+    Labels with the same name are pooled (each centroid weighted by its seconds). A name with
+    less than ``min_seconds`` of speech is refused, with the reason.
+
+    Args:
+        library: where to store the voiceprints.
+        speakers: the meeting's live speakers (``OnlineDiarizer.speakers``).
+        names: label -> name (``HookRunner.names``: ``--speaker-names`` and hook renames).
+        skip: labels not to enrol (e.g. labels the library itself named).
+        min_seconds: least speech per name.
+
+    Returns:
+        one :class:`EnrolOutcome` per name, in order of first label.
+    """
+    skipped = set(skip)
+    pooled: dict[str, tuple[list[str], np.ndarray, float]] = {}
+    for s in speakers:
+        name = (names.get(s.label) or "").strip()
+        if not name or s.label in skipped or s.seconds <= 0:
+            continue
+        labels, total, secs = pooled.get(name, ([], np.zeros(DIMENSION), 0.0))
+        labels.append(s.label)
+        pooled[name] = (labels, total + np.asarray(s.centroid, dtype=np.float64) * s.seconds, secs + s.seconds)
+    out = []
+    for name, (labels, total, secs) in pooled.items():
+        try:
+            voice = library.enrol(name, total, secs, min_seconds)
+            out.append(EnrolOutcome(name, tuple(labels), round(secs, 2), voice))
+        except VoiceprintError as exc:
+            out.append(EnrolOutcome(name, tuple(labels), round(secs, 2), None, str(exc)))
+    return out
+
+
+def embed_speech(samples: np.ndarray, encoder, vad: str = "silero") -> tuple[np.ndarray, float]:
+    """The voiceprint vector of a recording of one person, and its seconds of speech.
+
+    The recording is cut into utterances by the VAD endpointer (:mod:`voicekit.vad`) and each
+    utterance is embedded in windows as the online diarizer embeds it
+    (:meth:`SpeakerEncoder.embed_windows`); seconds are counted as the diarizer counts them
+    (windows x hop).
+
+    Args:
+        samples: ``(n_samples,)`` float32 at 16 kHz, one speaker.
+        encoder: a :class:`~voicekit.diarization.encoder.SpeakerEncoder`.
+        vad: the VAD name (:func:`voicekit.vad.make_vad`).
+
+    Returns:
+        ``((256,) float32 unit vector, seconds)``.
+
+    Raises:
+        VoiceprintError: when the VAD finds no speech.
+    """
+    from voicekit.vad import Endpointer, make_vad
+
+    endpointer = Endpointer(make_vad(vad))
+    utterances = list(endpointer.push(np.asarray(samples, dtype=np.float32))) + list(endpointer.flush())
+    vectors = [encoder.embed_windows(u.samples, u.start).vectors for u in utterances]
+    vectors = [v for v in vectors if len(v)]
+    if not vectors:
+        raise VoiceprintError("no speech found in the recording; give a recording of the person speaking")
+    windows = np.concatenate(vectors)
+    return voiceprint_vector(windows), len(windows) * encoder.hop_frames / 100
