@@ -29,14 +29,14 @@ from voicekit.vad import Endpointer, EndpointerOptions, make_vad
 HELD_OUT = {"sample"}
 
 
-def transcribe_all(files, vad: str, hangover: float, cache: Path):
-    path = cache / f"stt-{vad}-{hangover}.pkl"
+def transcribe_all(files, vad: str, hangover: float, cache: Path, threshold: float = 0.5):
+    path = cache / (f"stt-{vad}-{hangover}.pkl" if threshold == 0.5 else f"stt-{vad}-{hangover}-t{threshold}.pkl")
     if path.exists():
         return pickle.loads(path.read_bytes())
     stt = Transcriber()
     data = {}
     for f in files:
-        ep = Endpointer(make_vad(vad), EndpointerOptions(hangover=hangover))
+        ep = Endpointer(make_vad(vad), EndpointerOptions(hangover=hangover, threshold=threshold))
         utts = []
         for block in FileSource(f.audio):
             utts.extend(ep.push(block))
@@ -52,6 +52,7 @@ def main() -> int:
     ap.add_argument("--eval-dir", default=str(Path(__file__).resolve().parents[2] / "shared" / "eval"))
     ap.add_argument("--vad", default="silero")
     ap.add_argument("--hangover", type=float, default=0.6)
+    ap.add_argument("--vad-threshold", type=float, default=0.5, help="speech probability threshold of the endpointer")
     ap.add_argument("--window", type=float, default=1.0)
     ap.add_argument("--hop", type=float, default=0.25)
     ap.add_argument("--cache", default="/tmp/voicekit-tune")
@@ -60,7 +61,7 @@ def main() -> int:
     cache = Path(args.cache)
     cache.mkdir(parents=True, exist_ok=True)
     files = [f for f in load_index(args.eval_dir) if f.file_id not in HELD_OUT]
-    data = transcribe_all(files, args.vad, args.hangover, cache)
+    data = transcribe_all(files, args.vad, args.hangover, cache, args.vad_threshold)
     encoder = SpeakerEncoder(window=args.window, hop=args.hop)
     refs = {f.file_id: load_reference(f, probe(f.audio).duration) for f in files}
     names, values = [], []
