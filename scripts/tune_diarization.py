@@ -5,7 +5,7 @@ file (``sample``, the pyannote sample, is held out and never scored here).
 VAD + STT run once per file and are cached (``--cache``); each grid point then replays only the
 diarization. Prints pooled DER (collar 0.5, live and refined) per grid point, best first.
 
-    python scripts/tune_diarization.py --grid new_speaker_threshold=0.75,0.8,0.85 min_new_speaker_seconds=1,2
+    python scripts/tune_diarization.py --grid known_speaker_threshold=0.9,0.91 change_threshold=0.92,0.93
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 import numpy as np
 
 from _pipeline_support import components, eval_file, needs_eval
-from voicekit.diarization.online import DiarizerOptions, smooth_labels, snap_to_word_gaps
+from voicekit.diarization.online import DiarizerOptions, snap_to_word_gaps
 from voicekit.evaluation import load_reference, refined_view, score_der, turns_to_annotation
 from voicekit.pipeline import Pipeline, PipelineOptions
 from voicekit.sources import FileSource
@@ -52,8 +52,3 @@ def test_changes_snap_to_the_nearest_word_gap():
     assert snap_to_word_gaps([0.45, 1.9], words) == [0.5, 1.5]
     assert snap_to_word_gaps([0.45, 0.55], words) == [0.5]
     assert snap_to_word_gaps([1.0], words[:1]) == []
-
-
-def test_short_label_runs_are_smoothed():
-    assert smooth_labels(np.array([0, 0, 0, 1, 0, 0, 2, 2, 2]), 2).tolist() == [0, 0, 0, 0, 0, 0, 2, 2, 2]
-    assert smooth_labels(np.array([0, 1, 1]), 2).tolist() == [1, 1, 1]

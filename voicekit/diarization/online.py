@@ -5,16 +5,21 @@ use the whole utterance and everything heard before it, never the future. For ea
 
 1. embed sliding windows (:class:`~voicekit.diarization.encoder.SpeakerEncoder`, 1.0 s every
    0.25 s), keeping windows that are mostly speech;
-2. cluster the utterance's windows (spectral clustering with the eigengap, as in refinement);
-3. give each local cluster to the most similar known speaker, or open a new speaker when no
-   known speaker is similar enough (``new_speaker_threshold``), within the speaker-count limits;
-   runs shorter than ``min_run_windows`` are smoothed away;
-4. where the window labels change, place a speaker change, moved to the nearest gap between
-   words; each word takes the speaker of the piece that holds its midpoint.
+2. find speaker changes inside the utterance by binary segmentation: split where the mean
+   embeddings left and right of a point are least alike, while they are less alike than the same
+   speaker's would be (``change_threshold``), and again inside each part;
+3. give each part, in time order, to the known speaker it matches best, or open a new speaker
+   when none matches (``known_speaker_threshold``), within the speaker-count limits;
+4. move each change to the nearest gap between words; each word takes the speaker of the piece
+   that holds its midpoint.
 
-Per-speaker state is one centroid (a sum of window embeddings): memory does not grow with the
-meeting, except the window history kept for offline refinement.
-Labels are "Speaker A", "Speaker B"… in order of first appearance, and never change once given.
+Similarities are compared after correcting for the amount of evidence (see
+:func:`evidence_similarity`): the mean of a few noisy window embeddings is less like its speaker's
+mean than the mean of many, so a fixed cosine threshold splits short stretches of one speaker and
+merges long stretches of two. Per-speaker state is one centroid (a sum of window embeddings) and a
+window count: memory does not grow with the meeting, except the window history kept for offline
+refinement. Labels are "Speaker A", "Speaker B"… in order of first appearance, and never change
+once given.
 """
 
 from __future__ import annotations
@@ -24,28 +29,39 @@ from dataclasses import dataclass
 import numpy as np
 
 from voicekit.diarization.encoder import SpeakerEncoder, WindowEmbeddings
-from voicekit.diarization.refine import spectral_clusters
 from voicekit.turns import Word, speaker_label
 from voicekit.vad import Utterance
 
 
 @dataclass(frozen=True)
 class DiarizerOptions:
-    """Options of the online diarizer (similarities are cosine similarities in [-1, 1]).
+    """Options of the online diarizer.
+
+    The two thresholds apply to evidence-corrected similarities (:func:`evidence_similarity`:
+    about 1.0 for two stretches of the same speaker, whatever their length). Their values are the
+    best of a grid on the 18 evaluation files other than the acceptance file
+    (``python scripts/tune_diarization.py``; docs/accuracy.md).
 
     Attributes:
-        new_speaker_threshold: a local cluster whose best similarity to the known speakers'
-            centroids is below this opens a new speaker (0.8: the best of a grid on the 18
-            evaluation files other than the acceptance file, scripts/tune_diarization.py).
-        min_run_windows: label runs shorter than this many windows are smoothed away.
-        min_new_speaker_seconds: a cluster shorter than this (seconds) never opens a new speaker
-            when one exists (short pieces give unreliable embeddings).
+        change_threshold: a point inside an utterance is a speaker change when the stretches
+            before and after it are less alike than this (0.92).
+        known_speaker_threshold: a stretch less alike than this to every known speaker opens a
+            new speaker (0.91).
+        speaker_share: the mean cosine similarity of two window embeddings of the same speaker
+            (0.77: the mean over the evaluation files' reference speakers); it sets how fast the
+            similarity of a mean embedding to its speaker grows with the evidence.
+        min_segment_windows: no speaker change leaves fewer windows than this on either side (4:
+            1.75 s of audio at the default window and hop).
+        min_new_speaker_seconds: a stretch shorter than this (seconds) never opens a new speaker
+            when one exists (short stretches give unreliable embeddings).
         num_speakers / min_speakers / max_speakers: speaker-count constraints (None = automatic);
             ``num_speakers`` is both the minimum and the maximum.
     """
 
-    new_speaker_threshold: float = 0.8
-    min_run_windows: int = 2
+    change_threshold: float = 0.92
+    known_speaker_threshold: float = 0.91
+    speaker_share: float = 0.77
+    min_segment_windows: int = 4
     min_new_speaker_seconds: float = 1.0
     num_speakers: int | None = None
     min_speakers: int | None = None
@@ -70,11 +86,13 @@ class SpeakerState:
         label: "Speaker A"….
         total: ``(256,)`` float64 sum of the speaker's window embeddings.
         seconds: seconds of speech attributed.
+        windows: number of window embeddings in ``total``.
     """
 
     label: str
     total: np.ndarray
     seconds: float = 0.0
+    windows: int = 0
 
     @property
     def centroid(self) -> np.ndarray:
@@ -102,6 +120,34 @@ class Piece:
 def _unit(v: np.ndarray) -> np.ndarray:
     n = np.linalg.norm(v)
     return v / n if n > 0 else v
+
+
+def evidence_similarity(sum_a: np.ndarray, seconds_a: float, sum_b: np.ndarray, seconds_b: float,
+                        window: float, share: float) -> float:
+    """Cosine similarity of two mean embeddings, divided by what it is expected to be for one speaker.
+
+    Model: a unit window embedding is its speaker's direction (energy ``share``) plus noise
+    (energy ``1 - share``) that is independent between windows that do not overlap. The mean of
+    windows covering ``s`` seconds then keeps a fraction ``g = sqrt(share / (share + (1 - share)
+    / n))`` of its speaker's direction, with ``n = s / window`` independent windows, and two
+    means of the same speaker have cosine similarity about ``g_a * g_b``. The ratio is about 1.0
+    for the same speaker whatever the evidence, and below 1.0 for different speakers.
+
+    Args:
+        sum_a / sum_b: ``(d,)`` sums (or means) of unit window embeddings.
+        seconds_a / seconds_b: seconds of audio the windows cover (at least one window).
+        window: window length in seconds.
+        share: mean cosine similarity of two windows of the same speaker
+            (:attr:`DiarizerOptions.speaker_share`).
+
+    Returns:
+        The corrected similarity (float; not bounded by 1).
+    """
+    def kept(seconds: float) -> float:
+        n = max(1.0, seconds / window)
+        return float(np.sqrt(share / (share + (1.0 - share) / n)))
+
+    return float(_unit(sum_a) @ _unit(sum_b)) / (kept(seconds_a) * kept(seconds_b))
 
 
 def snap_to_word_gaps(changes: list[float], words: list[Word]) -> list[float]:
@@ -161,63 +207,87 @@ class OnlineDiarizer:
             mask = labels == idx
             if mask.any():
                 state.total += vectors[mask].astype(np.float64).sum(axis=0)
+                state.windows += int(mask.sum())
                 state.seconds += float(mask.sum()) * self.encoder.hop_frames / 100
 
-    def _open(self, direction: np.ndarray) -> int:
-        # a tiny weight on the opening cluster's direction, so that a second cluster of the same
-        # utterance can be compared with it before the windows are added in _remember
-        self.speakers.append(SpeakerState(speaker_label(len(self.speakers)),
-                                          direction.astype(np.float64) * 1e-3))
-        return len(self.speakers) - 1
+    def _covered(self, windows: int) -> float:
+        """Seconds of audio that ``windows`` consecutive windows cover."""
+        return (max(windows, 1) - 1) * self.encoder.hop_frames / 100 + self.encoder.window_frames / 100
 
-    def _nearest(self, vector: np.ndarray) -> tuple[int, float]:
-        sims = np.array([float(vector @ s.centroid) for s in self.speakers])
-        best = int(np.argmax(sims))
-        return best, float(sims[best])
+    def _similarity(self, sum_a: np.ndarray, n_a: int, sum_b: np.ndarray, n_b: int) -> float:
+        return evidence_similarity(sum_a, self._covered(n_a), sum_b, self._covered(n_b),
+                                   self.encoder.window_frames / 100, self.opt.speaker_share)
 
     # --- decision -----------------------------------------------------------------------------
+    def _segment(self, vectors: np.ndarray, lo: int, hi: int, out: list[tuple[int, int]]) -> None:
+        """Binary segmentation of windows ``lo:hi`` at the least alike split point, recursively,
+        while the two sides are less alike than ``change_threshold``; appends ``(lo, hi)`` parts."""
+        m = self.opt.min_segment_windows
+        n = hi - lo
+        best_k, best_sim = None, self.opt.change_threshold
+        if n >= 2 * m:
+            cum = np.cumsum(vectors[lo:hi], axis=0)
+            for k in range(m, n - m + 1):
+                sim = self._similarity(cum[k - 1], k, cum[-1] - cum[k - 1], n - k)
+                if sim < best_sim:
+                    best_k, best_sim = lo + k, sim
+        if best_k is None:
+            out.append((lo, hi))
+        else:
+            self._segment(vectors, lo, best_k, out)
+            self._segment(vectors, best_k, hi, out)
+
     def _label_windows(self, vectors: np.ndarray) -> np.ndarray:
         """Speaker index for each window of a new utterance.
 
-        The utterance's windows are clustered on their own (spectral clustering, eigengap); each
-        local cluster, largest first, goes to the known speaker with the most similar centroid
-        (speakers opened by an earlier cluster of the same utterance included), or opens a new
-        speaker when none reaches ``new_speaker_threshold`` and the cluster holds at least
-        ``min_new_speaker_seconds`` of speech (always, for the first speaker). Over-split local
-        clusters of one speaker therefore end up with the same speaker.
+        The utterance is cut at speaker changes (:meth:`_segment`); each part, in time order, goes
+        to the known speaker it is most alike (:func:`evidence_similarity` of the part's windows
+        and the speaker's windows, those given to it earlier in this utterance included), or
+        opens a new speaker when none reaches ``known_speaker_threshold`` and the part is at least
+        ``min_new_speaker_seconds`` long (always, for the first speaker of the meeting), within
+        the speaker-count limits.
         """
         opt = self.opt
         cap = opt.speaker_cap
-        known = len(self.speakers)
-        local = spectral_clusters(vectors, None, 1, cap or 8)
-        labels = np.full(len(vectors), -1, dtype=int)
+        vectors = vectors.astype(np.float64)
+        parts: list[tuple[int, int]] = []
+        self._segment(vectors, 0, len(vectors), parts)
+        # evidence per speaker for this utterance's decisions: the emitted windows plus the parts
+        # given to it so far in this utterance (added to the speaker's state in _remember)
+        sums = [s.total.copy() for s in self.speakers]
+        counts = [s.windows for s in self.speakers]
+        labels = np.zeros(len(vectors), dtype=int)
         window_seconds = self.encoder.hop_frames / 100
-        for c in sorted(set(local.tolist()), key=lambda k: -int((local == k).sum())):
-            mask = local == c
-            centroid = _unit(vectors[mask].astype(np.float64).mean(axis=0))
-            if not self.speakers:
-                labels[mask] = self._open(centroid)
-                continue
-            best, sim = self._nearest(centroid)
+        for lo, hi in parts:
+            part_sum, n = vectors[lo:hi].sum(axis=0), hi - lo
+            sims = [self._similarity(part_sum, n, total, count) if count else -np.inf
+                    for total, count in zip(sums, counts)]
+            best = int(np.argmax(sims)) if sims else -1
             at_cap = cap is not None and len(self.speakers) >= cap
             below_min = opt.speaker_floor is not None and len(self.speakers) < opt.speaker_floor
-            long_enough = mask.sum() * window_seconds >= opt.min_new_speaker_seconds
-            if not at_cap and (below_min or (long_enough and sim < opt.new_speaker_threshold)):
-                labels[mask] = self._open(centroid)
-            else:
-                labels[mask] = best
-        labels = smooth_labels(labels, opt.min_run_windows)
-        # speakers opened here are numbered by their first window in time, and one whose windows
-        # were all smoothed away is forgotten: labels stay "Speaker A, B, C…" in order of first
-        # appearance, without gaps
-        kept = [int(i) for i in dict.fromkeys(labels.tolist()) if i >= known]
-        if kept != list(range(known, len(self.speakers))):
-            remap = {old: known + new for new, old in enumerate(kept)}
-            self.speakers = self.speakers[:known] + [self.speakers[i] for i in kept]
-            for i, state in enumerate(self.speakers[known:], start=known):
-                state.label = speaker_label(i)
-            labels = np.array([remap.get(int(x), int(x)) for x in labels], dtype=int)
+            long_enough = n * window_seconds >= opt.min_new_speaker_seconds
+            if not self.speakers or (not at_cap and (below_min or (long_enough and sims[best] < opt.known_speaker_threshold))):
+                self.speakers.append(SpeakerState(speaker_label(len(self.speakers)), np.zeros(vectors.shape[1])))
+                sums.append(np.zeros(vectors.shape[1]))
+                counts.append(0)
+                best = len(self.speakers) - 1
+            sums[best] = sums[best] + part_sum
+            counts[best] += n
+            labels[lo:hi] = best
         return labels
+
+    def _forget_unused(self, known: int, owners: list[int]) -> None:
+        """Drop the speakers opened in this utterance that own no piece (their change did not
+        fall on a word gap) and renumber the others by first appearance, rewriting ``owners``:
+        labels stay "Speaker A, B, C…" in order of first appearance, without gaps."""
+        kept = [i for i in dict.fromkeys(owners) if i >= known]
+        if kept == list(range(known, len(self.speakers))):
+            return
+        remap = {old: known + new for new, old in enumerate(kept)}
+        self.speakers = self.speakers[:known] + [self.speakers[i] for i in kept]
+        for i, state in enumerate(self.speakers[known:], start=known):
+            state.label = speaker_label(i)
+        owners[:] = [remap.get(i, i) for i in owners]
 
     def process(self, utt: Utterance, words: list[Word]) -> tuple[list[Word], list[Piece]]:
         """Diarize one utterance.
@@ -235,25 +305,29 @@ class OnlineDiarizer:
         if len(emb) == 0:
             return [], []
         self.history.append((utt.index, emb))
+        known = len(self.speakers)
         labels = self._label_windows(emb.vectors)
         centers = emb.centers
         changes = [float((centers[i - 1] + centers[i]) / 2) for i in range(1, len(labels)) if labels[i] != labels[i - 1]]
-        changes = snap_to_word_gaps(changes, words)
-        bounds = [utt.start] + changes + [utt.end]
-        pieces: list[Piece] = []
+        bounds = [utt.start] + snap_to_word_gaps(changes, words) + [utt.end]
+        spans, owners = [], []
         for a, b in zip(bounds[:-1], bounds[1:]):
             mask = (centers >= a) & (centers < b)
             if not mask.any():
                 mask = np.abs(centers - (a + b) / 2) == np.min(np.abs(centers - (a + b) / 2))
-            idx = int(np.bincount(labels[mask]).argmax())
-            label = self.speakers[idx].label
+            spans.append((a, b, mask))
+            owners.append(int(np.bincount(labels[mask]).argmax()))
+        self._forget_unused(known, owners)
+        pieces: list[Piece] = []
+        for (a, b, mask), idx in zip(spans, owners):
+            state = self.speakers[idx]
             vector = _unit(emb.vectors[mask].astype(np.float64).mean(axis=0))
-            sim = float(vector @ self.speakers[idx].centroid) if self.speakers[idx].seconds else 1.0
-            if pieces and pieces[-1].speaker == label:
+            sim = float(vector @ state.centroid) if state.windows else 1.0
+            if pieces and pieces[-1].speaker == state.label:
                 prev = pieces.pop()
-                pieces.append(Piece(prev.start, b, label, min(prev.similarity, sim)))
+                pieces.append(Piece(prev.start, b, state.label, min(prev.similarity, sim)))
             else:
-                pieces.append(Piece(a, b, label, sim))
+                pieces.append(Piece(a, b, state.label, sim))
         out = []
         for w in words:
             mid = (w.start + w.end) / 2
@@ -265,30 +339,3 @@ class OnlineDiarizer:
                             for c in centers])
         self._remember(emb.vectors, emitted)
         return out, pieces
-
-
-def smooth_labels(labels: np.ndarray, min_run: int) -> np.ndarray:
-    """Relabel runs shorter than ``min_run`` windows with the label of the longer neighbouring run."""
-    labels = labels.copy()
-    if min_run <= 1 or len(labels) <= min_run:
-        return labels
-    changed = True
-    while changed:
-        changed = False
-        runs = []
-        start = 0
-        for i in range(1, len(labels) + 1):
-            if i == len(labels) or labels[i] != labels[start]:
-                runs.append((start, i))
-                start = i
-        if len(runs) <= 1:
-            break
-        for j, (a, b) in enumerate(runs):
-            if b - a < min_run:
-                left = runs[j - 1] if j > 0 else None
-                right = runs[j + 1] if j + 1 < len(runs) else None
-                pick = max((r for r in (left, right) if r), key=lambda r: r[1] - r[0])
-                labels[a:b] = labels[pick[0]]
-                changed = True
-                break
-    return labels
