@@ -168,7 +168,8 @@ def normalize(samples: np.ndarray, sample_rate: float, channel: int | None = Non
     if a.ndim == 2 and a.shape[0] <= 8 and a.shape[1] > a.shape[0]:
         a = a.T  # channels first, as librosa and torchaudio give it
     mono = downmix(PcmNormalizer()(a), channel)
-    return resample(mono, int(rate))
+    # resampling a full-scale step rings past ±1 (Gibbs): clipped, so the range holds at 16 kHz too
+    return np.clip(resample(mono, int(rate)), -1.0, 1.0)
 
 
 def downmix(samples: np.ndarray, channel: int | None = None) -> np.ndarray:
