@@ -21,6 +21,8 @@ from voicekit.store import MeetingStore
 
 
 def build(path: Path, n: int) -> None:
+    """A meeting store ``path/meeting.sqlite`` of ``n`` two-word turns of three speakers, 1 s
+    apart (also used by tests/test_robust_faults.py)."""
     store = MeetingStore(path / "meeting.sqlite")
     words = json.dumps([[0.0, 0.4, " hello", 0.9, "Speaker A"], [0.4, 0.8, " there", 0.8, "Speaker A"]])
     with store.conn:

@@ -5,12 +5,17 @@ import errno
 import json
 import pathlib
 import sqlite3
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+from bench_export import build as build_long_meeting  # noqa: E402
 
 from voicekit.hooks import HookResult, HookRunner
 from voicekit.outputs import OutputError, write_all
@@ -163,16 +168,7 @@ def test_export_of_50000_turns_runs_a_fixed_number_of_queries(tmp_path):
     from voicekit.cli import main
 
     n = 50_000
-    store = MeetingStore(tmp_path / "meeting.sqlite")
-    words = json.dumps([[0.0, 0.4, " hello", 0.9, "Speaker A"], [0.4, 0.8, " there", 0.8, "Speaker A"]])
-    with store.conn:
-        store.conn.executemany(
-            'INSERT INTO turns(channel, speaker, sender_name, text, start, "end", words, metadata, emitted_at,'
-            " committed_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
-            [("replay", f"Speaker {'ABC'[i % 3]}", "", "hello there", i * 1.0, i * 1.0 + 0.8, words, "{}",
-              i + 1.0, 0.0) for i in range(n)])
-    store.set_meta(stem="long")
-    store.close()
+    build_long_meeting(tmp_path, n)  # the store scripts/bench_export.py times
 
     statements: list[str] = []
     real_init = MeetingStore.__init__
