@@ -278,8 +278,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
         result = None
     except StoreError as exc:
         kept = _committed_turns(store_path)
-        raise CliError(f"{exc}; the {_plural(kept, 'turn')} committed before are kept: free space, then "
-                       f"run `voicekit export {out}` to write the outputs") from exc
+        raise CliError(f"{exc}; the {_plural(kept, 'turn')} committed before {'is' if kept == 1 else 'are'} "
+                       f"kept: free space, then run `voicekit export {out}` to write the outputs") from exc
     finally:
         if progress is not None:
             progress.stop()
@@ -326,8 +326,9 @@ def _write_outputs(turns, out: Path, stem: str, meta: dict, suffix: str = "") ->
     try:
         return write_all(turns, out, stem, meta, suffix=suffix)
     except OutputError as exc:
-        raise CliError(f"{exc}; the {_plural(len(turns), 'turn')} are safe in {out / 'meeting.sqlite'}: free "
-                       f"space, then run `voicekit export {out}`") from exc
+        n = len(turns)
+        raise CliError(f"{exc}; the {_plural(n, 'turn')} {'is' if n == 1 else 'are'} safe in "
+                       f"{out / 'meeting.sqlite'}: free space, then run `voicekit export {out}`") from exc
 
 
 # --- realtime session (--session) -----------------------------------------------------------
