@@ -70,6 +70,29 @@ def test_the_same_speech_at_any_rate_gives_the_same_turns(tmp_path, at_16k, rate
     assert wer(_text(at_16k), _text(turns)) <= 0.05
 
 
+@pytest.fixture(scope="module")
+def jfk_native(tmp_path_factory):
+    """jfk.flac's own 44.1 kHz downmix, and its turns."""
+    x, rate = sf.read(JFK, dtype="float32")
+    assert rate == 44100
+    mono = x.mean(axis=1)
+    turns, _ = _run(_blocks(resample(mono, 44100), 1600))
+    return mono, turns
+
+
+@pytest.mark.parametrize("rate", [16000, 22050, 48000])
+def test_speech_recorded_at_44k_gives_the_same_turns_at_other_rates(tmp_path, jfk_native, rate):
+    """A recording made at 44.1 kHz (content up to 22 kHz), converted to each rate as a file."""
+    mono, ref = jfk_native
+    path = tmp_path / f"jfk_{rate}.wav"
+    sf.write(path, resample(mono, 44100, rate), rate, subtype="PCM_16")
+    turns, _ = _run(FileSource(path))
+    assert len(turns) == len(ref) and {t.speaker for t in turns} == {t.speaker for t in ref}
+    for a, b in zip(turns, ref):
+        assert abs(a.start - b.start) <= 0.3 and abs(a.end - b.end) <= 0.3
+    assert wer(_text(ref), _text(turns)) <= 0.05
+
+
 def test_8k_telephone_audio_keeps_every_speaker(tmp_path, at_16k):
     path = tmp_path / "falcon_8k.wav"
     sf.write(path, resample(load_audio(FALCON), 16000, 8000), 8000, subtype="PCM_16")

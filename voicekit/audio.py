@@ -440,11 +440,12 @@ def _read_av_blocks(path: Path, info: AudioInfo) -> Iterator[tuple[np.ndarray, i
         with av.open(str(path)) as container:
             stream = container.streams.audio[0]
             resampler = av.AudioResampler(format="flt", layout=None, rate=info.sample_rate)
+            normalize_block = PcmNormalizer(str(path))  # lossy decoders overshoot full scale
             for frame in container.decode(stream):
                 for out in resampler.resample(frame):
                     arr = out.to_ndarray()  # (1, n*ch) packed float
                     ch = out.layout.nb_channels if hasattr(out.layout, "nb_channels") else len(out.layout.channels)
-                    yield arr.reshape(-1, ch).astype(np.float32), info.sample_rate
+                    yield normalize_block(arr.reshape(-1, ch)), info.sample_rate
     except Exception as exc:  # noqa: BLE001
         raise AudioError(f"{path}: decoding failed ({type(exc).__name__}: {exc})") from exc
 
