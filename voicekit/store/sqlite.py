@@ -175,6 +175,10 @@ class MeetingStore:
         The turn's ``refined_speaker`` is the label of most of its words (a tie keeps the live
         label); a turn whose words
         disagree is split into several refined turns by :meth:`turns` (``refined=True``).
+
+        Raises:
+            StoreError: when the store cannot be written (disk full, read-only); the live
+                labels are untouched.
         """
         live = dict(self.conn.execute("SELECT id, speaker FROM turns"))
         rows = []
@@ -182,8 +186,11 @@ class MeetingStore:
             # the label of most words; a tie keeps the live label
             major = max(sorted(set(labels)), key=lambda x: (labels.count(x), x == live.get(tid))) if labels else None
             rows.append((major, json.dumps(labels), tid))
-        with self.conn:
-            self.conn.executemany("UPDATE turns SET refined_speaker = ?, refined_words = ? WHERE id = ?", rows)
+        try:
+            with self.conn:
+                self.conn.executemany("UPDATE turns SET refined_speaker = ?, refined_words = ? WHERE id = ?", rows)
+        except sqlite3.Error as exc:
+            raise self._write_error(exc) from exc
 
     def changed_turns(self) -> list[tuple[int, str, str]]:
         """Turns whose refined speaker differs from the live one: ``(turn id, live, refined)``."""
