@@ -8,7 +8,9 @@ file read block by block gives the same samples as the file resampled whole.
 
 from __future__ import annotations
 
+import io
 import logging
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +38,8 @@ class AudioInfo:
         channels: number of channels.
         duration: length in seconds.
         subtype: the sample format as the decoder names it ("PCM_16", "FLOAT", "aac"…).
+        declared_duration: for a truncated file, the length in seconds its header declares
+            (``duration`` is what it holds); None otherwise.
     """
 
     path: Path
@@ -43,16 +47,87 @@ class AudioInfo:
     channels: int
     duration: float
     subtype: str
+    declared_duration: float | None = None
+
+
+class PcmNormalizer:
+    """Convert PCM blocks of one stream to float32 in [-1, 1], with one decision per stream.
+
+    Integer PCM is scaled by its full scale (int16: 32768, int32: 2**31, uint8: offset 128).
+    Float PCM is expected in [-1, 1]; two faults are common (samples written as integers into a
+    float array, and decoders overshooting full scale), and they are told apart by the peak:
+
+    - a peak above 2.0: the stream is unscaled 16-bit PCM; it is divided by 32768 (warned once),
+      and so is every later block of the stream, whatever its peak;
+    - a peak in (1.0, 2.0]: the stream overshoots full scale; samples are clipped to [-1, 1]
+      (warned once per stream, not once per block);
+    - NaN and infinite samples are replaced by 0 and ±1 (warned once).
+
+    Args:
+        name: what the warnings call the stream (a path, ``"mic"``…).
+    """
+
+    def __init__(self, name: str = "audio") -> None:
+        self.name = name
+        self.unscaled = False
+        self._warned: set[str] = set()
+
+    def _warn_once(self, key: str, message: str, *args: object) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            log.warning(message, *args)
+
+    def __call__(self, samples: np.ndarray) -> np.ndarray:
+        """Convert one block.
+
+        Args:
+            samples: ``(n_samples,)`` or ``(n_samples, n_channels)`` int16, int32, uint8, float16,
+                float32 or float64.
+
+        Returns:
+            float32 array of the same shape, in [-1, 1].
+
+        Raises:
+            AudioError: for a dtype that is not audio (complex, object, bool, str).
+        """
+        a = np.asarray(samples)
+        if a.dtype == np.int16:
+            return (a.astype(np.float32) / 32768.0).astype(np.float32)
+        if a.dtype == np.int32:
+            return (a.astype(np.float64) / 2147483648.0).astype(np.float32)
+        if a.dtype == np.uint8:
+            return ((a.astype(np.float32) - 128.0) / 128.0).astype(np.float32)
+        if a.dtype.kind != "f":
+            raise AudioError(f"samples of dtype {a.dtype} are not audio: pass int16/int32/float32 PCM")
+        out = a.astype(np.float32)
+        if out.size and not np.isfinite(out).all():
+            # float16/float64 values beyond float32's range become inf here: +-1 after scaling
+            out = np.nan_to_num(out, nan=0.0, posinf=1.0 if not self.unscaled else 32767.0,
+                                neginf=-1.0 if not self.unscaled else -32768.0)
+            self._warn_once("nan", "%s holds NaN or infinite samples; they were replaced by 0 / ±1", self.name)
+        peak = float(np.max(np.abs(out))) if out.size else 0.0
+        if not self.unscaled and peak > 2.0:
+            self.unscaled = True
+            self._warn_once("unscaled", "%s: float audio peaks at %.1f: taken for unscaled 16-bit PCM and "
+                            "divided by 32768 (scale float samples to [-1, 1] to silence this)", self.name, peak)
+        if self.unscaled:
+            out = out / np.float32(32768.0)
+            peak /= 32768.0
+        if peak > 1.0:
+            self._warn_once("clip", "%s: float audio peaks at %.2f (> 1.0): clipped to [-1, 1]", self.name, peak)
+        return np.clip(out, -1.0, 1.0).astype(np.float32, copy=False)
 
 
 def to_float32(samples: np.ndarray) -> np.ndarray:
-    """Convert PCM samples of any common dtype to float32 in [-1, 1].
+    """Convert one array of PCM samples of any common dtype to float32 in [-1, 1].
+
+    A one-block :class:`PcmNormalizer`: see it for the scaling rules (int16 by 32768; a float
+    peak above 2.0 is unscaled 16-bit PCM, rescaled with a warning; a float peak in (1.0, 2.0]
+    is clipped with a warning). For a stream of blocks use one :class:`PcmNormalizer`.
 
     Args:
         samples: ``(n_samples,)`` or ``(n_samples, n_channels)`` int16, int32, uint8, float16,
-            float32 or float64. Integer PCM is scaled by its full scale (int16: 32768). A float
-            array whose peak exceeds 2.0 is taken for unscaled int16 PCM and rescaled (with a
-            warning); a float peak between 1.0 and 2.0 is clipped (with a warning).
+            float32 or float64.
 
     Returns:
         float32 array of the same shape.
@@ -60,29 +135,41 @@ def to_float32(samples: np.ndarray) -> np.ndarray:
     Raises:
         AudioError: for a dtype that is not audio (complex, object, bool).
     """
+    return PcmNormalizer()(samples)
+
+
+def normalize(samples: np.ndarray, sample_rate: float, channel: int | None = None) -> np.ndarray:
+    """The entry point for audio held in memory: any PCM array to ``(n,)`` float32 mono at 16 kHz.
+
+    Args:
+        samples: ``(n_samples,)``, ``(n_samples, n_channels)`` or channels-first
+            ``(n_channels, n_samples)`` (taken as such when the first axis has at most 8 entries
+            and the second is longer) int16, int32, uint8, float16, float32 or float64; scaled
+            as :class:`PcmNormalizer` says.
+        sample_rate: the samples' rate in Hz (8000, 22050, 44100, 48000…).
+        channel: 0-based channel to keep instead of the mean of the channels.
+
+    Returns:
+        ``(n,)`` float32 at 16 kHz in [-1, 1], ``n = round(n_samples * 16000 / sample_rate)``.
+
+    Raises:
+        AudioError: a dtype that is not audio, a rate that is not a positive finite number, an
+            array of more than two dimensions, or a channel that does not exist.
+    """
     a = np.asarray(samples)
-    if a.dtype == np.int16:
-        return (a.astype(np.float32) / 32768.0).astype(np.float32)
-    if a.dtype == np.int32:
-        return (a.astype(np.float64) / 2147483648.0).astype(np.float32)
-    if a.dtype == np.uint8:
-        return ((a.astype(np.float32) - 128.0) / 128.0).astype(np.float32)
-    if a.dtype.kind == "f":
-        out = a.astype(np.float32)
-        peak = float(np.max(np.abs(out))) if out.size else 0.0
-        if not np.isfinite(peak):
-            out = np.nan_to_num(out, nan=0.0, posinf=1.0, neginf=-1.0)
-            peak = float(np.max(np.abs(out))) if out.size else 0.0
-            log.warning("audio held NaN or infinite samples; they were replaced by 0 / ±1")
-        if peak > 2.0:
-            log.warning(
-                "float audio peaks at %.1f: taken for unscaled 16-bit PCM and divided by 32768", peak
-            )
-            out = out / 32768.0
-        elif peak > 1.0:
-            log.warning("float audio peaks at %.2f (> 1.0): clipped to [-1, 1]", peak)
-        return np.clip(out, -1.0, 1.0).astype(np.float32)
-    raise AudioError(f"samples of dtype {a.dtype} are not audio: pass int16/int32/float32 PCM")
+    if a.ndim == 0 or a.ndim > 2:
+        raise AudioError(f"audio must be (n_samples,) or (n_samples, n_channels); got shape {a.shape}")
+    try:
+        rate = float(sample_rate)
+    except (TypeError, ValueError):
+        rate = float("nan")
+    if not np.isfinite(rate) or rate <= 0 or rate != int(rate):
+        raise AudioError(f"sample rate must be a positive whole number of Hz, got {sample_rate!r}")
+    if a.ndim == 2 and a.shape[0] <= 8 and a.shape[1] > a.shape[0]:
+        a = a.T  # channels first, as librosa and torchaudio give it
+    mono = downmix(PcmNormalizer()(a), channel)
+    # resampling a full-scale step rings past ±1 (Gibbs): clipped, so the range holds at 16 kHz too
+    return np.clip(resample(mono, int(rate)), -1.0, 1.0)
 
 
 def downmix(samples: np.ndarray, channel: int | None = None) -> np.ndarray:
@@ -93,8 +180,10 @@ def downmix(samples: np.ndarray, channel: int | None = None) -> np.ndarray:
         channel: 0-based channel to keep instead of the mean.
 
     Raises:
-        AudioError: if ``channel`` does not exist.
+        AudioError: if ``channel`` does not exist, or the array has no channel at all.
     """
+    if samples.ndim == 2 and samples.shape[1] == 0:
+        raise AudioError("the audio has 0 channels")
     if samples.ndim == 1:
         if channel not in (None, 0):
             raise AudioError(f"channel {channel} requested but the audio is mono: drop --channel")
@@ -118,9 +207,11 @@ class StreamResampler:
     Args:
         in_rate: input sample rate in Hz.
         out_rate: output sample rate in Hz (default 16000).
+        channels: 1 for ``(n,)`` blocks; more for ``(n, channels)`` blocks, each channel
+            resampled as if alone.
     """
 
-    def __init__(self, in_rate: int, out_rate: int = SAMPLE_RATE) -> None:
+    def __init__(self, in_rate: int, out_rate: int = SAMPLE_RATE, channels: int = 1) -> None:
         if in_rate <= 0:
             raise AudioError(f"sample rate must be positive, got {in_rate}")
         self.in_rate = int(in_rate)
@@ -128,18 +219,19 @@ class StreamResampler:
         self._stream = (
             None
             if self.in_rate == self.out_rate
-            else soxr.ResampleStream(self.in_rate, self.out_rate, 1, dtype="float32", quality="HQ")
+            else soxr.ResampleStream(self.in_rate, self.out_rate, channels, dtype="float32", quality="HQ")
         )
 
     def process(self, block: np.ndarray, last: bool = False) -> np.ndarray:
         """Resample one block.
 
         Args:
-            block: ``(n,)`` float32 mono at ``in_rate``.
+            block: ``(n,)`` float32 mono (``(n, channels)`` for several channels) at ``in_rate``.
             last: True for the final block (flushes the filter's delay line).
 
         Returns:
-            ``(m,)`` float32 at ``out_rate``; may be empty while the filter fills.
+            ``(m,)`` (or ``(m, channels)``) float32 at ``out_rate``; may be empty while the
+            filter fills.
         """
         block = np.ascontiguousarray(block, dtype=np.float32)
         if self._stream is None:
@@ -152,6 +244,72 @@ def resample(samples: np.ndarray, in_rate: int, out_rate: int = SAMPLE_RATE) -> 
     return StreamResampler(in_rate, out_rate).process(samples, last=True)
 
 
+RAW_SUBTYPES = {"s16le": "PCM_16", "s24le": "PCM_24", "s32le": "PCM_32", "f32le": "FLOAT", "u8": "PCM_U8"}
+"""Sample formats of headerless PCM (ffmpeg's names) and libsndfile's subtype for each."""
+
+_SAMPLE_BYTES = {"PCM_16": 2, "PCM_24": 3, "PCM_32": 4, "FLOAT": 4, "DOUBLE": 8, "PCM_U8": 1, "PCM_S8": 1}
+
+
+@dataclass(frozen=True)
+class RawPcm:
+    """How to read headerless PCM (a ``.raw``/``.pcm`` file, bytes from a socket).
+
+    Attributes:
+        sample_rate: rate in Hz.
+        sample_format: ``s16le`` (default), ``s24le``, ``s32le``, ``f32le`` or ``u8``.
+        channels: interleaved channels.
+
+    Raises:
+        AudioError: a rate that is not positive, an unknown format, or no channel.
+    """
+
+    sample_rate: int
+    sample_format: str = "s16le"
+    channels: int = 1
+
+    def __post_init__(self) -> None:
+        if self.sample_rate <= 0:
+            raise AudioError(f"raw PCM needs a positive sample rate, got {self.sample_rate}")
+        if self.sample_format not in RAW_SUBTYPES:
+            raise AudioError(f"unknown raw PCM format {self.sample_format!r}: use one of "
+                             f"{', '.join(RAW_SUBTYPES)}")
+        if self.channels < 1:
+            raise AudioError(f"raw PCM needs at least one channel, got {self.channels}")
+
+    @property
+    def frame_bytes(self) -> int:
+        """Bytes per frame (one sample of every channel)."""
+        return _SAMPLE_BYTES[RAW_SUBTYPES[self.sample_format]] * self.channels
+
+    def soundfile_args(self) -> dict:
+        """The keyword arguments with which libsndfile reads this PCM."""
+        return {"format": "RAW", "subtype": RAW_SUBTYPES[self.sample_format], "samplerate": self.sample_rate,
+                "channels": self.channels, "endian": "LITTLE"}
+
+
+def decode_pcm_bytes(data: bytes, raw: RawPcm, channel: int | None = None) -> np.ndarray:
+    """Headerless PCM bytes to ``(n,)`` float32 mono at 16 kHz.
+
+    Args:
+        data: the bytes, interleaved little-endian samples as ``raw`` says.
+        raw: their rate, sample format and channel count.
+        channel: 0-based channel to keep instead of the downmix.
+
+    Raises:
+        AudioError: a byte count that is not a whole number of frames, or a missing channel.
+    """
+    import soundfile as sf
+
+    frame_bytes = raw.frame_bytes
+    if len(data) % frame_bytes:
+        raise AudioError(f"{len(data)} bytes of {raw.sample_format} PCM in {raw.channels} channel(s) is not a "
+                         f"whole number of {frame_bytes}-byte frames: check the format and channel count")
+    if not data:
+        return np.zeros(0, dtype=np.float32)
+    samples, _ = sf.read(io.BytesIO(data), dtype="float32", always_2d=True, **raw.soundfile_args())
+    return resample(downmix(PcmNormalizer("raw PCM")(samples), channel), raw.sample_rate)
+
+
 def _check_path(path: Path) -> None:
     if not path.exists():
         raise AudioError(f"{path}: no such file; check the path")
@@ -161,8 +319,19 @@ def _check_path(path: Path) -> None:
         raise AudioError(f"{path} is empty (0 bytes); the recording was not saved")
 
 
-def probe(path: str | Path) -> AudioInfo:
+_DECLARED = re.compile(r"^data\s*:\s*(\d+)\s*\(should be (\d+)\)", re.MULTILINE)
+
+
+def probe(path: str | Path, raw: RawPcm | None = None) -> AudioInfo:
     """Read a recording's header.
+
+    Args:
+        path: the recording.
+        raw: read it as headerless PCM of this format (no header to read).
+
+    Returns:
+        :class:`AudioInfo`; ``declared_duration`` is set when the header promises more audio than
+        the file holds (a truncated recording: what is there is still decoded).
 
     Raises:
         AudioError: missing file, directory, empty file, or a format neither soundfile nor PyAV
@@ -172,17 +341,27 @@ def probe(path: str | Path) -> AudioInfo:
     _check_path(path)
     import soundfile as sf
 
+    if raw is not None:
+        frames = path.stat().st_size // raw.frame_bytes
+        return AudioInfo(path, raw.sample_rate, raw.channels, frames / raw.sample_rate,
+                         RAW_SUBTYPES[raw.sample_format])
+    error = ""
     try:
         info = sf.info(str(path))
         if info.frames > 0 or info.duration > 0:
+            declared = None
+            m = _DECLARED.search(info.extra_info or "")
+            block = int(info.channels) * _SAMPLE_BYTES.get(str(info.subtype), 0)
+            if m and block and int(m.group(1)) > int(m.group(2)):
+                declared = int(m.group(1)) // block / info.samplerate
             return AudioInfo(path, int(info.samplerate), int(info.channels),
-                             float(info.frames) / info.samplerate, str(info.subtype))
-    except Exception:  # noqa: BLE001 - try PyAV next
-        pass
-    return _probe_av(path)
+                             float(info.frames) / info.samplerate, str(info.subtype), declared)
+    except Exception as exc:  # noqa: BLE001 - try PyAV next
+        error = str(exc)
+    return _probe_av(path, error)
 
 
-def _probe_av(path: Path) -> AudioInfo:
+def _probe_av(path: Path, sf_error: str = "") -> AudioInfo:
     try:
         import av
     except ImportError as exc:  # pragma: no cover - av is a dependency
@@ -192,6 +371,11 @@ def _probe_av(path: Path) -> AudioInfo:
             if not container.streams.audio:
                 raise AudioError(f"{path} holds no audio stream")
             stream = container.streams.audio[0]
+            if stream.codec_context is None or not stream.codec_context.name:
+                tag = getattr(stream.codec_context, "codec_tag", "") if stream.codec_context else ""
+                raise AudioError(f"{path} uses an audio codec voicekit cannot decode"
+                                 f"{f' ({sf_error.strip()})' if sf_error else ''}{tag and f' [{tag}]'}; "
+                                 "convert it to WAV or FLAC (e.g. ffmpeg -i IN -ar 16000 OUT.wav)")
             rate = int(stream.codec_context.sample_rate or stream.rate or 0)
             channels = int(stream.codec_context.channels or 1)
             duration = float(container.duration or 0) / 1e6
@@ -209,8 +393,14 @@ def _probe_av(path: Path) -> AudioInfo:
         ) from exc
 
 
-def read_native_blocks(path: str | Path, block_seconds: float = 0.5) -> Iterator[tuple[np.ndarray, int]]:
+def read_native_blocks(path: str | Path, block_seconds: float = 0.5,
+                       raw: RawPcm | None = None) -> Iterator[tuple[np.ndarray, int]]:
     """Decode a recording in blocks at its native rate and channel count.
+
+    Args:
+        path: the recording.
+        block_seconds: block length in seconds.
+        raw: read it as headerless PCM of this format.
 
     Yields:
         ``(block, sample_rate)`` where block is ``(n, n_channels)`` float32 in [-1, 1].
@@ -219,14 +409,15 @@ def read_native_blocks(path: str | Path, block_seconds: float = 0.5) -> Iterator
         AudioError: as :func:`probe`, or a file that breaks off mid-stream (truncated).
     """
     path = Path(path)
-    info = probe(path)
+    info = probe(path, raw)
     import soundfile as sf
 
     try:
-        handle = sf.SoundFile(str(path))
+        handle = sf.SoundFile(str(path), **(raw.soundfile_args() if raw else {}))
     except Exception:  # noqa: BLE001 - not for libsndfile; PyAV decodes it
         handle = None
     if handle is not None:
+        normalize_block = PcmNormalizer(str(path))
         with handle:
             n = max(1, int(block_seconds * handle.samplerate))
             try:
@@ -234,7 +425,8 @@ def read_native_blocks(path: str | Path, block_seconds: float = 0.5) -> Iterator
                     block = handle.read(n, dtype="float32", always_2d=True)
                     if len(block) == 0:
                         break
-                    yield block, int(handle.samplerate)
+                    # libsndfile scales integer PCM; float WAVs are given as stored
+                    yield normalize_block(block), int(handle.samplerate)
             except sf.LibsndfileError as exc:
                 raise AudioError(f"{path} breaks off mid-stream ({exc}); the file is truncated") from exc
         return
@@ -248,28 +440,30 @@ def _read_av_blocks(path: Path, info: AudioInfo) -> Iterator[tuple[np.ndarray, i
         with av.open(str(path)) as container:
             stream = container.streams.audio[0]
             resampler = av.AudioResampler(format="flt", layout=None, rate=info.sample_rate)
+            normalize_block = PcmNormalizer(str(path))  # lossy decoders overshoot full scale
             for frame in container.decode(stream):
                 for out in resampler.resample(frame):
                     arr = out.to_ndarray()  # (1, n*ch) packed float
                     ch = out.layout.nb_channels if hasattr(out.layout, "nb_channels") else len(out.layout.channels)
-                    yield arr.reshape(-1, ch).astype(np.float32), info.sample_rate
+                    yield normalize_block(arr.reshape(-1, ch)), info.sample_rate
     except Exception as exc:  # noqa: BLE001
         raise AudioError(f"{path}: decoding failed ({type(exc).__name__}: {exc})") from exc
 
 
-def load_audio(path: str | Path, channel: int | None = None) -> np.ndarray:
+def load_audio(path: str | Path, channel: int | None = None, raw: RawPcm | None = None) -> np.ndarray:
     """Decode a whole recording to ``(n_samples,)`` float32 mono at 16 kHz.
 
     Args:
         path: any WAV/FLAC/OGG/MP3/M4A recording, any rate, any channel count.
         channel: 0-based channel to keep instead of the downmix.
+        raw: read it as headerless PCM of this format.
 
     Raises:
         AudioError: see :func:`probe`.
     """
     rate = SAMPLE_RATE
     parts = []
-    for block, rate in read_native_blocks(path, block_seconds=30.0):
+    for block, rate in read_native_blocks(path, block_seconds=30.0, raw=raw):
         parts.append(downmix(block, channel))
     if not parts:
         return np.zeros(0, dtype=np.float32)
@@ -277,23 +471,33 @@ def load_audio(path: str | Path, channel: int | None = None) -> np.ndarray:
 
 
 def iter_16k_blocks(
-    path: str | Path, block_seconds: float = 0.1, channel: int | None = None
+    path: str | Path, block_seconds: float = 0.1, channel: int | None = None, per_channel: bool = False,
+    raw: RawPcm | None = None,
 ) -> Iterator[np.ndarray]:
     """Decode, downmix and resample a recording block by block.
 
+    Args:
+        path: the recording.
+        block_seconds: block length in seconds (at the native rate).
+        channel: 0-based channel to keep instead of the downmix.
+        per_channel: keep every channel, each resampled on its own (``channel`` is ignored).
+        raw: read it as headerless PCM of this format.
+
     Yields:
-        ``(n,)`` float32 blocks at 16 kHz; concatenated they equal :func:`load_audio`.
+        ``(n,)`` float32 blocks at 16 kHz; concatenated they equal :func:`load_audio`. With
+        ``per_channel``, ``(n, n_channels)`` blocks whose column ``c`` concatenated equals
+        ``load_audio(path, channel=c)``.
     """
     resampler: StreamResampler | None = None
     pending: np.ndarray | None = None
-    for block, rate in read_native_blocks(path, block_seconds):
+    for block, rate in read_native_blocks(path, block_seconds, raw=raw):
         if resampler is None:
-            resampler = StreamResampler(rate)
+            resampler = StreamResampler(rate, channels=block.shape[1] if per_channel else 1)
         if pending is not None:
             out = resampler.process(pending)
             if len(out):
                 yield out
-        pending = downmix(block, channel)
+        pending = block if per_channel else downmix(block, channel)
     if resampler is not None and pending is not None:
         out = resampler.process(pending, last=True)
         if len(out):

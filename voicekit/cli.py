@@ -282,14 +282,25 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from voicekit.outputs import format_line, write_all
-    from voicekit.pipeline import Components, Pipeline
+    from voicekit.audio import RawPcm
+    from voicekit.outputs import format_line
+    from voicekit.pipeline import Components, Pipeline, run_per_channel
     from voicekit.sources import FileSource
-    from voicekit.store import MeetingStore
+    from voicekit.store import MeetingStore, StoreError
 
     console = Console(highlight=False, soft_wrap=True)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
-    source = FileSource(args.audio, realtime=args.realtime, channel=args.channel)
+    if args.per_channel and args.channel is not None:
+        raise CliError("--per-channel keeps every channel as its own speaker: drop --channel")
+    if args.per_channel and (args.voices is not None or args.enrol_voices):
+        raise CliError("--voices/--enrol-voices name diarized speakers, but with --per-channel each channel "
+                       "is a speaker: drop --voices/--enrol-voices")
+    if args.per_channel and args.refine:
+        raise CliError("--refine re-clusters speakers, but with --per-channel each channel is a speaker: "
+                       "drop --refine")
+    raw = RawPcm(args.raw_rate, args.raw_format, args.raw_channels) if args.raw_rate else None
+    source = FileSource(args.audio, realtime=args.realtime, channel=args.channel, per_channel=args.per_channel,
+                        raw=raw)
     out = Path(args.out)
     _check_writable(out)
     stem = args.stem or source.path.stem
@@ -333,27 +344,44 @@ def cmd_replay(args: argparse.Namespace) -> int:
     broadcaster = _start_session(args, store_path, out)                  # --session (realtime)
     if broadcaster is not None:
         on_turn = _chain(on_turn, broadcaster.on_turn)
-    pipe = Pipeline(options, components, hooks=hooks, store=store, on_turn=on_turn, realtime_clock=args.realtime,
-                    voices=voices)
+    pipe = None
+    if not args.per_channel:
+        pipe = Pipeline(options, components, hooks=hooks, store=store, on_turn=on_turn,
+                        realtime_clock=args.realtime, voices=voices)
     interrupted = False
     try:
-        result = pipe.run(source, progress=pipeline_kw.get("progress"), refine=False)
+        if pipe is not None:
+            result = pipe.run(source, progress=pipeline_kw.get("progress"), refine=False)
+        else:
+            result = run_per_channel(source, source.info.channels, options, components, hooks=hooks, store=store,
+                                     on_turn=on_turn, progress=pipeline_kw.get("progress"),
+                                     realtime_clock=args.realtime)
     except KeyboardInterrupt:
         interrupted = True
         err.print("[yellow]interrupted: the open utterance was committed; writing outputs[/yellow]")
         result = None
+    except StoreError as exc:
+        kept = _committed_turns(store_path)
+        raise CliError(f"{exc}; the {_plural(kept, 'turn')} committed before {'is' if kept == 1 else 'are'} "
+                       f"kept: free space, then run `voicekit export {out}` to write the outputs") from exc
     finally:
         if progress is not None:
             progress.stop()
-        store.set_speaker_names(pipe.speaker_names())
+        try:
+            store.set_speaker_names(pipe.speaker_names() if pipe is not None else hooks.names)
+        except StoreError as exc:
+            logging.getLogger("voicekit.cli").warning("%s", exc)
         hooks.close()
         if broadcaster is not None:
             broadcaster.close(timeout=args.session_timeout)
-    written = write_all(store.turns(), out, stem, meta)
-    if args.refine and not interrupted:
-        pipe.refine()
-        written += write_all(store.turns(refined=True), out, stem, {**meta, "refined": True}, suffix=".refined")
-    store.close()
+    try:
+        written = _write_outputs(store.turns(), out, stem, meta)
+        if args.refine and not interrupted:
+            pipe.refine()
+            written += _write_outputs(store.turns(refined=True), out, stem, {**meta, "refined": True},
+                                      suffix=".refined")
+    finally:
+        store.close()
     _enrol_voices(args, [pipe], err)
     if result is not None:
         lat = sorted(result.latencies)
@@ -367,7 +395,25 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if decide is not None and args.explain:
         print(decide.summary())  # type: ignore[attr-defined]
     err.print(f"wrote {', '.join(p.name for p in written)} to {out}/")
-    return 130 if interrupted else 0
+    if interrupted:
+        return 130
+    if source.info.declared_duration is not None:
+        err.print(f"{source.path} is truncated: only its first {source.info.duration:.1f} s of "
+                  f"{source.info.declared_duration:.1f} s were transcribed (exit code 1)")
+        return 1
+    return 0
+
+
+def _write_outputs(turns, out: Path, stem: str, meta: dict, suffix: str = "") -> list[Path]:  # noqa: ANN001
+    """:func:`voicekit.outputs.write_all`, its failure told as one line with the way back."""
+    from voicekit.outputs import OutputError, write_all
+
+    try:
+        return write_all(turns, out, stem, meta, suffix=suffix)
+    except OutputError as exc:
+        n = len(turns)
+        raise CliError(f"{exc}; the {_plural(n, 'turn')} {'is' if n == 1 else 'are'} safe in "
+                       f"{out / 'meeting.sqlite'}: free space, then run `voicekit export {out}`") from exc
 
 
 # --- realtime session (--session) -----------------------------------------------------------
@@ -452,7 +498,6 @@ def _check_writable(out: Path) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from voicekit.outputs import write_all
     from voicekit.store import MeetingStore
 
     out = Path(args.dir)
@@ -465,10 +510,13 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.refine and not store.has_refined():
         raise CliError("this meeting has no refined labels: run `voicekit replay … --refine` "
                        "(refinement needs the speaker embeddings of the live run)")
-    written = write_all(store.turns(), out, stem, meta)
-    if store.has_refined():
-        written += write_all(store.turns(refined=True), out, stem, {**meta, "refined": True}, suffix=".refined")
-    store.close()
+    try:
+        written = _write_outputs(store.turns(), out, stem, meta)
+        if store.has_refined():
+            written += _write_outputs(store.turns(refined=True), out, stem, {**meta, "refined": True},
+                                      suffix=".refined")
+    finally:
+        store.close()
     print(f"wrote {', '.join(p.name for p in written)} to {out}/")
     return 0
 
@@ -673,7 +721,7 @@ def cmd_mic(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from voicekit.capture.mic import MicSource
-    from voicekit.outputs import format_line, write_all
+    from voicekit.outputs import format_line
     from voicekit.pipeline import Pipeline
 
     console = Console(highlight=False, soft_wrap=True)
@@ -716,7 +764,7 @@ def cmd_mic(args: argparse.Namespace) -> int:
         hooks.close()
     store.set_meta(duration=round(source.samples_16k / 16000, 3), input_overflows=source.input_overflows,
                    queue_overflows=source.feed.overflows)
-    written = write_all(store.turns(), out, stem, {**meta, "duration": round(source.samples_16k / 16000, 3)})
+    written = _write_outputs(store.turns(), out, stem, {**meta, "duration": round(source.samples_16k / 16000, 3)})
     store.close()
     _enrol_voices(args, [pipe], err)
     err.print(f"[dim]{source.report()}[/dim]")
@@ -751,7 +799,7 @@ def cmd_livekit(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from voicekit.capture.livekit_bot import LiveKitBot, mint_token
-    from voicekit.outputs import format_line, write_all
+    from voicekit.outputs import format_line
     from voicekit.pipeline import Components
 
     console = Console(highlight=False, soft_wrap=True)
@@ -809,7 +857,7 @@ def cmd_livekit(args: argparse.Namespace) -> int:
                 names.update(lane.pipeline.speaker_names())
         store.set_speaker_names({**names, **hooks.names})
         hooks.close()
-        written = write_all(store.turns(), out, args.stem, meta)
+        written = _write_outputs(store.turns(), out, args.stem, meta)
         store.close()
     _enrol_voices(args, [lane.pipeline for lane in bot.lanes.values() if lane.room_mic], err)
     for lane in bot.lanes.values():
@@ -885,6 +933,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--refine", action="store_true",
                    help="re-cluster the whole meeting afterwards and also write <stem>.refined.*")
     p.add_argument("--channel", type=int, default=None, help="use this channel (0-based) instead of the downmix")
+    p.add_argument("--per-channel", action="store_true",
+                   help="one person per channel (a call recorded in stereo, a mixer's multitrack): each "
+                        "channel is a speaker (channel 0 = Speaker A, 1 = Speaker B…), no diarization")
+    g = p.add_argument_group("headerless PCM (.raw, .pcm)")
+    g.add_argument("--raw-rate", type=int, default=None, metavar="HZ",
+                   help="read AUDIO as headerless PCM at this sample rate")
+    g.add_argument("--raw-format", default="s16le", choices=["s16le", "s24le", "s32le", "f32le", "u8"],
+                   help="sample format of headerless PCM (default s16le)")
+    g.add_argument("--raw-channels", type=int, default=1, help="interleaved channels of headerless PCM (default 1)")
     p.add_argument("--append", action="store_true", help="keep an existing meeting store in OUT and add to it")
     p.add_argument("--overwrite", action="store_true", help="replace an existing meeting store in OUT")
     _hook_args(p)
@@ -958,13 +1015,29 @@ def main(argv: list[str] | None = None) -> int:
     from voicekit.capture import CaptureError
     from voicekit.voiceprints import VoiceprintError
 
+    from voicekit.outputs import OutputError
+
     try:
         return args.func(args)
-    except (CliError, AudioError, ModelError, StoreError, HookError, CaptureError, VoiceprintError) as exc:
+    except (CliError, AudioError, ModelError, StoreError, HookError, CaptureError, OutputError,
+            VoiceprintError) as exc:
         if args.debug:
             raise
         print(f"voicekit: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a file or directory the command needed
+        if args.debug:
+            raise
+        where = f" ({exc.filename})" if exc.filename else ""
+        print(f"voicekit: error: {exc.strerror or exc}{where}; check the path and free space "
+              "(--debug shows where)", file=sys.stderr)
+        return 2
+    except Exception as exc:  # noqa: BLE001 - never a traceback without --debug
+        if args.debug:
+            raise
+        print(f"voicekit: internal error: {type(exc).__name__}: {exc}; rerun with --debug for the "
+              "traceback and report it", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

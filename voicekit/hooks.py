@@ -11,7 +11,10 @@ callable, sync or async, taking the :class:`~voicekit.turns.SpeakerTurn` and ret
 A hook script (``voicekit replay … --hook rename.py``) is a Python file that defines
 ``on_transcription(turn)`` with that contract. A hook that raises or runs past its timeout
 (default 2 s) is logged with its name and the turn goes on unchanged: a broken hook never loses
-a turn.
+a turn. So does one that returns anything else (a string, a HookResult whose name or text is not a
+str, a SpeakerTurn with broken fields): its result is ignored and recorded in ``failures``. A
+hook that timed out is not called again until its hung call returns (its later turns are
+recorded as skipped), so one hung hook costs one timeout, not one per turn.
 
 Other triggers deliver an event to observers: an ``ON_SPEAK_DECISION`` hook receives each
 turn-taking :class:`~voicekit.turntaking.Decision` (who answers a human turn, and on which rung
@@ -33,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from voicekit.turns import SpeakerTurn
+from voicekit.turns import SpeakerTurn, Word
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +89,11 @@ class HookError(Exception):
 class _Hook:
     name: str
     fn: Callable[..., Any]
+    running: Any = None  # the future of a call that timed out and has not finished yet
+
+
+class _StillRunning(Exception):
+    """The hook's previous call has not returned: it is skipped instead of queued behind it."""
 
 
 class HookRunner:
@@ -139,12 +147,22 @@ class HookRunner:
         self.register(fn, name=f"{path.name}:on_transcription")
 
     def _call(self, hook: _Hook, payload: Any) -> Any:
+        if hook.running is not None:
+            if not hook.running.done():
+                raise _StillRunning
+            hook.running = None
         if inspect.iscoroutinefunction(hook.fn):
             if self._loop is None:
                 self._loop = asyncio.new_event_loop()
                 threading.Thread(target=self._loop.run_forever, name="voicekit-hook-loop", daemon=True).start()
-            return asyncio.run_coroutine_threadsafe(hook.fn(payload), self._loop).result(self.timeout)
-        return self._pool.submit(hook.fn, payload).result(self.timeout)
+            future = asyncio.run_coroutine_threadsafe(hook.fn(payload), self._loop)
+        else:
+            future = self._pool.submit(hook.fn, payload)
+        try:
+            return future.result(self.timeout)
+        except concurrent.futures.TimeoutError:
+            hook.running = future  # a hung hook is not called again until it returns
+            raise
 
     def hooks_for(self, trigger: HookTrigger) -> list[str]:
         """The names of the hooks registered on ``trigger``, in order."""
@@ -169,6 +187,8 @@ class HookRunner:
         for hook in self._hooks[trigger]:
             try:
                 results.append(self._call(hook, payload))
+            except _StillRunning:
+                self._fail_event(hook, trigger, payload, "skipped: its previous call has not returned")
             except concurrent.futures.TimeoutError:
                 self._fail_event(hook, trigger, payload, f"timed out after {self.timeout:g} s")
             except Exception as exc:  # noqa: BLE001 - a broken hook never breaks the room
@@ -191,6 +211,9 @@ class HookRunner:
         for hook in self._hooks[HookTrigger.ON_TRANSCRIPTION]:
             try:
                 result = self._call(hook, turn)
+            except _StillRunning:
+                self._fail(hook, turn, "skipped: its previous call has not returned")
+                continue
             except concurrent.futures.TimeoutError:
                 self._fail(hook, turn, f"timed out after {self.timeout:g} s")
                 continue
@@ -198,6 +221,10 @@ class HookRunner:
                 self._fail(hook, turn, f"{type(exc).__name__}: {exc}")
                 continue
             if result is None:
+                continue
+            problem = _invalid(result)
+            if problem:
+                self._fail(hook, turn, problem)
                 continue
             if isinstance(result, SpeakerTurn):
                 turn = result
@@ -211,8 +238,6 @@ class HookRunner:
                         self.names[turn.speaker] = result.name.strip()
                 if result.text is not None:
                     turn = turn.replace(text=result.text)
-            else:
-                self._fail(hook, turn, f"returned {type(result).__name__}; expected None, a SpeakerTurn or a HookResult")
         return turn
 
     def _fail(self, hook: _Hook, turn: SpeakerTurn, reason: str) -> None:
@@ -225,6 +250,36 @@ class HookRunner:
         self._pool.shutdown(wait=False, cancel_futures=True)
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)
+
+
+def _invalid(result: Any) -> str | None:
+    """Why a hook's return value cannot be applied (None when it can)."""
+    if isinstance(result, HookResult):
+        for field_name in ("name", "text"):
+            value = getattr(result, field_name)
+            if value is not None and not isinstance(value, str):
+                return f"returned HookResult({field_name}={value!r}); {field_name} must be a str or None"
+        if not isinstance(result.block, bool):
+            return f"returned HookResult(block={result.block!r}); block must be True or False"
+        return None
+    if isinstance(result, SpeakerTurn):
+        if not isinstance(result.text, str) or not isinstance(result.speaker, str) or not result.speaker:
+            return "returned a SpeakerTurn whose text or speaker is not a str"
+        if not all(isinstance(x, (int, float)) and x == x for x in (result.start, result.end)) \
+                or result.end < result.start:
+            return f"returned a SpeakerTurn with times {result.start!r}..{result.end!r}"
+        if not isinstance(result.words, (tuple, list)) or not all(
+                isinstance(w, Word) and isinstance(w.text, str) for w in result.words):
+            return "returned a SpeakerTurn whose words are not Word records"
+        if not isinstance(result.channel, str):
+            return f"returned a SpeakerTurn with channel {result.channel!r}; it must be a str"
+        if not isinstance(result.metadata, dict):
+            return "returned a SpeakerTurn whose metadata is not a dict"
+        name = result.metadata.get("sender_name")
+        if name is not None and not isinstance(name, str):
+            return f"returned a SpeakerTurn with sender_name {name!r}; it must be a str"
+        return None
+    return f"returned {type(result).__name__}; expected None, a SpeakerTurn or a HookResult"
 
 
 def parse_speaker_names(text: str) -> dict[str, str]:

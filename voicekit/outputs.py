@@ -6,6 +6,7 @@ documented in ``docs/transcript-format.md``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,6 +14,12 @@ from pathlib import Path
 from voicekit.turns import SpeakerTurn
 
 FORMATS = ("json", "rttm", "srt", "vtt", "txt")
+
+
+class OutputError(Exception):
+    """An output file cannot be written. The message names the file and the reason."""
+
+
 JSON_SCHEMA_VERSION = 1
 
 
@@ -61,6 +68,18 @@ def to_json(turns: Sequence[SpeakerTurn], meta: dict | None = None) -> dict:
     }
 
 
+def json_text(doc: dict) -> str:
+    """The transcript JSON as text: the meeting header indented, then one turn per line.
+
+    Each turn goes through the C JSON encoder (``json.dumps`` without ``indent``; with it, the
+    encoder is pure Python and a 50,000-turn meeting takes tens of seconds).
+    """
+    head = {k: v for k, v in doc.items() if k != "turns"}
+    lines = json.dumps(head, ensure_ascii=False, indent=2)[:-2]  # drop the closing "\n}"
+    turns = ",\n".join("    " + json.dumps(t, ensure_ascii=False) for t in doc.get("turns", []))
+    return f'{lines},\n  "turns": [\n{turns}\n  ]\n}}\n' if turns else f'{lines},\n  "turns": []\n}}\n'
+
+
 def to_rttm(turns: Sequence[SpeakerTurn], file_id: str) -> str:
     """RTTM lines ``SPEAKER <file> 1 <start> <dur> <NA> <NA> <name> <NA> <NA>``; spaces in names
     become ``_`` (RTTM fields are space-separated)."""
@@ -100,13 +119,22 @@ def write_all(turns: Sequence[SpeakerTurn], out_dir: str | Path, stem: str, meta
               suffix: str = "") -> list[Path]:
     """Write every format to ``out_dir/<stem><suffix>.<ext>`` atomically (write, then rename).
 
+    A file is replaced only once its new content is fully written: a full disk or a read-only
+    directory leaves every earlier output as it was, and no partial ``.tmp`` file.
+
     Returns:
         the paths written.
+
+    Raises:
+        OutputError: a file cannot be written (disk full, permissions); the message names it.
     """
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"cannot create the output directory {out_dir} ({exc.strerror or exc})") from exc
     contents = {
-        "json": json.dumps(to_json(turns, meta), ensure_ascii=False, indent=2) + "\n",
+        "json": json_text(to_json(turns, meta)),
         "rttm": to_rttm(turns, stem),
         "srt": to_srt(turns),
         "vtt": to_vtt(turns),
@@ -116,7 +144,12 @@ def write_all(turns: Sequence[SpeakerTurn], out_dir: str | Path, stem: str, meta
     for ext, text in contents.items():
         path = out_dir / f"{stem}{suffix}.{ext}"
         tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
+        try:
+            tmp.write_text(text, encoding="utf-8")
+            tmp.replace(path)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+            raise OutputError(f"cannot write {path} ({exc.strerror or exc})") from exc
         written.append(path)
     return written

@@ -8,6 +8,7 @@ through :meth:`Pipeline.run`, which reads 16 kHz blocks from any iterable source
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -139,6 +140,8 @@ class Pipeline:
         self.blocked = 0
         self.stage_seconds = {"vad": 0.0, "stt": 0.0, "diarization": 0.0, "commit": 0.0}
         self._t0 = time.monotonic()
+        self._channel = "replay"
+        self.consumed = 0
 
     def _handle(self, utt: Utterance) -> None:
         t = time.perf_counter()
@@ -210,26 +213,43 @@ class Pipeline:
             :class:`MeetingResult`. On KeyboardInterrupt the open utterance is finalised and
             committed before the interrupt propagates.
         """
-        self._channel = channel
-        self._t0 = time.monotonic()
-        consumed = 0
+        self.start(channel)
         try:
             for block in source:
-                t = time.perf_counter()
-                closed = list(self.endpointer.push(block))
-                self.stage_seconds["vad"] += time.perf_counter() - t
-                for utt in closed:
-                    self._handle(utt)
-                consumed += len(block)
+                self.push(block)
                 if progress is not None:
-                    progress(consumed / SAMPLE_RATE)
+                    progress(self.consumed / SAMPLE_RATE)
         finally:
-            for utt in self.endpointer.flush():
-                self._handle(utt)
+            self.finish()
         refined = None
         if refine:
             refined = self.refine()
-        return MeetingResult(self.turns, refined, consumed / SAMPLE_RATE, self.endpointer.speech_seconds,
+        return self.result(refined)
+
+    def start(self, channel: str = "replay") -> None:
+        """Begin a stream fed with :meth:`push` (what :meth:`run` does for an iterable)."""
+        self._channel = channel
+        self._t0 = time.monotonic()
+        self.consumed = 0
+
+    def push(self, block: np.ndarray) -> None:
+        """Feed one ``(n,)`` float32 16 kHz block; every utterance it closes is transcribed,
+        diarized and committed before this returns."""
+        t = time.perf_counter()
+        closed = list(self.endpointer.push(block))
+        self.stage_seconds["vad"] += time.perf_counter() - t
+        for utt in closed:
+            self._handle(utt)
+        self.consumed += len(block)
+
+    def finish(self) -> None:
+        """End of stream: commit the open utterance."""
+        for utt in self.endpointer.flush():
+            self._handle(utt)
+
+    def result(self, refined: dict[int, list[str]] | None = None) -> MeetingResult:
+        """What the stream produced so far."""
+        return MeetingResult(self.turns, refined, self.consumed / SAMPLE_RATE, self.endpointer.speech_seconds,
                              time.monotonic() - self._t0, dict(self.stage_seconds), self.blocked)
 
     def refine(self) -> dict[int, list[str]]:
@@ -244,3 +264,94 @@ class Pipeline:
         if self.store is not None:
             self.store.set_refined(refined)
         return refined
+
+
+class SingleSpeaker:
+    """Stands in for the diarizer on a one-person stream (a participant's track, one channel of
+    a recording with one person per channel): every word is that person's.
+
+    Args:
+        label: the speaker of every word.
+    """
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.history: list = []
+
+    def process(self, utt, words):  # noqa: ANN001, ANN201 - OnlineDiarizer.process's signature
+        return [dataclasses.replace(w, speaker=self.label) for w in words], []
+
+
+def channel_speaker(index: int) -> str:
+    """The speaker label of channel ``index`` (0-based) when channels are speakers:
+    ``Speaker A``, ``Speaker B``, … ``Speaker Z``, ``Speaker AA``… (the diarizer's labels)."""
+    letters = ""
+    n = index
+    while True:
+        n, r = divmod(n, 26)
+        letters = chr(ord("A") + r) + letters
+        if n == 0:
+            break
+        n -= 1
+    return f"Speaker {letters}"
+
+
+def run_per_channel(source: Iterable[np.ndarray], n_channels: int, options: PipelineOptions | None = None,
+                    components: Components | None = None, hooks: HookRunner | None = None,
+                    store: MeetingStore | None = None, on_turn: Callable[[SpeakerTurn], None] | None = None,
+                    channel: str = "replay", progress: Callable[[float], None] | None = None,
+                    realtime_clock: bool = False) -> MeetingResult:
+    """A recording with one person per channel: each channel is a speaker, no diarization.
+
+    Each channel runs through its own VAD, endpointer and STT (models shared); channel ``c``'s
+    turns have the speaker :func:`channel_speaker` (``c``) and the channel ``<channel>/<c>``.
+    The channels advance block by block together, so turns are committed in about time order.
+
+    Args:
+        source: ``(n, n_channels)`` float32 16 kHz blocks (``iter_16k_blocks(per_channel=True)``).
+        n_channels: the channel count.
+        options, components, hooks, store, on_turn, realtime_clock: as :class:`Pipeline`.
+        channel: prefix of the turns' channel names.
+        progress: called with the seconds of audio consumed after each block.
+
+    Returns:
+        One :class:`MeetingResult` for the meeting (every channel's turns, in commit order).
+
+    Raises:
+        ValueError: a block whose channel count is not ``n_channels``.
+    """
+    options = options or PipelineOptions()
+    components = components or Components.load(options)
+    hooks = hooks or HookRunner()
+    turns: list[SpeakerTurn] = []
+
+    def collect(turn: SpeakerTurn) -> None:
+        turns.append(turn)
+        if on_turn is not None:
+            on_turn(turn)
+
+    pipes = []
+    for c in range(n_channels):
+        pipe = Pipeline(options, components, hooks=hooks, store=store, on_turn=collect,
+                        realtime_clock=realtime_clock)
+        pipe.diarizer = SingleSpeaker(channel_speaker(c))
+        pipe.start(f"{channel}/{c}")
+        pipes.append(pipe)
+    t0 = time.monotonic()
+    consumed = 0
+    try:
+        for block in source:
+            block = np.asarray(block, dtype=np.float32)
+            if block.ndim != 2 or block.shape[1] != n_channels:
+                raise ValueError(f"expected (n, {n_channels}) blocks, got shape {block.shape}")
+            for c, pipe in enumerate(pipes):
+                pipe.push(block[:, c])
+            consumed += len(block)
+            if progress is not None:
+                progress(consumed / SAMPLE_RATE)
+    finally:
+        for pipe in pipes:
+            pipe.finish()
+    stages = {k: sum(p.stage_seconds[k] for p in pipes) for k in pipes[0].stage_seconds} if pipes else {}
+    return MeetingResult(turns, None, consumed / SAMPLE_RATE, sum(p.endpointer.speech_seconds for p in pipes),
+                         time.monotonic() - t0, stages, sum(p.blocked for p in pipes))

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from voicekit.audio import SAMPLE_RATE, AudioError, iter_16k_blocks, probe
+from voicekit.audio import SAMPLE_RATE, AudioError, RawPcm, iter_16k_blocks, probe
 
 log = logging.getLogger(__name__)
 
@@ -73,15 +73,24 @@ class FileSource:
         realtime: pace the blocks at 1x speed through a :class:`LiveFeed`, exactly as live
             capture delivers them.
         channel: 0-based channel to keep instead of the downmix.
+        per_channel: yield ``(n, n_channels)`` blocks, every channel kept (one person per
+            channel: :func:`voicekit.pipeline.run_per_channel`).
+        raw: read the file as headerless PCM of this format.
 
     Raises:
         voicekit.audio.AudioError: when the file cannot be read (raised at construction).
     """
 
     def __init__(self, path: str | Path, block_seconds: float = 0.1, realtime: bool = False,
-                 channel: int | None = None) -> None:
+                 channel: int | None = None, per_channel: bool = False, raw: RawPcm | None = None) -> None:
         self.path = Path(path)
-        self.info = probe(self.path)
+        self.raw = raw
+        self.per_channel = per_channel
+        self.info = probe(self.path, raw)
+        if self.info.declared_duration is not None:
+            log.warning("%s is truncated: its header declares %.1f s but it holds %.1f s; the %.1f s "
+                        "present are processed", self.path, self.info.declared_duration, self.info.duration,
+                        self.info.duration)
         if channel is not None and not 0 <= channel < self.info.channels:
             raise AudioError(f"channel {channel} requested but {self.path.name} has {self.info.channels} "
                              f"channel{'s' if self.info.channels != 1 else ''} (0..{self.info.channels - 1})")
@@ -93,7 +102,8 @@ class FileSource:
         self.feed: LiveFeed | None = None
 
     def _blocks(self) -> Iterator[np.ndarray]:
-        return iter_16k_blocks(self.path, self.block_seconds, self.audio_channel)
+        return iter_16k_blocks(self.path, self.block_seconds, self.audio_channel, per_channel=self.per_channel,
+                               raw=self.raw)
 
     def __iter__(self) -> Iterator[np.ndarray]:
         if not self.realtime:

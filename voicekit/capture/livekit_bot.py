@@ -38,7 +38,7 @@ import numpy as np
 from voicekit.audio import SAMPLE_RATE
 from voicekit.capture import CaptureError
 from voicekit.hooks import HookRunner
-from voicekit.pipeline import Components, Pipeline, PipelineOptions
+from voicekit.pipeline import Components, Pipeline, PipelineOptions, SingleSpeaker
 from voicekit.sources import LiveFeed
 from voicekit.store import MeetingStore
 from voicekit.turns import SpeakerTurn
@@ -114,17 +114,6 @@ def SharedComponents(components: Components) -> Components:  # noqa: N802 - a fa
     lock = threading.Lock()
     return Components(_Locked(components.transcriber, lock, ["transcribe"]),
                       _Locked(components.encoder, lock, ["embed_windows", "embed_batch"]))
-
-
-class SingleSpeaker:
-    """Stands in for the diarizer on a one-person track: every word is the participant's."""
-
-    def __init__(self, label: str) -> None:
-        self.label = label
-        self.history: list = []
-
-    def process(self, utt, words):  # noqa: ANN001, ANN201 - OnlineDiarizer.process's signature
-        return [dataclasses.replace(w, speaker=self.label) for w in words], []
 
 
 @dataclass

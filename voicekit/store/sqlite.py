@@ -95,11 +95,23 @@ class MeetingStore:
                              "choose a writable --out directory") from exc
 
     # --- meeting metadata -------------------------------------------------------------------
+    def _write_error(self, exc: sqlite3.Error) -> StoreError:
+        full = "full" in str(exc).lower()
+        return StoreError(f"cannot write to the meeting store {self.path} ({exc})"
+                          + ("; free disk space" if full else ""))
+
     def set_meta(self, **values: Any) -> None:
-        """Store meeting metadata (JSON-serialisable values)."""
-        with self.conn:
-            self.conn.executemany("INSERT OR REPLACE INTO meeting(key, value) VALUES (?, ?)",
-                                  [(k, json.dumps(v, ensure_ascii=False)) for k, v in values.items()])
+        """Store meeting metadata (JSON-serialisable values).
+
+        Raises:
+            StoreError: when the store cannot be written (disk full, read-only).
+        """
+        try:
+            with self.conn:
+                self.conn.executemany("INSERT OR REPLACE INTO meeting(key, value) VALUES (?, ?)",
+                                      [(k, json.dumps(v, ensure_ascii=False)) for k, v in values.items()])
+        except sqlite3.Error as exc:
+            raise self._write_error(exc) from exc
 
     def meta(self) -> dict[str, Any]:
         """All meeting metadata."""
@@ -133,7 +145,7 @@ class MeetingStore:
                 committed = turn.replace(turn_id=cur.lastrowid)
                 self.register.record_turn(self.conn, committed.turn_id, committed, participants)
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot write to {self.path} ({exc})") from exc
+            raise self._write_error(exc) from exc
         return committed
 
     def labels(self, turns: Sequence[SpeakerTurn], participants: Sequence[Participant] = ()):
@@ -141,10 +153,17 @@ class MeetingStore:
         return self.register.labels_for(self.conn, turns, participants)
 
     def set_speaker_names(self, names: dict[str, str]) -> None:
-        """Record persistent renames (speaker label -> name)."""
-        with self.conn:
-            self.conn.executemany("INSERT OR REPLACE INTO speaker_names(speaker, name) VALUES (?, ?)",
-                                  list(names.items()))
+        """Record persistent renames (speaker label -> name).
+
+        Raises:
+            StoreError: when the store cannot be written (disk full, read-only).
+        """
+        try:
+            with self.conn:
+                self.conn.executemany("INSERT OR REPLACE INTO speaker_names(speaker, name) VALUES (?, ?)",
+                                      list(names.items()))
+        except sqlite3.Error as exc:
+            raise self._write_error(exc) from exc
 
     def speaker_names(self) -> dict[str, str]:
         """Persistent renames, speaker label -> name."""
@@ -156,6 +175,10 @@ class MeetingStore:
         The turn's ``refined_speaker`` is the label of most of its words (a tie keeps the live
         label); a turn whose words
         disagree is split into several refined turns by :meth:`turns` (``refined=True``).
+
+        Raises:
+            StoreError: when the store cannot be written (disk full, read-only); the live
+                labels are untouched.
         """
         live = dict(self.conn.execute("SELECT id, speaker FROM turns"))
         rows = []
@@ -163,8 +186,11 @@ class MeetingStore:
             # the label of most words; a tie keeps the live label
             major = max(sorted(set(labels)), key=lambda x: (labels.count(x), x == live.get(tid))) if labels else None
             rows.append((major, json.dumps(labels), tid))
-        with self.conn:
-            self.conn.executemany("UPDATE turns SET refined_speaker = ?, refined_words = ? WHERE id = ?", rows)
+        try:
+            with self.conn:
+                self.conn.executemany("UPDATE turns SET refined_speaker = ?, refined_words = ? WHERE id = ?", rows)
+        except sqlite3.Error as exc:
+            raise self._write_error(exc) from exc
 
     def changed_turns(self) -> list[tuple[int, str, str]]:
         """Turns whose refined speaker differs from the live one: ``(turn id, live, refined)``."""

@@ -1,0 +1,258 @@
+"""Issue 8, sample formats: what arrays and files of any shape, dtype, rate and damage become.
+
+Every input is made here from real speech in ../shared/eval (numpy, soundfile, sox).
+"""
+
+import io
+import logging
+import struct
+import subprocess
+
+import numpy as np
+import pytest
+import soundfile as sf
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from _pipeline_support import EVAL, SAMPLE, needs_eval
+from voicekit.audio import (
+    AudioError,
+    PcmNormalizer,
+    RawPcm,
+    StreamResampler,
+    decode_pcm_bytes,
+    iter_16k_blocks,
+    load_audio,
+    normalize,
+    probe,
+    resample,
+    to_float32,
+)
+
+pytestmark = needs_eval
+
+JFK = EVAL / "faster_whisper" / "jfk.flac"
+STEREO = EVAL / "faster_whisper" / "stereo_diarization.wav"
+
+
+@pytest.fixture(scope="module")
+def speech():
+    """10 s of the two-speaker sample, float32 at 16 kHz, peak 0.5."""
+    x = load_audio(SAMPLE)[:160000]
+    return (x / np.abs(x).max() * 0.5).astype(np.float32)
+
+
+def _warnings(caplog):
+    return [r for r in caplog.records if r.levelno == logging.WARNING and r.name == "voicekit.audio"]
+
+
+def test_float16_speech_keeps_its_values(speech):
+    y = normalize(speech.astype(np.float16), 16000)
+    assert y.dtype == np.float32 and y.shape == speech.shape
+    assert np.abs(y - speech).max() < 1e-3  # float16 has 11 bits of mantissa
+
+
+def test_int16_and_int32_never_scaled_are_scaled_by_full_scale(speech):
+    assert np.abs(normalize((speech * 32767).astype(np.int16), 16000) - speech).max() < 1e-4
+    assert np.abs(normalize((speech * 2**31).astype(np.int32), 16000) - speech).max() < 1e-6
+
+
+def test_float_peak_above_2_is_unscaled_pcm_rescaled_once_for_the_whole_stream(speech, caplog):
+    signal = np.concatenate([speech, speech[:16000] * 1e-5])  # ends with a whisper
+    unscaled = signal * 32768.0  # int16 values in a float array
+    norm = PcmNormalizer("test")
+    blocks = [norm(unscaled[i:i + 1600]) for i in range(0, len(unscaled), 1600)]
+    y = np.concatenate(blocks)
+    # every block rescaled, even the quiet ones whose own peak is below 2.0
+    quiet = [i for i in range(0, len(unscaled), 1600) if np.abs(unscaled[i:i + 1600]).max() <= 2.0]
+    assert len(quiet) == 10
+    assert np.abs(y - signal).max() < 1e-6
+    assert len([r for r in _warnings(caplog) if "unscaled 16-bit PCM" in r.getMessage()]) == 1
+
+
+def test_float_peak_between_1_and_2_is_clipped_and_warned_once_per_stream(speech, caplog):
+    hot = speech * 3.0  # peak 1.5: a decoder that overshot full scale
+    norm = PcmNormalizer("test")
+    y = np.concatenate([norm(hot[i:i + 1600]) for i in range(0, len(hot), 1600)])
+    over = sum(1 for i in range(0, len(hot), 1600) if np.abs(hot[i:i + 1600]).max() > 1.0)
+    assert over >= 3, "several blocks overshoot, and still one warning"
+    assert np.abs(y).max() == 1.0
+    assert np.array_equal(y, np.clip(hot, -1, 1))
+    clip_warnings = [r for r in _warnings(caplog) if "clipped" in r.getMessage()]
+    assert len(clip_warnings) == 1
+    assert to_float32(np.array([1.5, -0.2])).tolist() == pytest.approx([1.0, -0.2])
+
+
+def test_nan_and_inf_become_silence_and_full_scale():
+    y = to_float32(np.array([np.nan, np.inf, -np.inf, 0.5], dtype=np.float64))
+    assert y.tolist() == [0.0, 1.0, -1.0, 0.5]
+
+
+def test_channels_first_arrays_are_recognised(speech):
+    stereo = np.stack([speech, speech * 0.5])  # (2, n) as librosa gives it
+    assert np.allclose(normalize(stereo, 16000), speech * 0.75)
+    assert np.allclose(normalize(stereo.T, 16000, channel=1), speech * 0.5)
+
+
+@pytest.mark.parametrize("bad, message", [
+    (np.zeros(10, dtype=complex), "not audio"),
+    (np.zeros((2, 2, 2), dtype=np.float32), "shape"),
+    (np.float32(0.5), "shape"),
+])
+def test_arrays_that_are_not_audio_are_named(bad, message):
+    with pytest.raises(AudioError, match=message):
+        normalize(bad, 16000)
+
+
+@pytest.mark.parametrize("rate", [0, -16000, float("nan"), 22050.5, "fast"])
+def test_bad_rates_are_named(rate):
+    with pytest.raises(AudioError, match="sample rate"):
+        normalize(np.zeros(100, np.float32), rate)
+
+
+def test_raw_pcm_bytes_with_their_rate(speech):
+    at22 = resample(speech, 16000, 22050)
+    pcm = (at22 * 32767).astype("<i2").tobytes()
+    y = decode_pcm_bytes(pcm, RawPcm(22050))
+    assert len(y) == len(speech)
+    assert np.corrcoef(y, speech)[0, 1] > 0.999
+    stereo = np.stack([at22, -at22], axis=1).astype("<f4").tobytes()
+    assert np.allclose(decode_pcm_bytes(stereo, RawPcm(22050, "f32le", 2), channel=1), -resample(at22, 22050),
+                       atol=1e-6)
+    with pytest.raises(AudioError, match="whole number of 4-byte frames"):
+        decode_pcm_bytes(pcm[:-2], RawPcm(22050, channels=2))
+    with pytest.raises(AudioError, match="unknown raw PCM format"):
+        RawPcm(16000, "mulaw")
+
+
+def test_raw_pcm_file_reads_like_the_wav(tmp_path, speech):
+    path = tmp_path / "call.raw"
+    path.write_bytes((resample(speech, 16000, 8000) * 32767).astype("<i2").tobytes())
+    raw = RawPcm(8000)
+    assert probe(path, raw).duration == pytest.approx(10.0, abs=1e-3)
+    blocks = np.concatenate(list(iter_16k_blocks(path, 0.1, raw=raw)))
+    assert np.array_equal(blocks, load_audio(path, raw=raw))
+    assert len(blocks) == len(speech)
+
+
+def test_24bit_and_float32_wav_decode(tmp_path, speech):
+    for subtype in ("PCM_24", "FLOAT"):
+        path = tmp_path / f"{subtype}.wav"
+        sf.write(path, speech, 16000, subtype=subtype)
+        assert probe(path).subtype == subtype
+        assert np.abs(load_audio(path) - speech).max() < 1e-6
+    import wave
+
+    with pytest.raises(wave.Error):  # what Python's wave module says of float WAV
+        wave.open(str(tmp_path / "FLOAT.wav"))
+
+
+def test_float_wav_holding_unscaled_integers_is_rescaled(tmp_path, speech, caplog):
+    path = tmp_path / "unscaled.wav"
+    sf.write(path, speech * 32768.0, 16000, subtype="FLOAT")
+    assert np.abs(load_audio(path) - speech).max() < 1e-5
+    assert any("unscaled 16-bit PCM" in r.getMessage() for r in _warnings(caplog))
+
+
+def test_truncated_wav_declares_more_than_it_holds(tmp_path):
+    data = SAMPLE.read_bytes()
+    path = tmp_path / "cut.wav"
+    path.write_bytes(data[: len(data) // 3])
+    info = probe(path)
+    assert info.declared_duration == pytest.approx(30.0, abs=0.01)
+    assert info.duration == pytest.approx(10.0, abs=0.01)
+    assert len(load_audio(path)) == round(info.duration * 16000)
+    assert probe(SAMPLE).declared_duration is None
+
+
+def test_unknown_codec_is_named(tmp_path):
+    fmt = struct.pack("<IHHIIHH", 16, 0x1234, 1, 16000, 32000, 2, 16)
+    body = b"WAVEfmt " + fmt + b"data" + struct.pack("<I", 1000) + b"\0" * 1000
+    path = tmp_path / "codec.wav"
+    path.write_bytes(b"RIFF" + struct.pack("<I", len(body)) + body)
+    with pytest.raises(AudioError, match="codec voicekit cannot decode.*convert it to WAV"):
+        load_audio(path)
+
+
+def test_per_channel_blocks_equal_each_channel_alone(tmp_path):
+    # jfk.flac is 44.1 kHz stereo: each column, resampled together, equals that channel alone
+    blocks = np.concatenate(list(iter_16k_blocks(JFK, 0.025, per_channel=True)))
+    assert blocks.shape[1] == 2
+    for c in (0, 1):
+        assert np.array_equal(blocks[:, c], load_audio(JFK, channel=c))
+
+
+@pytest.mark.parametrize("block", [1, 1200, 512, 480])  # one sample, 25 ms, 1024 bytes of int16, 10 ms
+def test_48k_stream_in_odd_blocks_equals_whole_file_resampling(block):
+    x48 = resample(load_audio(JFK), 16000, 48000)[: 48000 * 3]
+    whole = resample(x48, 48000)
+    r = StreamResampler(48000)
+    parts = [r.process(x48[i:i + block], last=i + block >= len(x48)) for i in range(0, len(x48), block)]
+    assert np.array_equal(np.concatenate(parts), whole)
+
+
+def test_sox_made_8k_mulaw_and_44k_files_decode(tmp_path):
+    """Telephone audio as a phone system writes it (8 kHz u-law), made with sox."""
+    ulaw = tmp_path / "phone.wav"
+    subprocess.run(["sox", str(SAMPLE), "-r", "8000", "-e", "u-law", str(ulaw)], check=True)
+    info = probe(ulaw)
+    assert (info.sample_rate, info.subtype) == (8000, "ULAW")
+    y = load_audio(ulaw)
+    x = load_audio(SAMPLE)
+    assert abs(len(y) - len(x)) <= 2
+    assert np.corrcoef(resample(x, 16000, 8000), resample(y, 16000, 8000))[0, 1] > 0.95
+
+
+# --- fuzz: the normalisation entry point never fails but with AudioError --------------------
+
+DTYPES = st.sampled_from([np.int16, np.int32, np.uint8, np.float16, np.float32, np.float64])
+RATES = st.sampled_from([8000, 11025, 16000, 22050, 32000, 44100, 48000, 96000]) | st.integers(1000, 200000)
+
+
+@st.composite
+def audio_arrays(draw):
+    dtype = draw(DTYPES)
+    n = draw(st.integers(0, 3000))
+    shape = draw(st.sampled_from([(n,), (n, 1), (n, 2), (n, 6), (2, n)]))
+    if np.dtype(dtype).kind == "f":
+        width = np.dtype(dtype).itemsize * 8
+        elements = (st.floats(-60000, 60000, width=width) | st.floats(-1.5, 1.5, width=width)
+                    | st.sampled_from([np.nan, np.inf, -np.inf]))
+    else:
+        elements = None
+    return draw(hnp.arrays(dtype, shape, elements=elements))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(audio_arrays(), RATES)
+def test_fuzz_normalize_gives_bounded_mono_16k_float32(samples, rate):
+    try:
+        y = normalize(samples, rate)
+    except AudioError as exc:
+        assert str(exc)
+        return
+    n = samples.shape[0] if samples.ndim == 1 or not (samples.shape[0] <= 8 and samples.shape[1] > samples.shape[0]) \
+        else samples.shape[1]
+    assert y.dtype == np.float32 and y.ndim == 1
+    assert np.isfinite(y).all()
+    assert np.abs(y).max(initial=0.0) <= 1.0  # a full-scale step rings past 1.0 when resampled: clipped
+    assert abs(len(y) - n * 16000 / rate) <= 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 5000), st.sampled_from([8000, 22050, 44100, 48000]))
+def test_fuzz_block_size_never_changes_the_resampled_signal(block, rate):
+    x = load_audio(SAMPLE)[:16000]
+    xr = resample(x, 16000, rate)
+    r = StreamResampler(rate)
+    parts = [r.process(xr[i:i + block], last=i + block >= len(xr)) for i in range(0, len(xr), block)]
+    assert np.array_equal(np.concatenate(parts), resample(xr, rate))
+
+
+def test_bytes_io_soundfile_is_the_raw_reader():
+    """decode_pcm_bytes reads through libsndfile's RAW format, as a file would be read."""
+    pcm = (np.arange(-5, 5, dtype=np.int16) * 1000).tobytes()
+    direct, _ = sf.read(io.BytesIO(pcm), format="RAW", subtype="PCM_16", samplerate=16000, channels=1,
+                        endian="LITTLE", dtype="float32")
+    assert np.array_equal(decode_pcm_bytes(pcm, RawPcm(16000)), direct)

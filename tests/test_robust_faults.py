@@ -1,0 +1,212 @@
+"""Issue 8, faults: hooks that raise, hang or return garbage; a full disk under the store and the
+outputs; a 50,000-turn meeting exported with a fixed number of queries."""
+
+import errno
+import json
+import pathlib
+import sqlite3
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+from bench_export import build as build_long_meeting  # noqa: E402
+
+from voicekit.hooks import HookResult, HookRunner
+from voicekit.outputs import OutputError, write_all
+from voicekit.store import MeetingStore, StoreError
+from voicekit.turns import SpeakerTurn, Word
+
+
+def turn(speaker="Speaker A", text="Hi, this is Diane in New Jersey.", start=3.1, **meta):
+    return SpeakerTurn(speaker=speaker, text=text, start=start, end=start + 2,
+                       words=(Word(start, start + 2, " " + text, 0.9, speaker),),
+                       metadata={"sender_name": speaker, **meta})
+
+
+# --- hooks ------------------------------------------------------------------------------------
+
+GARBAGE = [
+    "Alice", 42, 3.5, b"bytes", ["Alice"], {"name": "Alice"}, object(),
+    HookResult(name=123), HookResult(text=5), HookResult(name=["Alice"]), HookResult(block="yes"),
+    turn().replace(text=None), turn().replace(speaker=""), turn().replace(start=float("nan")),
+    turn().replace(end=0.0), turn().replace(words=("not a word",)), turn().replace(metadata=None),
+    turn().replace(metadata={"sender_name": 7}), turn().replace(channel=None),
+]
+
+
+@pytest.mark.parametrize("garbage", GARBAGE, ids=lambda g: type(g).__name__)
+def test_a_hook_returning_garbage_is_recorded_and_the_turn_is_committed_unchanged(garbage, tmp_path):
+    hooks = HookRunner(timeout=1.0)
+    hooks.register(lambda t: garbage, name="garbage")
+    hooks.register(lambda t: HookResult(name="Diane"), name="good")  # the next hook still runs
+    out = hooks.run(turn())
+    assert out is not None and out.text == turn().text and out.sender_name == "Diane"
+    assert [f[0] for f in hooks.failures] == ["garbage"]
+    store = MeetingStore(tmp_path / "meeting.sqlite")
+    assert store.commit(out).turn_id == 1
+    assert store.turns()[0].text == turn().text
+    hooks.close()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(
+    st.none(), st.text(), st.integers(), st.floats(), st.binary(), st.lists(st.integers(), max_size=3),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+    st.builds(HookResult, name=st.one_of(st.none(), st.text(), st.integers()),
+              for_speaker=st.booleans(), text=st.one_of(st.none(), st.text(), st.integers()),
+              block=st.one_of(st.booleans(), st.integers(0, 2))),
+    st.builds(lambda text, name, start: turn().replace(text=text, start=start,
+                                                       metadata={"sender_name": name}),
+              st.one_of(st.text(), st.none(), st.integers()), st.one_of(st.text(), st.none(), st.integers()),
+              st.one_of(st.floats(), st.integers(-5, 10))),
+))
+def test_fuzz_any_hook_return_value_gives_a_committable_turn_or_a_block(value):
+    hooks = HookRunner(timeout=1.0)
+    hooks.register(lambda t: value, name="fuzz")
+    out = hooks.run(turn())
+    hooks.close()
+    if out is None:
+        assert isinstance(value, HookResult) and value.block is True
+        return
+    assert isinstance(out.text, str) and isinstance(out.sender_name, str) and out.sender_name
+    assert out.start <= out.end
+    json.dumps({"text": out.text, "name": out.sender_name})  # storable
+    if hooks.failures:  # a value that cannot be applied leaves the turn exactly as it was
+        assert out == turn()
+
+
+def test_a_hung_hook_costs_one_timeout_not_one_per_turn():
+    release = threading.Event()
+    calls = []
+
+    def hung(t):
+        calls.append(t.start)
+        release.wait(30)
+
+    hooks = HookRunner(timeout=0.3)
+    hooks.register(hung, name="hung")
+    hooks.register(lambda t: HookResult(name="Diane"), name="rename")
+    outs = [hooks.run(turn(start=float(i))) for i in range(5)]
+    assert all(o is not None and o.sender_name == "Diane" for o in outs)
+    assert calls == [0.0]  # called once, then skipped while its call hangs
+    reasons = [f[2] for f in hooks.failures]
+    assert reasons[0].startswith("timed out") and all("skipped" in r for r in reasons[1:])
+    assert len(reasons) == 5
+    release.set()
+    deadline = time.monotonic() + 5
+    while hooks._hooks[next(iter(hooks._hooks))][0].running is not None and time.monotonic() < deadline:
+        hooks.run(turn(start=9.0))  # once the hung call returns, the hook is called again
+        if calls[-1] == 9.0:
+            break
+        time.sleep(0.05)
+    assert calls[-1] == 9.0
+    hooks.close()
+
+
+# --- full disk --------------------------------------------------------------------------------
+
+def _fill_after(store: MeetingStore, pages: int) -> None:
+    """Let the store's database grow by at most ``pages`` pages more: SQLite then reports
+    SQLITE_FULL ("database or disk is full"), as on a full disk."""
+    count = store.conn.execute("PRAGMA page_count").fetchone()[0]
+    store.conn.execute(f"PRAGMA max_page_count = {count + pages}")
+
+
+def test_a_full_disk_under_the_store_is_reported_and_every_committed_turn_is_kept(tmp_path):
+    store = MeetingStore(tmp_path / "meeting.sqlite")
+    store.commit(turn(start=0.0))
+    _fill_after(store, 2)
+    committed = 1
+    with pytest.raises(StoreError, match="database or disk is full.*free disk space"):
+        for i in range(1, 500):
+            store.commit(turn(start=float(i), text="word " * 200))
+            committed += 1
+    with pytest.raises(StoreError, match="full"):
+        store.set_speaker_names({f"Speaker {i}": "Diane " * 100 for i in range(200)})
+    store.close()
+    reopened = MeetingStore(tmp_path / "meeting.sqlite")
+    assert reopened.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    kept = reopened.turns()
+    assert len(kept) == committed and [t.turn_id for t in kept] == list(range(1, committed + 1))
+    # every kept turn has its attribution record: nothing half-committed
+    assert reopened.conn.execute("SELECT COUNT(*) FROM turns t LEFT JOIN turn_attribution a ON a.turn_id = t.id "
+                                 "WHERE a.turn_id IS NULL").fetchone()[0] == 0
+
+
+def test_a_full_disk_while_writing_outputs_leaves_the_earlier_outputs_and_no_partial_file(tmp_path, monkeypatch):
+    turns = [turn(start=float(i)) for i in range(3)]
+    write_all(turns[:1], tmp_path, "m")
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    real = pathlib.Path.write_text
+
+    def full_at_srt(self, text, *a, **k):
+        if self.name.startswith("m.srt"):
+            real(self, text[: len(text) // 2], *a, **k)  # half written, then the disk is full
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(self, text, *a, **k)
+
+    monkeypatch.setattr(pathlib.Path, "write_text", full_at_srt)
+    with pytest.raises(OutputError, match=r"m\.srt \(No space left on device\)"):
+        write_all(turns, tmp_path, "m")
+    after = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    assert set(after) == set(before)  # no .tmp left behind
+    assert after["m.srt"] == before["m.srt"]  # the old file is whole
+    assert len(json.loads(after["m.json"])["turns"]) == 3  # written before the disk filled
+
+
+# --- a 50,000-turn meeting --------------------------------------------------------------------
+
+def test_export_of_50000_turns_runs_a_fixed_number_of_queries(tmp_path):
+    """Export reads the store in one pass: the statement count does not grow with the meeting
+    (its time is measured by scripts/bench_export.py, not here)."""
+    from voicekit.cli import main
+
+    n = 50_000
+    build_long_meeting(tmp_path, n)  # the store scripts/bench_export.py times
+
+    statements: list[str] = []
+    real_init = MeetingStore.__init__
+
+    def traced_init(self, *a, **k):
+        real_init(self, *a, **k)
+        self.conn.set_trace_callback(statements.append)
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(MeetingStore, "__init__", traced_init)
+    try:
+        assert main(["export", str(tmp_path)]) == 0
+    finally:
+        mp.undo()
+    reads = [s for s in statements if s.lstrip().upper().startswith("SELECT")]
+    assert len(reads) <= 6, reads
+    doc = json.loads((tmp_path / "long.json").read_text())
+    assert len(doc["turns"]) == n and doc["turns"][-1]["start"] == n - 1.0
+    assert len((tmp_path / "long.rttm").read_text().splitlines()) == n
+    assert (tmp_path / "long.srt").read_text().count(" --> ") == n
+
+
+def test_transcript_json_is_one_turn_per_line_and_loads_back(tmp_path):
+    turns = [turn(start=float(i), text=f'line "{i}"\nsecond', sender_name="Аlice") for i in range(3)]
+    write_all(turns, tmp_path, "m")
+    text = (tmp_path / "m.json").read_text()
+    doc = json.loads(text)
+    assert [t["text"] for t in doc["turns"]] == [t.text for t in turns]
+    assert sum(1 for line in text.splitlines() if line.startswith('    {"id"')) == 3
+    write_all([], tmp_path, "empty")
+    assert json.loads((tmp_path / "empty.json").read_text())["turns"] == []
+
+
+def test_sqlite_full_error_is_sqlite_own():
+    """The fault injection above is SQLite's own SQLITE_FULL, the error a full disk gives."""
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE t (x TEXT)")
+    conn.execute("PRAGMA max_page_count = 2")
+    with pytest.raises(sqlite3.OperationalError, match="database or disk is full"):
+        for _ in range(100):
+            conn.execute("INSERT INTO t VALUES (?)", ("x" * 4000,))

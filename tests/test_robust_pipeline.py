@@ -1,0 +1,183 @@
+"""Issue 8 through the whole pipeline: sample rates, streaming blocks, degenerate content and one
+person per channel, on real recordings from ../shared/eval (resampled, cut and mixed here)."""
+
+import re
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from _pipeline_support import EVAL, components, needs_eval
+from voicekit.audio import StreamResampler, iter_16k_blocks, load_audio, resample
+from voicekit.evaluation import wer
+from voicekit.pipeline import Pipeline, PipelineOptions, channel_speaker, run_per_channel
+from voicekit.sources import FileSource
+
+pytestmark = needs_eval
+
+FALCON = EVAL / "picovoice_falcon" / "test.wav"  # 18.6 s, three people taking turns
+JFK = EVAL / "faster_whisper" / "jfk.flac"
+JFK_TEXT = ("And so my fellow Americans, ask not what your country can do for you, "
+            "ask what you can do for your country.")
+
+
+class CountingTranscriber:
+    """The real transcriber, counting its calls (STT time is spent only where this counts)."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.calls = 0
+
+    def transcribe(self, samples, offset=0.0):
+        self.calls += 1
+        return self.inner.transcribe(samples, offset)
+
+
+def _run(source):
+    comp = components()
+    counting = CountingTranscriber(comp.transcriber)
+    pipe = Pipeline(PipelineOptions(), type(comp)(counting, comp.encoder))
+    result = pipe.run(source)
+    return result.turns, counting.calls
+
+
+def _blocks(x, n):
+    return [x[i:i + n] for i in range(0, len(x), n)]
+
+
+def _text(turns):
+    return " ".join(t.text for t in turns)
+
+
+# --- the same speech at every rate ------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def at_16k():
+    turns, _ = _run(FileSource(FALCON))
+    assert len({t.speaker for t in turns}) >= 2
+    return turns
+
+
+@pytest.mark.parametrize("rate", [22050, 44100, 48000])
+def test_the_same_speech_at_any_rate_gives_the_same_turns(tmp_path, at_16k, rate):
+    path = tmp_path / f"falcon_{rate}.wav"
+    sf.write(path, resample(load_audio(FALCON), 16000, rate), rate, subtype="PCM_16")
+    turns, _ = _run(FileSource(path))
+    print(rate, [(t.speaker, t.start, t.end) for t in turns])
+    assert [t.speaker for t in turns] == [t.speaker for t in at_16k]
+    for a, b in zip(turns, at_16k):
+        assert abs(a.start - b.start) <= 0.3 and abs(a.end - b.end) <= 0.3
+    assert wer(_text(at_16k), _text(turns)) <= 0.05
+
+
+@pytest.fixture(scope="module")
+def jfk_native(tmp_path_factory):
+    """jfk.flac's own 44.1 kHz downmix, and its turns."""
+    x, rate = sf.read(JFK, dtype="float32")
+    assert rate == 44100
+    mono = x.mean(axis=1)
+    turns, _ = _run(_blocks(resample(mono, 44100), 1600))
+    return mono, turns
+
+
+@pytest.mark.parametrize("rate", [16000, 22050, 48000])
+def test_speech_recorded_at_44k_gives_the_same_turns_at_other_rates(tmp_path, jfk_native, rate):
+    """A recording made at 44.1 kHz (content up to 22 kHz), converted to each rate as a file."""
+    mono, ref = jfk_native
+    path = tmp_path / f"jfk_{rate}.wav"
+    sf.write(path, resample(mono, 44100, rate), rate, subtype="PCM_16")
+    turns, _ = _run(FileSource(path))
+    assert len(turns) == len(ref) and {t.speaker for t in turns} == {t.speaker for t in ref}
+    for a, b in zip(turns, ref):
+        assert abs(a.start - b.start) <= 0.3 and abs(a.end - b.end) <= 0.3
+    assert wer(_text(ref), _text(turns)) <= 0.05
+
+
+def test_8k_telephone_audio_keeps_every_speaker(tmp_path, at_16k):
+    path = tmp_path / "falcon_8k.wav"
+    sf.write(path, resample(load_audio(FALCON), 16000, 8000), 8000, subtype="PCM_16")
+    turns, _ = _run(FileSource(path))
+    print("8 kHz:", [(t.speaker, t.text) for t in turns], "WER vs 16 kHz", wer(_text(at_16k), _text(turns)))
+    assert len({t.speaker for t in turns}) == len({t.speaker for t in at_16k})
+
+
+# --- streaming framing ------------------------------------------------------------------------
+
+def test_48k_stream_in_10ms_blocks_gives_the_text_of_the_whole_file():
+    x48 = resample(load_audio(JFK), 16000, 48000)
+    whole, _ = _run([resample(x48, 48000)])
+    r = StreamResampler(48000)
+    streamed, _ = _run([r.process(b, last=i == len(x48) // 480) for i, b in enumerate(_blocks(x48, 480))])
+    assert _text(streamed) == _text(whole)
+    assert [(t.start, t.end) for t in streamed] == [(t.start, t.end) for t in whole]
+    assert wer(JFK_TEXT, _text(whole)) <= 0.1
+
+
+@pytest.mark.parametrize("block", [1, 400, 512])  # one sample, 25 ms, 1024 bytes of 16-bit PCM
+def test_odd_source_blocks_give_the_same_turns(block):
+    x = load_audio(JFK)[: 16000 * 5]
+    ref, _ = _run(_blocks(x, 1600))
+    turns, _ = _run(_blocks(x, block))
+    assert [(t.text, t.start, t.end) for t in turns] == [(t.text, t.start, t.end) for t in ref]
+
+
+# --- degenerate content -----------------------------------------------------------------------
+
+def _music(seconds=20.0, rate=16000):
+    """Plucked chords with sox (no speech)."""
+    import subprocess
+    import tempfile
+
+    with tempfile.NamedTemporaryFile(suffix=".wav") as f:
+        subprocess.run(["sox", "-n", "-r", str(rate), "-c", "1", f.name, "synth", "0.5", "pluck", "C4", "pluck",
+                        "E4", "pluck", "G4", "repeat", str(int(seconds / 1.5)), "vol", "0.5"], check=True)
+        return load_audio(f.name)
+
+
+@pytest.mark.parametrize("name", ["silence", "faint noise", "music", "empty.wav"])
+def test_no_speech_gives_no_turn_and_costs_no_stt_call(name):
+    rng = np.random.default_rng(8)
+    audio = {
+        "silence": lambda: np.zeros(16000 * 60, np.float32),
+        "faint noise": lambda: (rng.standard_normal(16000 * 20) * 10 ** (-50 / 20)).astype(np.float32),
+        "music": _music,
+        "empty.wav": lambda: load_audio(EVAL / "ami_debug" / "empty.wav"),
+    }[name]()
+    turns, calls = _run(_blocks(audio, 1600))
+    assert turns == []
+    assert calls == 0
+
+
+def test_short_clips_give_no_invented_text():
+    x = load_audio(JFK)
+    reference = set(re.findall(r"[a-z]+", JFK_TEXT.lower()))
+    for seconds in (0.3, 1.3):
+        clip = x[16000:16000 + int(seconds * 16000)]
+        turns, calls = _run(_blocks(clip, 1600))
+        words = re.findall(r"[a-z]+", _text(turns).lower())
+        print(seconds, "s:", _text(turns), "STT calls", calls)
+        assert len(turns) <= 1 and calls <= 1
+        assert set(words) <= reference
+
+
+# --- one person per channel -------------------------------------------------------------------
+
+def test_per_channel_recording_gives_one_speaker_per_channel():
+    path = EVAL / "faster_whisper" / "stereo_diarization.wav"
+    comp = components()
+    seen = []
+    result = run_per_channel(iter_16k_blocks(path, 0.1, per_channel=True), 2, PipelineOptions(), comp,
+                             progress=seen.append)
+    refs = {"Speaker A": "He began a confused complaint against the wizard, who had vanished behind the "
+                         "curtain on the left.",
+            "Speaker B": "The horizon seems extremely distant."}
+    by_speaker = {}
+    for t in result.turns:
+        by_speaker.setdefault(t.speaker, []).append(t)
+        assert t.channel == {"Speaker A": "replay/0", "Speaker B": "replay/1"}[t.speaker]
+    assert set(by_speaker) == set(refs)
+    for speaker, ref in refs.items():
+        assert wer(ref, _text(by_speaker[speaker])) <= 0.1
+    assert seen == sorted(seen) and seen[-1] == pytest.approx(5.0, abs=0.01)
+    assert [channel_speaker(i) for i in (0, 1, 25, 26, 27)] == \
+        ["Speaker A", "Speaker B", "Speaker Z", "Speaker AA", "Speaker AB"]
