@@ -188,6 +188,22 @@ def test_cuda_requested_without_cuda_is_a_clear_error():
         PyannoteModels("/nonexistent", device="cuda")
 
 
+
+@needs_eval
+def test_cli_refuses_cuda_without_cuda_before_writing(tmp_path, capsys):
+    import torch
+
+    from voicekit.cli import main
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    out = tmp_path / "out"
+    assert main(["replay", str(SAMPLE), "--out", str(out), "--device", "cuda", "--quiet"]) == 2
+    assert "--device cuda" in capsys.readouterr().err and not (out / "meeting.sqlite").exists()
+    assert main(["replay", str(SAMPLE), "--out", str(out), "--diarizer", "pyannote", "--refine"]) == 2
+    assert "drop --refine" in capsys.readouterr().err
+
+
 # --- models ----------------------------------------------------------------------------------------
 def test_wespeaker_resnet34_checkpoint_loads_and_embeds(tmp_path):
     """community-1's embedding architecture (WeSpeaker ResNet34, 256-d) through the same loader."""
