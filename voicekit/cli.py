@@ -62,8 +62,8 @@ def _pipeline_args(p: argparse.ArgumentParser, device_flag: str = "--device") ->
                    help="device for every model: Whisper, the speaker encoder, pyannote (default cpu)")
     g.add_argument("--compute-type", default="default", choices=COMPUTE_TYPES, metavar="TYPE",
                    help="CTranslate2 compute type for Whisper (default: int8 on CPU); the torch models "
-                        "(speaker encoder, pyannote) run float16/bfloat16 types under autocast, others "
-                        "in float32")
+                        "(speaker encoder, pyannote) run float16/bfloat16 types under autocast on CUDA, "
+                        "else in float32")
     g.add_argument("--threads", type=int, default=0,
                    help="CPU threads for STT (0 = CTranslate2 default); the speaker encoder uses 1")
     g.add_argument("--beam-size", type=int, default=5, help="Whisper beam width (default 5)")

@@ -2,8 +2,8 @@
 
 faster-whisper (CTranslate2) takes the compute type as it is. The torch models (the speaker
 encoder, pyannote's segmentation and embedding models) run their forward passes under
-:func:`torch_precision`: the CTranslate2 name is mapped onto torch autocast, since int8 weight
-quantisation has no torch counterpart here.
+:func:`torch_precision`: on CUDA the CTranslate2 name is mapped onto torch autocast (int8 weight
+quantisation has no torch counterpart here); on CPU they run in float32.
 """
 
 from __future__ import annotations
@@ -74,12 +74,14 @@ def require_ctranslate2_device(device: str) -> str:
 def torch_precision(device: str, compute_type: str = "default") -> contextlib.AbstractContextManager:
     """The context in which a torch model's forward pass honours ``--compute-type``.
 
-    ``float16``/``int8_float16`` and ``bfloat16``/``int8_bfloat16`` run under
-    ``torch.autocast(device, dtype)``; every other type (``default``, ``float32``, ``int8``…)
-    runs in float32 (no context). Callers cast outputs back to float32.
+    On ``cuda``, ``float16``/``int8_float16`` and ``bfloat16``/``int8_bfloat16`` run under
+    ``torch.autocast("cuda", dtype)``; every other type (``default``, ``float32``, ``int8``…)
+    runs in float32 (no context). On ``cpu`` the torch models always run in float32: CPU autocast
+    of the encoder's LSTM fails in oneDNN on CPUs without bfloat16 instructions (measured here),
+    and half precision brings no speed on such CPUs. Callers cast outputs back to float32.
     """
     dtype = _AUTOCAST.get(compute_type)
-    if dtype is None:
+    if dtype is None or device != "cuda":
         return contextlib.nullcontext()
     import torch
 
