@@ -18,7 +18,7 @@ PY=${1:-python3}
 "$PY" -m pip install -q -e '.[pyannote]'
 "$PY" -m pip install -q --no-deps pyannote.audio==4.0.7 torchaudio==2.11.1 torch-audiomentations==0.12.0 \
   julius==0.2.8 torch-pitch-shift==1.2.5 primePy==1.3
-"$PY" - <<'PYEOF'
+"$PY" -W ignore::UserWarning - <<'PYEOF'  # torchcodec is absent on purpose
 import importlib.util
 from pathlib import Path
 
