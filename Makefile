@@ -8,12 +8,13 @@ STAMP := $(VENV)/.voicekit-installed
 
 .PHONY: setup demo test eval clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml scripts/install_pyannote.sh
 	test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q torch==2.13.0
 	$(PIP) install -q -e '.[test,realtime,postgres,multilingual]'
 	$(PIP) install -q --no-deps resemblyzer==0.1.4
+	sh scripts/install_pyannote.sh $(PY)
 	touch $(STAMP)
 
 setup: $(STAMP)

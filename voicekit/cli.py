@@ -24,6 +24,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from voicekit.devices import COMPUTE_TYPES
+
 if TYPE_CHECKING:
     from voicekit.hooks import HookRunner
     from voicekit.turns import SpeakerTurn
@@ -58,9 +60,11 @@ def _pipeline_args(p: argparse.ArgumentParser, device_flag: str = "--device") ->
                         "'voicekit[multilingual]'), or a local CTranslate2 directory")
     g.add_argument("--language", default=None, help="language code for multilingual models (default: detect)")
     g.add_argument(device_flag, dest="device", default="cpu", choices=["cpu", "cuda"],
-                   help="device for every model (default cpu)")
-    g.add_argument("--compute-type", default="default",
-                   help="CTranslate2 compute type (default: int8 on CPU, float16 on CUDA)")
+                   help="device for every model: Whisper, the speaker encoder, pyannote (default cpu)")
+    g.add_argument("--compute-type", default="default", choices=COMPUTE_TYPES, metavar="TYPE",
+                   help="CTranslate2 compute type for Whisper (default: int8 on CPU); the torch models "
+                        "(speaker encoder, pyannote) run float16/bfloat16 types under autocast on CUDA, "
+                        "else in float32")
     g.add_argument("--threads", type=int, default=0,
                    help="CPU threads for STT (0 = CTranslate2 default); the speaker encoder uses 1")
     g.add_argument("--beam-size", type=int, default=5, help="Whisper beam width (default 5)")
@@ -70,6 +74,13 @@ def _pipeline_args(p: argparse.ArgumentParser, device_flag: str = "--device") ->
                    help="silence that ends an utterance (default 0.6)")
     g.add_argument("--max-utterance", type=float, default=None, metavar="SECONDS",
                    help="longest utterance before it is closed anyway (default 10)")
+    g.add_argument("--diarizer", default="embedded", metavar="embedded|pyannote[:PATH_OR_NAME]",
+                   help="embedded (default) or pyannote.audio: a local pipeline directory or a Hugging "
+                        "Face name already in the local cache (default pyannote/speaker-diarization-"
+                        "community-1; pip extra, see docs/pyannote.md)")
+    g.add_argument("--diarizer-mode", default="auto", choices=["auto", "offline", "streaming"],
+                   help="pyannote only: offline (the whole recording, replay only) or streaming (5 s "
+                        "window every 0.5 s); auto: offline for replay without --realtime, else streaming")
     g.add_argument("--num-speakers", type=int, default=None, help="exact number of speakers, when known")
     g.add_argument("--min-speakers", type=int, default=None, help="at least this many speakers")
     g.add_argument("--max-speakers", type=int, default=None, help="at most this many speakers")
@@ -85,7 +96,28 @@ def _hook_args(p: argparse.ArgumentParser, names_scope: str = "") -> None:
     g.add_argument("--hook-timeout", type=float, default=2.0, help="seconds a hook may run (default 2)")
 
 
-def _options(args: argparse.Namespace):
+def _pyannote_options(args: argparse.Namespace, whole_recording: bool):
+    """``--diarizer``/``--diarizer-mode`` -> PyannoteOptions, or None for the embedded diarizer."""
+    from voicekit.diarization.pyannote_backend import PyannoteOptions, parse_diarizer
+
+    try:
+        source = parse_diarizer(args.diarizer)
+    except ValueError as exc:
+        raise CliError(str(exc)) from exc
+    if source is None:
+        if args.diarizer_mode != "auto":
+            raise CliError("--diarizer-mode applies to --diarizer pyannote only")
+        return None
+    mode = args.diarizer_mode
+    if mode == "auto":
+        mode = "offline" if whole_recording and not getattr(args, "realtime", False) else "streaming"
+    if mode == "offline" and not whole_recording:
+        raise CliError("--diarizer-mode offline needs the whole recording (voicekit replay); live capture "
+                       "uses --diarizer-mode streaming")
+    return PyannoteOptions(source=source, mode=mode)
+
+
+def _options(args: argparse.Namespace, whole_recording: bool = False):
     from voicekit.diarization.online import DiarizerOptions
     from voicekit.pipeline import PipelineOptions
     from voicekit.stt import SttOptions
@@ -109,8 +141,15 @@ def _options(args: argparse.Namespace):
                        language=args.language, beam_size=args.beam_size, cpu_threads=args.threads),
         diarizer=DiarizerOptions(num_speakers=args.num_speakers, min_speakers=args.min_speakers,
                                  max_speakers=args.max_speakers),
+        pyannote=_pyannote_options(args, whole_recording),
         device=args.device,
+        compute_type=args.compute_type,
     )
+
+
+def _diarizer_name(options) -> str:  # noqa: ANN001 - PipelineOptions
+    p = options.pyannote
+    return "speaker encoder" if p is None else f"pyannote {p.source}, {p.mode}"
 
 
 def _hooks(args: argparse.Namespace):
@@ -304,7 +343,13 @@ def cmd_replay(args: argparse.Namespace) -> int:
     out = Path(args.out)
     _check_writable(out)
     stem = args.stem or source.path.stem
-    options = _options(args)
+    options = _options(args, whole_recording=True)
+    if options.pyannote is not None and args.per_channel:
+        raise CliError("--per-channel makes each channel a speaker, so there is nothing to diarize: drop "
+                       "--diarizer pyannote or --per-channel")
+    if options.pyannote is not None and args.refine:
+        raise CliError("--refine re-clusters the embedded diarizer's speaker embeddings; with --diarizer "
+                       "pyannote drop --refine (offline mode already diarizes the whole recording)")
     hooks = _hooks(args)
     voices = _voice_identifier(args)
     decide = speak_decisions(args.members, explain=args.explain, hooks=hooks) if args.members else None
@@ -313,8 +358,21 @@ def cmd_replay(args: argparse.Namespace) -> int:
         raise CliError(f"{out} already holds a meeting ({store_path.name}); pass --overwrite to replace "
                        "it, --append to add to it, or choose another --out")
     if not args.quiet:
-        err.print(f"[dim]loading models ({args.model}, speaker encoder)…[/dim]")
+        err.print(f"[dim]loading models ({args.model}, {_diarizer_name(options)})…[/dim]")
     components = Components.load(options)  # before the store: a missing model leaves no meeting
+    diarizer = None
+    if options.pyannote is not None and options.pyannote.mode == "offline":
+        from voicekit.audio import load_audio
+        from voicekit.diarization.pyannote_backend import PyannoteOfflineDiarizer
+
+        t = time.monotonic()
+        d = options.diarizer
+        segments = components.pyannote.diarize(load_audio(source.path, channel=args.channel),
+                                                d.num_speakers, d.min_speakers, d.max_speakers)
+        diarizer = PyannoteOfflineDiarizer(segments)
+        err.print(f"[dim]pyannote diarized the whole recording in {time.monotonic() - t:.1f} s: "
+                  f"{_plural(len({s.label for s in segments}), 'speaker')}, "
+                  f"{_plural(len(segments), 'speaker turn')}[/dim]")
     if store_path.exists() and not args.append:  # replaced: --overwrite, or a store with no turn
         store_path.unlink()
         for extra in ("-wal", "-shm"):
@@ -323,6 +381,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     meta = {"source": str(source.path), "stem": stem, "duration": round(source.info.duration, 3),
             "sample_rate": source.info.sample_rate, "channels": source.info.channels,
             "model": args.model, "vad": args.vad}
+    if options.pyannote is not None:
+        meta["diarizer"] = f"pyannote:{options.pyannote.source} ({options.pyannote.mode})"
     store.set_meta(**meta)
     if hooks.names:
         store.set_speaker_names(hooks.names)
@@ -347,7 +407,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     pipe = None
     if not args.per_channel:
         pipe = Pipeline(options, components, hooks=hooks, store=store, on_turn=on_turn,
-                        realtime_clock=args.realtime, voices=voices)
+                        realtime_clock=args.realtime, voices=voices, diarizer=diarizer)
     interrupted = False
     try:
         if pipe is not None:
@@ -741,7 +801,7 @@ def cmd_mic(args: argparse.Namespace) -> int:
     store.set_meta(**meta)
     if hooks.names:
         store.set_speaker_names(hooks.names)
-    err.print(f"[dim]loading models ({args.model}, speaker encoder)…[/dim]")
+    err.print(f"[dim]loading models ({args.model}, {_diarizer_name(options)})…[/dim]")
     on_turn = None if args.quiet else (lambda t: console.print(format_line(t), markup=False))  # noqa: E731
     pipe = Pipeline(options, hooks=hooks, store=store, on_turn=on_turn, realtime_clock=True, voices=voices)
     err.print(f"listening on {source.device.name!r} ({source.sample_rate} Hz, {source.channels} ch); "
@@ -823,7 +883,7 @@ def cmd_livekit(args: argparse.Namespace) -> int:
     meta = {"source": f"livekit:{url}", "stem": args.stem, "model": args.model, "vad": args.vad,
             "started": time.time()}
     store.set_meta(**meta)
-    err.print(f"[dim]loading models ({args.model}, speaker encoder)…[/dim]")
+    err.print(f"[dim]loading models ({args.model}, {_diarizer_name(options)})…[/dim]")
     components = Components.load(options)
     on_turn = None if args.quiet else (lambda t: console.print(f"{t.channel}  {format_line(t)}", markup=False))  # noqa: E731
     bot = LiveKitBot(url, token, options, components=components, store=store, hooks=hooks, on_turn=on_turn,
@@ -1008,6 +1068,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     from voicekit.audio import AudioError
+    from voicekit.devices import DeviceError
     from voicekit.hooks import HookError
     from voicekit.models import ModelError
     from voicekit.store import StoreError
@@ -1020,7 +1081,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except (CliError, AudioError, ModelError, StoreError, HookError, CaptureError, OutputError,
-            VoiceprintError) as exc:
+            VoiceprintError, DeviceError) as exc:
         if args.debug:
             raise
         print(f"voicekit: error: {exc}", file=sys.stderr)

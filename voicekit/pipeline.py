@@ -13,10 +13,12 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from voicekit.audio import SAMPLE_RATE
+from voicekit.diarization.base import Diarizer
 from voicekit.diarization.encoder import SpeakerEncoder
 from voicekit.diarization.online import DiarizerOptions, OnlineDiarizer
 from voicekit.diarization.refine import refine_turns
@@ -26,6 +28,9 @@ from voicekit.stt import SttOptions, Transcriber
 from voicekit.turns import SpeakerTurn, extend_to_speech, words_to_turns
 from voicekit.vad import Endpointer, EndpointerOptions, Utterance, make_vad
 from voicekit.voiceprints import VoiceIdentifier
+
+if TYPE_CHECKING:
+    from voicekit.diarization.pyannote_backend import PyannoteModels, PyannoteOptions
 
 log = logging.getLogger(__name__)
 
@@ -39,37 +44,55 @@ class PipelineOptions:
             ``"webrtc"`` / ``"webrtc:N"``.
         endpointer: :class:`~voicekit.vad.EndpointerOptions`.
         stt: :class:`~voicekit.stt.SttOptions`.
-        diarizer: :class:`~voicekit.diarization.online.DiarizerOptions`.
-        device: ``cpu`` or ``cuda`` for the speaker encoder (STT has its own in ``stt``).
-        threads: CPU threads for the speaker encoder.
+        diarizer: :class:`~voicekit.diarization.online.DiarizerOptions` (the speaker-count limits
+            apply to every backend).
+        pyannote: :class:`~voicekit.diarization.pyannote_backend.PyannoteOptions` to diarize with
+            pyannote.audio instead of the embedded diarizer (None: embedded, the default).
+        device: ``cpu`` or ``cuda`` for the torch models: the speaker encoder or pyannote (STT has
+            its own in ``stt``).
+        compute_type: ``--compute-type`` for the torch models (see :mod:`voicekit.devices`).
+        threads: CPU threads for the speaker encoder / pyannote.
     """
 
     vad: str = "silero"
     endpointer: EndpointerOptions = field(default_factory=EndpointerOptions)
     stt: SttOptions = field(default_factory=SttOptions)
     diarizer: DiarizerOptions = field(default_factory=DiarizerOptions)
+    pyannote: PyannoteOptions | None = None
     device: str = "cpu"
+    compute_type: str = "default"
     threads: int = 1
 
 
 @dataclass
 class Components:
-    """The loaded models: the transcriber and the speaker encoder.
+    """The loaded models: the transcriber and the speaker encoder, or pyannote's models instead of
+    the encoder when ``options.pyannote`` is set.
 
     Build with :meth:`load`; pass to several :class:`Pipeline` runs to load the models once.
     """
 
     transcriber: Transcriber
-    encoder: SpeakerEncoder
+    encoder: SpeakerEncoder | None
+    pyannote: PyannoteModels | None = None
 
     @classmethod
     def load(cls, options: PipelineOptions) -> "Components":
         """Load the models named in ``options``.
 
         Raises:
-            voicekit.models.ModelError: when a model is missing or damaged.
+            voicekit.models.ModelError: when a model is missing or damaged (or pyannote.audio is
+                not installed, for ``options.pyannote``).
+            voicekit.devices.DeviceError: when ``cuda`` is asked for and is not available.
         """
-        return cls(Transcriber(options.stt), SpeakerEncoder(device=options.device, threads=options.threads))
+        transcriber = Transcriber(options.stt)
+        if options.pyannote is not None:
+            from voicekit.diarization.pyannote_backend import PyannoteModels
+
+            return cls(transcriber, None, PyannoteModels(options.pyannote.source, options.device,
+                                                         options.compute_type, options.threads))
+        return cls(transcriber, SpeakerEncoder(device=options.device, threads=options.threads,
+                                               compute_type=options.compute_type))
 
 
 @dataclass
@@ -121,12 +144,16 @@ class Pipeline:
             (``sender_name``), its turns carry ``identity_id`` and are committed with the voice's
             registered participant record (attribution A4, A11). Labels the user or a hook named
             (``hooks.names``) are never renamed by the library.
+        diarizer: the :class:`~voicekit.diarization.base.Diarizer` to use (e.g. a
+            :class:`~voicekit.diarization.pyannote_backend.PyannoteOfflineDiarizer`); by default
+            the embedded online diarizer, or pyannote's streaming diarizer when
+            ``options.pyannote`` is set.
     """
 
     def __init__(self, options: PipelineOptions | None = None, components: Components | None = None,
                  hooks: HookRunner | None = None, store: MeetingStore | None = None,
                  on_turn: Callable[[SpeakerTurn], None] | None = None, realtime_clock: bool = False,
-                 voices: VoiceIdentifier | None = None) -> None:
+                 voices: VoiceIdentifier | None = None, diarizer: Diarizer | None = None) -> None:
         self.options = options or PipelineOptions()
         self.components = components or Components.load(self.options)
         self.hooks = hooks or HookRunner()
@@ -135,13 +162,22 @@ class Pipeline:
         self.realtime_clock = realtime_clock
         self.voices = voices
         self.endpointer = Endpointer(make_vad(self.options.vad), self.options.endpointer)
-        self.diarizer = OnlineDiarizer(self.components.encoder, self.options.diarizer)
+        self.diarizer: Diarizer = diarizer or self._default_diarizer()
         self.turns: list[SpeakerTurn] = []
         self.blocked = 0
         self.stage_seconds = {"vad": 0.0, "stt": 0.0, "diarization": 0.0, "commit": 0.0}
         self._t0 = time.monotonic()
         self._channel = "replay"
         self.consumed = 0
+
+    def _default_diarizer(self) -> Diarizer:
+        if self.options.pyannote is not None and self.components.pyannote is not None:
+            from voicekit.diarization.pyannote_backend import PyannoteStreamingDiarizer
+
+            return PyannoteStreamingDiarizer(self.components.pyannote, self.options.pyannote, self.options.diarizer)
+        if self.components.encoder is None:
+            raise ValueError("these components have no speaker encoder (loaded for pyannote): pass a diarizer")
+        return OnlineDiarizer(self.components.encoder, self.options.diarizer)
 
     def _handle(self, utt: Utterance) -> None:
         t = time.perf_counter()

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from voicekit.devices import check_compute_type, require_ctranslate2_device
 from voicekit.models import resolve_whisper
 from voicekit.turns import Word
 
@@ -53,12 +54,16 @@ class Transcriber:
 
     Raises:
         voicekit.models.ModelError: when the model cannot be found (at construction).
+        voicekit.devices.DeviceError: when ``cuda`` is asked for and CTranslate2 sees no CUDA
+            device, or the compute type is unknown.
     """
 
     def __init__(self, options: SttOptions | None = None) -> None:
         from faster_whisper import WhisperModel
 
         self.options = opt = options or SttOptions()
+        require_ctranslate2_device(opt.device)
+        check_compute_type(opt.compute_type)
         self.model_path = resolve_whisper(opt.model)
         compute = opt.compute_type
         if compute == "default":

@@ -112,8 +112,10 @@ def SharedComponents(components: Components) -> Components:  # noqa: N802 - a fa
     for the same cores; one model call at a time keeps each call as fast as in a single run.
     """
     lock = threading.Lock()
+    encoder = components.encoder
     return Components(_Locked(components.transcriber, lock, ["transcribe"]),
-                      _Locked(components.encoder, lock, ["embed_windows", "embed_batch"]))
+                      _Locked(encoder, lock, ["embed_windows", "embed_batch"]) if encoder is not None else None,
+                      components.pyannote)  # pyannote's models hold their own lock
 
 
 @dataclass

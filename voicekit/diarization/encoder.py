@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from voicekit.audio import SAMPLE_RATE
+from voicekit.devices import require_torch_device, torch_precision
 
 N_FFT = 400  # 25 ms at 16 kHz
 HOP = 160  # 10 ms
@@ -54,6 +55,8 @@ class SpeakerEncoder:
 
     Args:
         device: ``cpu`` or ``cuda``.
+        compute_type: ``--compute-type``; ``float16``/``bfloat16`` (and their ``int8_`` forms) run
+            the LSTM under torch autocast, anything else in float32 (see :mod:`voicekit.devices`).
         threads: torch intra-op threads on CPU (default 1: on 2 cores, OpenMP with 2 threads was
             measured 6-10x slower for this small LSTM when another process was busy).
         window: window length in seconds (default 1.0).
@@ -62,11 +65,14 @@ class SpeakerEncoder:
 
     dimension = 256
 
-    def __init__(self, device: str = "cpu", threads: int = 1, window: float = 1.0, hop: float = 0.25) -> None:
+    def __init__(self, device: str = "cpu", threads: int = 1, window: float = 1.0, hop: float = 0.25,
+                 compute_type: str = "default") -> None:
         import librosa.filters
         import torch
         from resemblyzer import VoiceEncoder
 
+        require_torch_device(device)
+        self._precision = lambda: torch_precision(device, compute_type)
         if device == "cpu" and threads > 0:
             torch.set_num_threads(threads)
         self._torch = torch
@@ -98,9 +104,9 @@ class SpeakerEncoder:
     def embed_batch(self, mels: np.ndarray) -> np.ndarray:
         """Embed ``(batch, frames, 40)`` mel windows -> ``(batch, 256)`` float32, L2-normalised."""
         torch = self._torch
-        with torch.inference_mode():
+        with torch.inference_mode(), self._precision():
             x = torch.from_numpy(np.ascontiguousarray(mels, dtype=np.float32)).to(self.device)
-            return self.model(x).cpu().numpy().astype(np.float32)
+            return self.model(x).float().cpu().numpy().astype(np.float32)
 
     def embed_windows(self, samples: np.ndarray, offset: float = 0.0) -> WindowEmbeddings:
         """Embed sliding windows over one utterance.

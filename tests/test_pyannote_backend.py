@@ -1,0 +1,321 @@
+"""The pyannote.audio backend (docs/pyannote.md), with randomly initialised checkpoints.
+
+No pyannote weights can be downloaded here, so these tests build small checkpoints of pyannote's
+own architectures (PyanNet segmentation; an x-vector embedding for the pipeline runs, cheap on two
+cores, and a WeSpeaker ResNet34 as in community-1 for the loading check), saved the way pyannote
+saves them, with a local config.yaml and PLDA, and load them with the hub offline. They check the
+plumbing (loading, shapes, timings, the word mapping, the CLI), not accuracy.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+
+import numpy as np
+import pytest
+
+from tests._pipeline_support import SAMPLE, components, needs_eval
+from voicekit.diarization.pyannote_backend import (DEFAULT_PIPELINE, PyannoteOfflineDiarizer, SpeakerSegment,
+                                                   assign_speakers, parse_diarizer, pieces_from_words)
+from voicekit.turns import Word
+from voicekit.vad import Utterance
+
+pyannote_audio = pytest.importorskip("pyannote.audio", reason="pyannote.audio not installed "
+                                     "(sh scripts/install_pyannote.sh)")
+
+
+def _save(model, path) -> None:
+    """Save a pyannote model as pyannote does (models/embedding/wespeaker/convert.py), with its
+    hyper-parameters so that the architecture is rebuilt as saved."""
+    import lightning
+    import torch
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    checkpoint = {"state_dict": model.state_dict(), "hyper_parameters": dict(model.hparams)}
+    model.on_save_checkpoint(checkpoint)
+    checkpoint["pytorch-lightning_version"] = lightning.__version__
+    torch.save(checkpoint, path)
+
+
+def _write_pipeline(root, embedding_model, plda: bool = True) -> None:
+    import torch
+    import yaml
+    from pyannote.audio.core.task import Problem, Resolution, Specifications
+    from pyannote.audio.models.segmentation import PyanNet
+
+    torch.manual_seed(0)
+    seg = PyanNet(lstm={"hidden_size": 32, "num_layers": 1}, linear={"hidden_size": 32, "num_layers": 1})
+    seg.specifications = Specifications(  # as pyannote/segmentation-3.0: powerset, 3 speakers, 2 at once
+        problem=Problem.MONO_LABEL_CLASSIFICATION, resolution=Resolution.FRAME, duration=10.0,
+        min_duration=10.0, classes=["speaker#1", "speaker#2", "speaker#3"], powerset_max_classes=2,
+        permutation_invariant=True)
+    seg.build()
+    _save(seg, root / "segmentation" / "pytorch_model.bin")
+    embedding_model.specifications = Specifications(problem=Problem.REPRESENTATION,
+                                                    resolution=Resolution.CHUNK, duration=5.0)
+    _save(embedding_model, root / "embedding" / "pytorch_model.bin")
+    dim, lda = embedding_model.dimension, 128
+    rng = np.random.default_rng(0)
+    if plda:
+        (root / "plda").mkdir()
+        np.savez(root / "plda" / "xvec_transform.npz", mean1=rng.normal(size=dim) * 0.01,
+                 mean2=rng.normal(size=lda) * 0.01, lda=np.linalg.qr(rng.normal(size=(dim, dim)))[0][:, :lda])
+        np.savez(root / "plda" / "plda.npz", mu=np.zeros(lda), tr=np.linalg.qr(rng.normal(size=(lda, lda)))[0],
+                 psi=np.sort(rng.uniform(0.5, 5.0, lda))[::-1].copy())
+    config = {  # the layout of pyannote/speaker-diarization-community-1's config.yaml
+        "dependencies": {"pyannote.audio": pyannote_audio.__version__},
+        "pipeline": {"name": "pyannote.audio.pipelines.SpeakerDiarization", "params": {
+            "clustering": "VBxClustering", "segmentation": "$model/segmentation", "embedding": "$model/embedding",
+            "plda": "$model/plda", "embedding_batch_size": 16, "segmentation_batch_size": 16,
+            "embedding_exclude_overlap": True}},
+        "params": {"clustering": {"threshold": 0.6, "Fa": 0.07, "Fb": 0.8}, "segmentation": {"min_duration_off": 0.0}},
+    }
+    (root / "config.yaml").write_text(yaml.safe_dump(config))
+
+
+@pytest.fixture(scope="module")
+def pipeline_dir(tmp_path_factory):
+    from pyannote.audio.models.embedding import XVectorSincNet
+
+    import torch
+
+    torch.manual_seed(1)
+    root = tmp_path_factory.mktemp("pyannote-xvector")
+    _write_pipeline(root, XVectorSincNet())
+    return root
+
+
+@pytest.fixture(scope="module")
+def models(pipeline_dir):
+    from voicekit.diarization.pyannote_backend import PyannoteModels
+
+    return PyannoteModels(str(pipeline_dir))
+
+
+@pytest.fixture(scope="module")
+def sample_audio():
+    from voicekit.audio import load_audio
+
+    return load_audio(SAMPLE)
+
+
+# --- the word mapping ------------------------------------------------------------------------------
+def _w(start, end, text="w"):
+    return Word(start, end, text, 0.9)
+
+
+def test_assign_speakers_overlap_gap_and_empty():
+    segments = [SpeakerSegment(0.0, 2.0, "S1"), SpeakerSegment(1.5, 4.0, "S2"),
+                SpeakerSegment(6.0, 7.0, "S1"), SpeakerSegment(6.5, 6.6, "S2")]
+    words = [_w(0.2, 0.6),    # inside S1 only
+             _w(1.6, 2.6),    # 0.4 s with S1, 1.0 s with S2 -> S2
+             _w(4.2, 4.5),    # gap: S2 ends 0.2 s before, S1 starts 1.5 s after -> S2
+             _w(5.6, 5.9),    # gap: 0.1 s before S1 -> S1
+             _w(6.4, 6.8),    # S1 0.4 s, S2 0.1 s -> S1
+             _w(9.0, 9.0)]    # zero length, after everything -> last turn to end (S1 at 7.0)
+    assert assign_speakers(words, segments) == ["S1", "S2", "S2", "S1", "S1", "S1"]
+    assert assign_speakers(words, []) == [None] * len(words)
+    # two turns of one label add up against a longer single turn of another
+    split = [SpeakerSegment(0.0, 0.3, "A"), SpeakerSegment(0.3, 0.4, "B"), SpeakerSegment(0.4, 0.7, "A")]
+    assert assign_speakers([_w(0.0, 0.7)], split) == ["A"]
+
+
+def test_offline_diarizer_labels_in_order_of_first_appearance_and_pieces():
+    segments = [SpeakerSegment(0.0, 3.0, "SPEAKER_01"), SpeakerSegment(3.0, 6.0, "SPEAKER_00")]
+    diarizer = PyannoteOfflineDiarizer(segments)
+    utt = Utterance(0, 0.0, np.zeros(16000 * 6, np.float32))
+    words, pieces = diarizer.process(utt, [_w(0.5, 1.0), _w(1.2, 2.8), _w(3.4, 4.0), _w(4.2, 5.0)])
+    assert [w.speaker for w in words] == ["Speaker A", "Speaker A", "Speaker B", "Speaker B"]
+    assert [(p.start, p.end, p.speaker) for p in pieces] == [(0.0, 3.1, "Speaker A"), (3.1, 6.0, "Speaker B")]
+    assert diarizer.process(utt, []) == ([], [])
+    # no speaker found at all: every word still gets one
+    words, _ = PyannoteOfflineDiarizer([]).process(utt, [_w(0.5, 1.0)])
+    assert words[0].speaker == "Speaker A"
+
+
+def test_pieces_from_words_cover_the_utterance():
+    utt = Utterance(0, 10.0, np.zeros(16000 * 4, np.float32))
+    words = [Word(10.2, 10.5, "a", 1, "Speaker A"), Word(10.9, 11.2, "b", 1, "Speaker B"),
+             Word(11.3, 11.6, "c", 1, "Speaker B"), Word(12.0, 12.5, "d", 1, "Speaker A")]
+    pieces = pieces_from_words(utt, words, {"Speaker B": 0.4})
+    assert [(p.start, p.end, p.speaker, p.similarity) for p in pieces] == [
+        (10.0, 10.7, "Speaker A", 1.0), (10.7, 11.8, "Speaker B", 0.4), (11.8, 14.0, "Speaker A", 1.0)]
+
+
+# --- options and errors ---------------------------------------------------------------------------
+def test_parse_diarizer():
+    assert parse_diarizer("embedded") is None
+    assert parse_diarizer("pyannote") == DEFAULT_PIPELINE
+    assert parse_diarizer("pyannote:/models/community-1") == "/models/community-1"
+    assert parse_diarizer("pyannote:pyannote/speaker-diarization-3.1") == "pyannote/speaker-diarization-3.1"
+    for bad in ("pyannote:", "nemo", "Pyannote"):
+        with pytest.raises(ValueError, match="embedded .*pyannote:PATH_OR_NAME"):
+            parse_diarizer(bad)
+
+
+def test_load_errors_name_the_fix(tmp_path, monkeypatch):
+    from voicekit.diarization.pyannote_backend import PyannoteModels
+    from voicekit.models import ModelError
+
+    with pytest.raises(ModelError, match="no such file or directory"):
+        PyannoteModels(str(tmp_path / "missing"))
+    with pytest.raises(ModelError, match=r"not in the local Hugging Face cache.*hf download voicekit-test/absent"):
+        PyannoteModels("voicekit-test/absent")
+    # the known trap: a plda entry naming a folder that does not exist is taken for a hub id
+    from pyannote.audio.models.embedding import XVectorSincNet
+
+    _write_pipeline(tmp_path / "noplda", XVectorSincNet(), plda=False)
+    with pytest.raises(ModelError, match="`plda` must be an existing directory"):
+        PyannoteModels(str(tmp_path / "noplda"))
+    # pyannote.audio missing
+    monkeypatch.setitem(sys.modules, "pyannote.audio", None)
+    with pytest.raises(ModelError, match="install_pyannote.sh"):
+        PyannoteModels(str(tmp_path / "noplda"))
+
+
+def test_cuda_requested_without_cuda_is_a_clear_error():
+    import torch
+
+    from voicekit.devices import DeviceError, require_torch_device
+    from voicekit.diarization.pyannote_backend import PyannoteModels
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    with pytest.raises(DeviceError, match="--device cuda: torch .* sees no CUDA device.*--device cpu"):
+        require_torch_device("cuda")
+    with pytest.raises(DeviceError, match="no CUDA device"):
+        PyannoteModels("/nonexistent", device="cuda")
+
+
+
+@needs_eval
+def test_cli_refuses_cuda_without_cuda_before_writing(tmp_path, capsys):
+    import torch
+
+    from voicekit.cli import main
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    out = tmp_path / "out"
+    assert main(["replay", str(SAMPLE), "--out", str(out), "--device", "cuda", "--quiet"]) == 2
+    assert "--device cuda" in capsys.readouterr().err and not (out / "meeting.sqlite").exists()
+    assert main(["replay", str(SAMPLE), "--out", str(out), "--diarizer", "pyannote", "--refine"]) == 2
+    assert "drop --refine" in capsys.readouterr().err
+
+
+# --- models ----------------------------------------------------------------------------------------
+def test_wespeaker_resnet34_checkpoint_loads_and_embeds(tmp_path):
+    """community-1's embedding architecture (WeSpeaker ResNet34, 256-d) through the same loader."""
+    import torch
+    from pyannote.audio.models.embedding import WeSpeakerResNet34
+
+    from voicekit.diarization.pyannote_backend import PyannoteModels
+
+    torch.manual_seed(2)
+    _write_pipeline(tmp_path, WeSpeakerResNet34())
+    loaded = PyannoteModels(str(tmp_path))
+    assert type(loaded.embedding.model_).__name__ == "WeSpeakerResNet34"
+    rng = np.random.default_rng(0)
+    chunk = (0.1 * rng.standard_normal((1, 16000 * 2))).astype(np.float32)
+    act = loaded.segment(chunk)
+    assert act.shape[0] == 1 and act.shape[2] == 3 and np.all((act >= 0) & (act <= 1))
+    emb = loaded.embed(chunk, np.ones((1, act.shape[1]), np.float32))
+    assert emb.shape == (1, 256) and np.isclose(np.linalg.norm(emb), 1.0, atol=1e-4)
+
+
+@needs_eval
+def test_segment_and_embed_shapes_on_a_real_recording(models, sample_audio):
+    chunks = np.stack([sample_audio[i * 8000:i * 8000 + 80000] for i in range(3)])   # 5 s every 0.5 s
+    act = models.segment(chunks)
+    frames = models.frame_times(act.shape[1])
+    assert act.shape[:1] == (3,) and act.shape[2] == 3 and act.dtype == np.float32
+    assert 250 < act.shape[1] < 320                       # PyanNet: ~17 ms frames over 5 s
+    assert 0 < frames[0] < 0.05 and 4.95 < frames[-1] < 5.0
+    # soft powerset -> multi-label: at most two speakers at once, so the activations sum to <= 2
+    assert np.all(act.sum(axis=2) <= 2.0 + 1e-4)
+    emb = models.embed(chunks, act[:, :, 0])
+    assert emb.shape == (3, 512) and np.allclose(np.linalg.norm(emb, axis=1), 1.0, atol=1e-4)
+
+
+@pytest.fixture(scope="module")
+def offline_segments(models, sample_audio):
+    return models.diarize(sample_audio)
+
+
+@needs_eval
+def test_offline_pipeline_on_a_real_recording(offline_segments, sample_audio):
+    duration = len(sample_audio) / 16000
+    assert offline_segments
+    assert all(0.0 <= s.start < s.end <= duration + 0.05 for s in offline_segments)
+    assert all(re.fullmatch(r"SPEAKER_\d\d", s.label) for s in offline_segments)
+    assert [s.start for s in offline_segments] == sorted(s.start for s in offline_segments)
+
+
+@needs_eval
+def test_replay_cli_offline_maps_every_word(pipeline_dir, offline_segments, tmp_path, capsys):
+    from voicekit.cli import main
+    from voicekit.store import MeetingStore
+
+    out = tmp_path / "out"
+    code = main(["replay", str(SAMPLE), "--out", str(out), "--quiet", "--diarizer", f"pyannote:{pipeline_dir}"])
+    assert code == 0
+    err = capsys.readouterr().err
+    assert "pyannote diarized the whole recording" in err
+    from voicekit.outputs import FORMATS
+
+    default_outputs = {f"sample.{ext}" for ext in FORMATS}
+    assert default_outputs <= {p.name for p in out.iterdir()}
+    store = MeetingStore(out / "meeting.sqlite")
+    turns = store.turns()
+    assert "pyannote:" in store.meta().get("diarizer", "")
+    store.close()
+    words = [w for t in turns for w in t.words]
+    assert words and all(re.fullmatch(r"Speaker [A-Z]+", w.speaker or "") for w in words)
+    # the labels are pyannote's, renamed in order of first appearance
+    raw = assign_speakers(words, offline_segments)
+    renamed = {r: f"Speaker {chr(65 + i)}" for i, r in enumerate(dict.fromkeys(raw))}
+    assert [w.speaker for w in words] == [renamed[r] for r in raw]
+
+
+@needs_eval
+def test_streaming_pipeline_windows_and_words(models):
+    from voicekit.audio import iter_16k_blocks
+    from voicekit.diarization.online import DiarizerOptions
+    from voicekit.diarization.pyannote_backend import PyannoteOptions, PyannoteStreamingDiarizer
+    from voicekit.pipeline import Components, Pipeline, PipelineOptions
+
+    # random weights give diffuse activations (below diart's tau_active 0.6 and the 0.5 onset), so
+    # low thresholds here make every stage run: embeddings, centroid matching, binarisation
+    streaming = PyannoteOptions(source="fixture", mode="streaming", tau_active=0.1, rho_update=0.1, onset=0.2)
+    options = PipelineOptions(pyannote=streaming, diarizer=DiarizerOptions(max_speakers=4))
+    pipe = Pipeline(options, Components(components().transcriber, None, models))
+    d = pipe.diarizer
+    assert isinstance(d, PyannoteStreamingDiarizer)
+    seen = []
+    process = d.process
+    d.process = lambda utt, words: (seen.append((utt, words)), process(utt, words))[1]
+    result = pipe.run(iter_16k_blocks(SAMPLE))
+    ends = np.array(d.window_ends)
+    assert len(seen) >= 3 and len(ends) > 20 and np.all(np.diff(ends) > 0)
+    # windows every 0.5 s on the stream grid, plus one at each utterance end
+    utt_ends = {round(u.end, 6) for u, _ in seen}
+    on_grid = np.isclose(ends / 0.5, np.round(ends / 0.5), atol=1e-6)
+    assert all(g or round(float(t), 6) in utt_ends for t, g in zip(ends, on_grid))
+    for utt, _ in seen:                         # each utterance is covered by its windows
+        mine = ends[(ends > utt.start) & (ends <= utt.end + 1e-6)]
+        assert len(mine) and np.isclose(mine[-1], utt.end)
+        assert np.all(np.diff(np.concatenate([[utt.start], mine])) <= 0.5 + 1e-6)
+    assert 1 <= len(d.centroids) <= 4            # capped by --max-speakers
+    words = [w for t in result.turns for w in t.words]
+    assert words and all(re.fullmatch(r"Speaker [A-D]", w.speaker or "") for w in words)
+    first = list(dict.fromkeys(w.speaker for w in words))
+    assert first == [f"Speaker {chr(65 + i)}" for i in range(len(first))]
+    assert d.history == []
+    # diart's thresholds on the same utterances: every word still gets a speaker
+    plain = PyannoteStreamingDiarizer(models, PyannoteOptions(mode="streaming"))
+    for utt, utt_words in seen:
+        labelled, pieces = plain.process(utt, utt_words)
+        assert len(labelled) == len(utt_words) and all(w.speaker for w in labelled)
+        if utt_words:
+            assert pieces[0].start == utt.start and pieces[-1].end == utt.end
