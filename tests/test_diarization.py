@@ -4,6 +4,7 @@ import numpy as np
 
 from _pipeline_support import components, eval_file, needs_eval
 from voicekit.diarization.online import DiarizerOptions, snap_to_word_gaps
+from voicekit.audio import load_audio
 from voicekit.evaluation import load_reference, refined_view, score_der, turns_to_annotation
 from voicekit.pipeline import Pipeline, PipelineOptions
 from voicekit.sources import FileSource
@@ -52,3 +53,105 @@ def test_changes_snap_to_the_nearest_word_gap():
     assert snap_to_word_gaps([0.45, 1.9], words) == [0.5, 1.5]
     assert snap_to_word_gaps([0.45, 0.55], words) == [0.5]
     assert snap_to_word_gaps([1.0], words[:1]) == []
+
+
+# --- issue 3: composed meetings from real speakers --------------------------------------------
+
+def _solo_segments(file_id, speaker, min_seconds=0.8):
+    """``[(start, end)]`` of the reference segments where ``speaker`` speaks alone."""
+    f = eval_file(file_id)
+    ref, uem = load_reference(f, FileSource(f.audio).info.duration)
+    others = ref.subset([x for x in ref.labels() if x != speaker]).get_timeline().support()
+    alone = ref.label_timeline(speaker).support().extrude(others)
+    if uem is not None:
+        alone = alone.crop(uem)
+    return f, [(s.start, s.end) for s in alone if s.duration >= min_seconds]
+
+
+def _cut(file_id, speaker, gap=0.3):
+    """The solo speech of one reference speaker of one file, the pieces joined by ``gap`` s of
+    silence: ``(samples, seconds of speech)``."""
+    f, segments = _solo_segments(file_id, speaker)
+    audio = load_audio(f.audio)
+    silence = np.zeros(int(gap * 16000), dtype=np.float32)
+    parts = []
+    for a, b in segments:
+        parts += [audio[int(a * 16000):int(b * 16000)], silence]
+    return np.concatenate(parts), sum(b - a for a, b in segments)
+
+
+def _reversed_segments(file_id, speaker, gap=0.3):
+    """Like :func:`_cut`, the segments taken in reverse order (each played forwards)."""
+    f, segments = _solo_segments(file_id, speaker)
+    audio = load_audio(f.audio)
+    silence = np.zeros(int(gap * 16000), dtype=np.float32)
+    return np.concatenate([p for a, b in reversed(segments) for p in (audio[int(a * 16000):int(b * 16000)], silence)])
+
+
+def _replay(samples, **diarizer):
+    """Run samples through the pipeline in 0.1 s blocks; returns the committed turns."""
+    pipe = Pipeline(PipelineOptions(diarizer=DiarizerOptions(**diarizer)), components())
+    blocks = (samples[i:i + 1600] for i in range(0, len(samples), 1600))
+    return pipe.run(blocks).turns
+
+
+def _majority(turns, lo, hi):
+    seconds = {}
+    for t in turns:
+        overlap = min(t.end, hi) - max(t.start, lo)
+        if overlap > 0:
+            seconds[t.speaker] = seconds.get(t.speaker, 0.0) + overlap
+    return max(seconds, key=seconds.get), seconds
+
+
+def test_a_speaker_who_comes_back_after_a_long_absence_keeps_her_label():
+    # A: MEE009 in dev00; then B: FEE083 alone, from trn06 and trn09 (the files she is in). The
+    # ami_debug files hold at most about 40 s of solo speech of any one speaker (FEE083), so B's
+    # segments are played a second time, in reverse order, to keep A away for more than 60 s.
+    # A comes back from dev01, another recording of her meeting.
+    a1, _ = _cut("dev00", "MEE009")
+    b6, b9 = _cut("trn06", "FEE083"), _cut("trn09", "FEE083")
+    b = np.concatenate([b6[0], b9[0], _reversed_segments("trn09", "FEE083"), _reversed_segments("trn06", "FEE083")])
+    a2, _ = _cut("dev01", "MEE009")
+    pause = np.zeros(16000, dtype=np.float32)
+    samples = np.concatenate([a1, pause, b, pause, a2])
+    t_b, t_a2 = (len(a1) + len(pause)) / 16000, (len(a1) + 2 * len(pause) + len(b)) / 16000
+    turns = _replay(samples)
+    first, s1 = _majority(turns, 0.0, t_b - 1.0)
+    middle, s2 = _majority(turns, t_b, t_a2 - 1.0)
+    last, s3 = _majority(turns, t_a2, len(samples) / 16000)
+    print(f"A {s1}; B ({b6[1] + b9[1]:.1f} s of distinct solo speech, {len(b) / 16000:.1f} s in all) {s2}; A again {s3}")
+    assert t_a2 - t_b >= 60.0
+    assert middle != first
+    assert last == first
+
+
+def test_a_speaker_change_without_a_pause_splits_the_turn_at_the_right_word():
+    # two clean voices of diarizationExample back to back, no silence between them
+    f, seg1 = _solo_segments("diarizationExample", "speakerA", min_seconds=3.0)
+    _f, seg2 = _solo_segments("diarizationExample", "speakerC", min_seconds=3.0)
+    audio = load_audio(f.audio)
+    x = audio[int(seg1[0][0] * 16000):int(seg1[0][1] * 16000)]
+    y = audio[int(seg2[0][0] * 16000):int(seg2[0][1] * 16000)]
+    junction = len(x) / 16000
+    turns = _replay(np.concatenate([x, y, np.zeros(16000, dtype=np.float32)]))
+    words = [w for t in turns for w in t.words]
+    print([(round(w.start, 2), w.text, w.speaker) for w in words], f"junction {junction:.2f} s")
+    before = [w for w in words if (w.start + w.end) / 2 < junction]
+    after = [w for w in words if (w.start + w.end) / 2 >= junction]
+    assert before and after
+    assert len({w.speaker for w in before}) == 1 and len({w.speaker for w in after}) == 1
+    assert before[0].speaker != after[0].speaker
+    assert [t.speaker for t in turns] == [before[0].speaker, after[0].speaker]
+
+
+def test_labels_already_emitted_never_change():
+    f = eval_file("EN2002a_30s")
+    seen = {}
+    pipe = Pipeline(PipelineOptions(), components(),
+                    on_turn=lambda t: seen.setdefault(len(seen), (t.start, t.speaker, [w.speaker for w in t.words])))
+    result = pipe.run(FileSource(f.audio), refine=True)
+    assert len(seen) == len(result.turns) >= 4
+    assert [(t.start, t.speaker, [w.speaker for w in t.words]) for t in result.turns] == [seen[i] for i in range(len(seen))]
+    # the refinement is kept beside the live labels, never written over them
+    assert [t.speaker for t in result.turns] == [s for _, s, _ in seen.values()]
