@@ -170,3 +170,39 @@ def test_a_failed_start_leaves_nothing_that_blocks_the_retry(tmp_path, capsys):
     assert main(["replay", str(stereo), "--out", str(tmp_path), "--channel", "1", "--quiet"]) == 0
     doc = json.loads((tmp_path / "stereo_diarization.json").read_text())
     assert "horizon" in " ".join(t["text"] for t in doc["turns"]).lower()
+
+
+def test_export_refines_later_from_kept_embeddings(tmp_path, capsys):
+    """A meeting run with --keep-embeddings is refined afterwards by `voicekit export --refine`,
+    with the same result as `replay --refine`; the live labels are never changed; the embeddings
+    can be deleted."""
+    audio = str(SAMPLE)
+    now, later = tmp_path / "now", tmp_path / "later"
+    assert main(["replay", audio, "--out", str(now), "--refine", "--quiet"]) == 0
+    assert main(["replay", audio, "--out", str(later), "--quiet", "--keep-embeddings"]) == 0
+    store = MeetingStore(later / "meeting.sqlite")
+    live = store.turns()
+    kept = store.embeddings()
+    assert not store.has_refined() and len(kept) >= 3 and kept[0][2].shape[1] == 256
+    store.close()
+    assert main(["export", str(later), "--refine"]) == 0
+    assert "changed speaker" in capsys.readouterr().out
+    a, b = MeetingStore(now / "meeting.sqlite"), MeetingStore(later / "meeting.sqlite")
+    assert [(t.speaker, t.text) for t in b.turns()] == [(t.speaker, t.text) for t in live]
+    assert [(t.speaker, t.start, t.end) for t in b.turns(refined=True)] == \
+        [(t.speaker, t.start, t.end) for t in a.turns(refined=True)]
+    assert b.changed_turns() == a.changed_turns()
+    assert (later / "sample.refined.rttm").read_text() == (now / "sample.refined.rttm").read_text()
+    a.close()
+    b.close()
+    assert main(["export", str(later), "--drop-embeddings"]) == 0
+    store = MeetingStore(later / "meeting.sqlite")
+    assert store.embeddings() == [] and store.has_refined()
+    store.close()
+
+
+def test_export_refine_without_embeddings_says_how(tmp_path, capsys):
+    out = tmp_path / "m"
+    assert main(["replay", str(eval_file("test").audio), "--out", str(out), "--quiet"]) == 0
+    assert main(["export", str(out), "--refine"]) == 2
+    assert "--keep-embeddings" in capsys.readouterr().err

@@ -144,6 +144,7 @@ def _options(args: argparse.Namespace, whole_recording: bool = False):
         pyannote=_pyannote_options(args, whole_recording),
         device=args.device,
         compute_type=args.compute_type,
+        keep_embeddings=getattr(args, "keep_embeddings", False),
     )
 
 
@@ -557,6 +558,26 @@ def _check_writable(out: Path) -> None:
                        "choose another --out") from exc
 
 
+def _refine_stored(store, num_speakers: int | None) -> None:  # noqa: ANN001 - MeetingStore
+    """Re-cluster a finished meeting from the embeddings its store kept; record the refined labels
+    beside the live ones and print which turns changed speaker."""
+    from voicekit.diarization.encoder import WindowEmbeddings
+    from voicekit.diarization.refine import refine_turns
+
+    if num_speakers is not None and num_speakers < 1:
+        raise CliError(f"--num-speakers must be at least 1, got {num_speakers}")
+    kept = store.embeddings()
+    if not kept:
+        raise CliError("this meeting has no refined labels and no speaker embeddings to refine from: "
+                       "run it with --keep-embeddings (or `voicekit replay … --refine`)")
+    turns = store.turns()
+    store.set_refined(refine_turns(turns, [WindowEmbeddings(*k) for k in kept], num_speakers))
+    changed = store.changed_turns()
+    print(f"refined {_plural(len(turns), 'turn')}: {_plural(len(changed), 'turn')} changed speaker"
+          + (": " + ", ".join(f"#{tid} {live} → {new}" for tid, live, new in changed[:10]) if changed else "")
+          + (" …" if len(changed) > 10 else ""))
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     from voicekit.store import MeetingStore
 
@@ -567,10 +588,11 @@ def cmd_export(args: argparse.Namespace) -> int:
     store = MeetingStore(store_path)
     meta = store.meta()
     stem = meta.get("stem", "meeting")
-    if args.refine and not store.has_refined():
-        raise CliError("this meeting has no refined labels: run `voicekit replay … --refine` "
-                       "(refinement needs the speaker embeddings of the live run)")
     try:
+        if args.refine and (args.num_speakers is not None or not store.has_refined()):
+            _refine_stored(store, args.num_speakers)
+        if args.drop_embeddings:
+            print(f"deleted the speaker embeddings of {_plural(store.drop_embeddings(), 'utterance')}")
         written = _write_outputs(store.turns(), out, stem, meta)
         if store.has_refined():
             written += _write_outputs(store.turns(refined=True), out, stem, {**meta, "refined": True},
@@ -947,6 +969,10 @@ def _capture_parsers(sub) -> None:  # noqa: ANN001
                         "advertising more than 8 are opened in stereo)")
     p.add_argument("--quiet", action="store_true", help="no live lines")
     p.add_argument("--append", action="store_true", help="keep an existing meeting store in OUT and add to it")
+    p.add_argument("--keep-embeddings", action="store_true",
+                   help="keep the speaker embeddings in the meeting store so that `voicekit export OUT "
+                        "--refine` can re-cluster the meeting later (about 15 MB per hour of speech; they "
+                        "can identify voices: `voicekit export OUT --drop-embeddings` deletes them)")
     _hook_args(p)
     _voice_args(p)
     _pipeline_args(p, device_flag="--compute-device")
@@ -1004,6 +1030,10 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--raw-channels", type=int, default=1, help="interleaved channels of headerless PCM (default 1)")
     p.add_argument("--append", action="store_true", help="keep an existing meeting store in OUT and add to it")
     p.add_argument("--overwrite", action="store_true", help="replace an existing meeting store in OUT")
+    p.add_argument("--keep-embeddings", action="store_true",
+                   help="keep the speaker embeddings in the meeting store so that `voicekit export OUT "
+                        "--refine` can re-cluster the meeting later (about 15 MB per hour of speech; they "
+                        "can identify voices: `voicekit export OUT --drop-embeddings` deletes them)")
     _hook_args(p)
     _voice_args(p)
     g = p.add_argument_group("turn-taking")
@@ -1017,8 +1047,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_replay)
 
     p = sub.add_parser("export", help="rewrite the outputs from a meeting store")
-    p.add_argument("dir", help="the --out directory of a replay")
-    p.add_argument("--refine", action="store_true", help="require refined outputs too")
+    p.add_argument("dir", help="the --out directory of a replay or a mic meeting")
+    p.add_argument("--refine", action="store_true",
+                   help="write <stem>.refined.* too: the refinement already stored, else re-cluster now "
+                        "from the embeddings kept with --keep-embeddings (live labels are never changed)")
+    p.add_argument("--num-speakers", type=int, default=None, help="with --refine: exact number of speakers")
+    p.add_argument("--drop-embeddings", action="store_true",
+                   help="delete the speaker embeddings kept with --keep-embeddings (after any --refine)")
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("eval", help="DER / WER / RTF on the evaluation recordings",

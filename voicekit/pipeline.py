@@ -52,6 +52,8 @@ class PipelineOptions:
             its own in ``stt``).
         compute_type: ``--compute-type`` for the torch models (see :mod:`voicekit.devices`).
         threads: CPU threads for the speaker encoder / pyannote.
+        keep_embeddings: keep each utterance's speaker embeddings in the store (opt-in: they can
+            identify voices), so that ``voicekit export --refine`` can re-cluster the meeting later.
     """
 
     vad: str = "silero"
@@ -62,6 +64,7 @@ class PipelineOptions:
     device: str = "cpu"
     compute_type: str = "default"
     threads: int = 1
+    keep_embeddings: bool = False
 
 
 @dataclass
@@ -185,6 +188,10 @@ class Pipeline:
         t_stt = time.perf_counter()
         self.stage_seconds["stt"] += t_stt - t
         words, _pieces = self.diarizer.process(utt, words)
+        history = getattr(self.diarizer, "history", None)
+        if self.options.keep_embeddings and self.store is not None and history and history[-1][0] == utt.index:
+            emb = history[-1][1]
+            self.store.add_embeddings(utt.index, emb.starts, emb.ends, emb.vectors)
         if self.voices is not None:
             for m in self.voices.update(getattr(self.diarizer, "speakers", ()), skip=self.hooks.names):
                 log.info("%s is %s (voiceprint similarity %.3f after %.1f s of speech)",

@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from voicekit.attribution import AuthorRegister, Participant, meeting_lock
 from voicekit.turns import SpeakerTurn, Word, split_by_labels
 
@@ -38,6 +40,15 @@ CREATE TABLE IF NOT EXISTS turns (
 );
 CREATE INDEX IF NOT EXISTS turns_start ON turns(start);
 CREATE TABLE IF NOT EXISTS speaker_names (speaker TEXT PRIMARY KEY, name TEXT NOT NULL);
+-- speaker embeddings of each utterance's windows, kept only when asked (--keep-embeddings) so that
+-- `voicekit export --refine` can re-cluster the meeting later: float64 times, float32 vectors
+CREATE TABLE IF NOT EXISTS embeddings (
+    utterance INTEGER PRIMARY KEY,
+    starts BLOB NOT NULL,
+    ends BLOB NOT NULL,
+    vectors BLOB NOT NULL,
+    dim INTEGER NOT NULL
+);
 """
 
 
@@ -216,6 +227,46 @@ class MeetingStore:
             else:
                 out.append(turn)
         return out
+
+    # --- speaker embeddings (opt-in) ----------------------------------------------------------
+    def add_embeddings(self, utterance: int, starts: np.ndarray, ends: np.ndarray, vectors: np.ndarray) -> None:
+        """Keep one utterance's window embeddings, for a later ``voicekit export --refine``.
+
+        Args:
+            utterance: the utterance index.
+            starts / ends: ``(n,)`` window times in seconds.
+            vectors: ``(n, d)`` float32 unit-norm speaker embeddings.
+
+        Raises:
+            StoreError: when the store cannot be written (disk full, read-only).
+        """
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        try:
+            with self.conn:
+                self.conn.execute("INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?, ?, ?)",
+                                  (utterance, np.asarray(starts, "<f8").tobytes(), np.asarray(ends, "<f8").tobytes(),
+                                   vectors.astype("<f4").tobytes(), vectors.shape[1]))
+        except sqlite3.Error as exc:
+            raise self._write_error(exc) from exc
+
+    def embeddings(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Every kept utterance's ``(starts, ends, vectors)`` in utterance order (see
+        :meth:`add_embeddings`); empty when the meeting was not run with ``--keep-embeddings``."""
+        out = []
+        for starts, ends, vectors, dim in self.conn.execute(
+                "SELECT starts, ends, vectors, dim FROM embeddings ORDER BY utterance"):
+            out.append((np.frombuffer(starts, "<f8"), np.frombuffer(ends, "<f8"),
+                        np.frombuffer(vectors, "<f4").reshape(-1, dim)))
+        return out
+
+    def drop_embeddings(self) -> int:
+        """Delete the kept speaker embeddings (they can identify voices); returns how many
+        utterances' embeddings were deleted."""
+        try:
+            with self.conn:
+                return self.conn.execute("DELETE FROM embeddings").rowcount
+        except sqlite3.Error as exc:
+            raise self._write_error(exc) from exc
 
     def has_refined(self) -> bool:
         """Whether refinement has run on this meeting."""
