@@ -32,6 +32,7 @@ import argparse
 import csv
 import os
 import platform
+import signal
 import subprocess
 import sys
 import tempfile
@@ -95,6 +96,7 @@ class Probe:
     memory: list[tuple[float, float, float]] = field(default_factory=list)  # (audio s, wall s, RSS MiB)
     _last: dict[str, float] = field(default_factory=dict)
     _next_sample: float = 0.0
+    consumed: float = 0.0  # meeting seconds fed so far
     _t0: float = field(default_factory=time.monotonic)
 
     def on_turn(self, turn: SpeakerTurn) -> None:
@@ -109,6 +111,7 @@ class Probe:
                                         history_bytes(self.pipe) / 2**20))
 
     def progress(self, seconds: float) -> None:
+        self.consumed = seconds
         if seconds >= self._next_sample:
             self.memory.append((seconds, time.monotonic() - self._t0, rss_mb()))
             self._next_sample = seconds + RSS_EVERY
@@ -283,6 +286,10 @@ def write_loop_outputs(probe: Probe, out: Path) -> list[Path]:
     return [mem_csv, turn_csv, out / "memory.png", out / "per_turn.png"]
 
 
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -297,6 +304,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--out", default=str(ROOT / "docs" / "perf"),
                    help="where a loop run writes memory.csv, per_turn.csv and the plots (default docs/perf)")
     args = p.parse_args(argv)
+    # a background run ignores SIGINT unless told otherwise: both signals stop a loop early and
+    # still print the table and write the plots for the meeting so far
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _interrupt)
 
     files = load_index(args.eval_dir)
     wanted = args.files or (DEFAULT_REALTIME_FILES if args.realtime else None)
@@ -329,21 +340,28 @@ def main(argv: Sequence[str] | None = None) -> int:
                     _next[0] = s + 300
 
             store = MeetingStore(Path(tmp) / "loop.sqlite")
+            stopped = False
             try:
                 pipe = Pipeline(options, components, store=store, on_turn=probe.on_turn)
                 probe.pipe = pipe
                 result = pipe.run(loop_blocks([f.audio for f in files], seconds), progress=progress)
+            except KeyboardInterrupt:  # Ctrl-C / SIGTERM: report the meeting heard so far
+                stopped = True
+                result = MeetingResult(pipe.turns, None, probe.consumed, pipe.endpointer.speech_seconds,
+                                       time.monotonic() - start, dict(pipe.stage_seconds), pipe.blocked)
             finally:
                 store.close()
             totals.add(result)
             mode_name = f"unpaced loop of {args.loop_minutes:g} min over {len(files)} recordings"
+            if stopped:
+                mode_name += f", stopped after {result.audio_seconds / 60:.1f} min"
             rss10 = next((r for a, _, r in probe.memory if a >= 600), None)
             rss_end = probe.memory[-1][2]
             if rss10 is not None:
                 growth = rss_end - rss10
                 extra.append(("RSS at 10 min → end", f"{rss10:.0f} → {rss_end:.0f} MiB ({growth:+.0f} MiB)",
                               f"≤ +150 MB over 4 h: {'met' if growth <= 150 else '**not met**'}"
-                              + ("" if args.loop_minutes >= 240 else f" (run: {args.loop_minutes:g} min)")))
+                              + ("" if result.audio_seconds >= 4 * 3600 else f" (run: {result.audio_seconds / 60:.0f} min)")))
                 extra.append(("RSS slope after 10 min", f"{slope_per_hour([(a, r) for a, _, r in probe.memory], 600):+.1f} MiB per hour",
                               "≈ 0"))
             diar = np.array([c.diarization for c in probe.costs])
