@@ -150,10 +150,14 @@ class Pipeline:
         self.stage_seconds["commit"] += time.perf_counter() - t_diar
 
     def _commit(self, turn: SpeakerTurn) -> None:
+        t = time.perf_counter()
         final = self.hooks.run(turn)
         if final is None:
             self.blocked += 1
             return
+        if final.emitted_at is not None:
+            # the turn goes out after its hooks: their time is part of the turn's latency
+            final = final.replace(emitted_at=round(final.emitted_at + time.perf_counter() - t, 3))
         if self.store is not None:
             final = self.store.commit(final)
         self.turns.append(final)
