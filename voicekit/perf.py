@@ -6,6 +6,8 @@ only for memory (``/proc/self/status``).
 
 from __future__ import annotations
 
+import ctypes
+import gc
 from collections import deque
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -39,6 +41,17 @@ def peak_rss_mb() -> float:
         OSError: when ``/proc/self/status`` cannot be read (not Linux).
     """
     return _status_kb("VmHWM") / 1024
+
+
+def release_free_memory() -> None:
+    """Collect garbage and hand the C heap's free pages back to the OS (glibc ``malloc_trim``;
+    nothing more where glibc is absent), so that the next :func:`rss_mb` counts memory in use
+    rather than what the allocator happens to keep."""
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 def loop_blocks(paths: Sequence[str | Path], seconds: float, block_seconds: float = 0.1) -> Iterator[np.ndarray]:
