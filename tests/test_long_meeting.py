@@ -19,15 +19,17 @@ MID_SECONDS = 300.0
 SAMPLE_EVERY = 5.0
 
 # RSS slope after warm-up, MiB per hour of meeting, sampled every 5 s after a garbage collection
-# and glibc's malloc_trim (so it counts memory in use, not free pages the allocator keeps). The
-# tolerance is the 4-hour target expressed as a slope: +150 MB between minute 10 and hour 4 is
-# 39 MiB/h. Measured here (2 cores shared with other jobs, load ~7): +4.2 MiB/h trimmed; the raw
-# RSS gave -5.6, +31.0 and -8.8 MiB/h on three runs (the allocator moves it by ~10 MiB either way
-# within 7 minutes), which is why the test trims. The window history the diarizer keeps for
-# refinement is the one thing meant to grow (at most 4 windows of 1 KiB per second of speech:
-# <= 14.3 MiB/h; measured 8.1 MiB/h on this loop). A leak of each utterance's audio (about
-# 530 utterances/h here, 5 s of float32 each = 160 MiB/h) is far past the bound.
-RSS_SLOPE_TOLERANCE = 40.0
+# and glibc's malloc_trim (memory in use rather than free pages the allocator keeps). Measured
+# here (2 cores shared with other jobs, load ~7), four runs of this test: raw RSS -5.6, +31.0,
+# -8.8, +0.9 MiB/h; trimmed +4.2, +25.2 MiB/h. Over a 7-minute window the RSS wanders by 3-4 MiB,
+# so this loop resolves a slope to about ±30 MiB/h, not the 4-hour target's 39 MiB/h (+150 MB
+# between minute 10 and hour 4: scripts/bench.py --loop-minutes checks that, docs/performance.md).
+# 80 MiB/h keeps a margin over the noise and still catches any per-utterance leak of audio (about
+# 530 utterances/h here, 5 s of float32 each: 160 MiB/h) or of anything the size of the meeting.
+# The window history the diarizer keeps for refinement is the one thing meant to grow (at most 4
+# windows of 1 KiB per second of speech: <= 14.3 MiB/h; measured 8.1 MiB/h on this loop): it is
+# checked exactly below, from its arrays, not through the RSS.
+RSS_SLOPE_TOLERANCE = 80.0
 HISTORY_MIB_PER_HOUR_MAX = 14.3 * 1.05  # 4 windows/s x (256 float32 + 2 float64), 5 % for edge windows
 
 
