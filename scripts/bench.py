@@ -204,7 +204,8 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 
 # --- report ---------------------------------------------------------------------------------------
-def table(mode: str, totals: Totals, load: tuple[float, float], extra: list[tuple[str, str, str]]) -> str:
+def table(mode: str, totals: Totals, load: tuple[float, float], extra: list[tuple[str, str, str]],
+          commit: str) -> str:
     def rtf(seconds: float) -> str:
         return f"{seconds / totals.audio:.4f}" if totals.audio else "-"
 
@@ -242,7 +243,7 @@ def table(mode: str, totals: Totals, load: tuple[float, float], extra: list[tupl
     rows.append(("machine", machine_line().removeprefix("machine: "), ""))
     rows.append(("load average (start → end)", f"{load[0]:.2f} → {load[1]:.2f}", ""))
     rows.append(("versions", versions(), ""))
-    rows.append(("commit", git_commit(), ""))
+    rows.append(("commit (at the start)", commit, ""))
     lines = ["| measure | value | target |", "|---|---|---|"]
     lines += [f"| {a} | {b} | {c} |" for a, b, c in rows]
     return "\n".join(lines)
@@ -350,6 +351,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("loading models…", file=sys.stderr)
     components = Components.load(options)
     load0 = os.getloadavg()[0]
+    commit = git_commit()
     cpu0 = time.process_time()
     totals = Totals()
     extra: list[tuple[str, str, str]] = []
@@ -418,7 +420,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             mode_name = (f"{'paced 1x (--realtime)' if args.realtime else 'unpaced'}, "
                          f"{len(files)} recordings, one pipeline each")
     totals.cpu = time.process_time() - cpu0
-    print(table(mode_name, totals, (load0, os.getloadavg()[0]), extra))
+    print(table(mode_name, totals, (load0, os.getloadavg()[0]), extra, commit))
     return 0
 
 
