@@ -155,3 +155,25 @@ def test_labels_already_emitted_never_change():
     assert [(t.start, t.speaker, [w.speaker for w in t.words]) for t in result.turns] == [seen[i] for i in range(len(seen))]
     # the refinement is kept beside the live labels, never written over them
     assert [t.speaker for t in result.turns] == [s for _, s, _ in seen.values()]
+
+
+def test_refinement_of_a_long_meeting_clusters_a_bounded_subset(monkeypatch):
+    """Past MAX_CLUSTERED windows the refinement clusters an evenly spread subset (the dense
+    affinity matrix would not fit a long meeting) and gives the other windows the nearest
+    centroid: on a real recording, with the bound forced low, the result stays that of the
+    whole."""
+    from voicekit.diarization import refine
+
+    f = eval_file("diarizationExample")
+    pipe = Pipeline(PipelineOptions(), components())
+    result = pipe.run(FileSource(f.audio), refine=True)
+    windows = [w for _, w in pipe.diarizer.history]
+    n = sum(len(w) for w in windows)
+    turns = [t.replace(turn_id=i) for i, t in enumerate(result.turns)]
+    whole = refine.refine_turns(turns, windows)
+    monkeypatch.setattr(refine, "MAX_CLUSTERED", n // 2)
+    bounded = refine.refine_turns(turns, windows)
+    words = [(a, b) for tid in whole for a, b in zip(whole[tid], bounded[tid])]
+    agree = sum(a == b for a, b in words) / len(words)
+    print(f"{n} windows, {n // 2} clustered: {100 * agree:.1f}% of {len(words)} words keep their refined label")
+    assert agree >= 0.95

@@ -92,3 +92,29 @@ def test_speaker_names_map_and_file():
     hooks = HookRunner()
     hooks.set_names({"Speaker B": "Sheila"})
     assert hooks.run(turn(speaker="Speaker B")).sender_name == "Sheila"
+
+
+@pytest.mark.skipif(not __import__("tests._pipeline_support", fromlist=["SAMPLE"]).SAMPLE.is_file(),
+                    reason="evaluation recordings not found (set VOICEKIT_EVAL_DIR)")
+def test_hook_time_counts_in_the_turn_latency():
+    """A turn goes out after its hooks: emitted_at (and so the latency) includes their time."""
+    import itertools
+
+    from tests._pipeline_support import SAMPLE, components
+    from voicekit.audio import iter_16k_blocks
+    from voicekit.pipeline import Pipeline
+
+    seen = []
+
+    def slow(t):
+        seen.append(t.emitted_at)
+        time.sleep(0.3)
+
+    hooks = HookRunner(timeout=2.0)
+    hooks.register(slow, name="slow")
+    result = Pipeline(components=components(), hooks=hooks).run(
+        itertools.islice(iter_16k_blocks(SAMPLE), 200))  # the first 20 s
+    hooks.close()
+    assert len(result.turns) == len(seen) >= 2, seen
+    for before, t in zip(seen, result.turns):
+        assert t.emitted_at >= before + 0.3

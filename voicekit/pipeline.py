@@ -208,6 +208,7 @@ class Pipeline:
         self.stage_seconds["commit"] += time.perf_counter() - t_diar
 
     def _commit(self, turn: SpeakerTurn) -> None:
+        t = time.perf_counter()
         participants = ()
         if self.voices is not None:
             turn = turn.replace(metadata=self.voices.stamp(turn.metadata, turn.speaker))
@@ -218,6 +219,9 @@ class Pipeline:
         if self.voices is not None:
             final = self._check_identity(final)
             participants = self.voices.participants
+        if final.emitted_at is not None:
+            # the turn goes out after its hooks: their time is part of the turn's latency
+            final = final.replace(emitted_at=round(final.emitted_at + time.perf_counter() - t, 3))
         if self.store is not None:
             final = self.store.commit(final, participants)
         self.turns.append(final)

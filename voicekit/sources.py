@@ -117,11 +117,13 @@ class FileSource:
             sent = 0.0
             try:
                 for block in self._blocks():
+                    # a block is delivered when its last sample is due, as a capture callback
+                    # delivers it: the stream clock (and a turn's latency) is never flattered
+                    sent += len(block) / SAMPLE_RATE
                     delay = t0 + sent - time.monotonic()
                     if delay > 0:
                         time.sleep(delay)
                     self.feed.push(block)
-                    sent += len(block) / SAMPLE_RATE
             except BaseException as exc:  # noqa: BLE001 - re-raised in the consumer
                 error.append(exc)
             finally:

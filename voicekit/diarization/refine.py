@@ -76,6 +76,27 @@ def spectral_clusters(vectors: np.ndarray, num_speakers: int | None = None, min_
     return np.array([order[int(lab)] for lab in best])
 
 
+MAX_CLUSTERED = 3000
+"""Most windows clustered at once: the affinity matrix is dense (n x n float64, 72 MB at 3000)
+and its eigendecomposition O(n^3); a longer meeting (about 12 min of speech per 3000 windows)
+clusters an evenly spread subset and gives every other window the cluster of the nearest
+centroid."""
+
+
+def _cluster_bounded(vectors: np.ndarray, num_speakers: int | None, min_speakers: int,
+                     max_speakers: int) -> np.ndarray:
+    n = len(vectors)
+    if n <= MAX_CLUSTERED:
+        return spectral_clusters(vectors, num_speakers, min_speakers, max_speakers)
+    subset = np.linspace(0, n - 1, MAX_CLUSTERED).round().astype(int)
+    labels = spectral_clusters(vectors[subset], num_speakers, min_speakers, max_speakers)
+    centroids = np.stack([vectors[subset][labels == k].mean(axis=0) for k in range(int(labels.max()) + 1)])
+    centroids /= np.maximum(np.linalg.norm(centroids, axis=1, keepdims=True), 1e-10)
+    clusters = np.argmax(vectors @ centroids.T, axis=1)
+    clusters[subset] = labels
+    return clusters
+
+
 def refine_turns(turns: Sequence[SpeakerTurn], windows: Sequence[WindowEmbeddings],
                  num_speakers: int | None = None, min_speakers: int | None = None,
                  max_speakers: int | None = None) -> dict[int, list[str]]:
@@ -99,7 +120,7 @@ def refine_turns(turns: Sequence[SpeakerTurn], windows: Sequence[WindowEmbedding
     ends = np.concatenate([w.ends for w in windows])
     vectors = np.concatenate([w.vectors for w in windows])
     centers = (starts + ends) / 2
-    clusters = spectral_clusters(vectors, num_speakers, min_speakers or 1, max_speakers or 8)
+    clusters = _cluster_bounded(vectors, num_speakers, min_speakers or 1, max_speakers or 8)
     n_clusters = int(clusters.max()) + 1
 
     word_cluster: dict[int, list[int]] = {}
