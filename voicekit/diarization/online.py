@@ -181,7 +181,8 @@ class OnlineDiarizer:
         speakers: the :class:`SpeakerState` of every speaker opened so far, in order.
         history: per utterance, ``(utterance index, WindowEmbeddings)`` of the windows used,
             kept for offline refinement (256 float32 per window, 4 windows per second of
-            speech: about 15 MB per hour of speech; measured 6.7-8.1 MiB per hour of meeting, docs/performance.md).
+            speech: about 15 MB per hour of speech; 6.7-8.1 MiB per hour of meeting measured,
+            docs/performance.md).
     """
 
     def __init__(self, encoder: SpeakerEncoder, options: DiarizerOptions | None = None) -> None:
@@ -267,7 +268,8 @@ class OnlineDiarizer:
             at_cap = cap is not None and len(self.speakers) >= cap
             below_min = opt.speaker_floor is not None and len(self.speakers) < opt.speaker_floor
             long_enough = n * window_seconds >= opt.min_new_speaker_seconds
-            if not self.speakers or (not at_cap and (below_min or (long_enough and sims[best] < opt.known_speaker_threshold))):
+            unknown = long_enough and sims[best] < opt.known_speaker_threshold if sims else True
+            if not self.speakers or (not at_cap and (below_min or unknown)):
                 self.speakers.append(SpeakerState(speaker_label(len(self.speakers)), np.zeros(vectors.shape[1])))
                 sums.append(np.zeros(vectors.shape[1]))
                 counts.append(0)
