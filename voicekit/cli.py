@@ -437,10 +437,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
             broadcaster.close(timeout=args.session_timeout)
     try:
         written = _write_outputs(store.turns(), out, stem, meta)
+        refined_line = None
         if args.refine and not interrupted:
             pipe.refine()
             written += _write_outputs(store.turns(refined=True), out, stem, {**meta, "refined": True},
                                       suffix=".refined")
+            refined_line = _refined_summary(store)
     finally:
         store.close()
     _enrol_voices(args, [pipe], err)
@@ -453,6 +455,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
                   f"(RTF {result.rtf:.3f}), median turn latency {p50:.2f} s"
                   + (f", {result.blocked} blocked by hooks" if result.blocked else "")
                   + (f", {len(hooks.failures)} hook failures" if hooks.failures else "") + "[/dim]")
+    if refined_line:
+        err.print(f"[dim]{refined_line}[/dim]")
     if decide is not None and args.explain:
         print(decide.summary())  # type: ignore[attr-defined]
     err.print(f"wrote {', '.join(p.name for p in written)} to {out}/")
@@ -558,9 +562,20 @@ def _check_writable(out: Path) -> None:
                        "choose another --out") from exc
 
 
+def _refined_summary(store) -> str:  # noqa: ANN001 - MeetingStore
+    """One line on a refinement: speakers found, live turns whose main speaker changed."""
+    live, refined = store.turns(), store.turns(refined=True)
+    changed = store.changed_turns()
+    return (f"refined: {_plural(len({t.speaker for t in refined}), 'speaker')} "
+            f"(live: {len({t.speaker for t in live})}); {len(changed)} of {_plural(len(live), 'live turn')} "
+            "changed main speaker" + (" (" + ", ".join(f"#{tid} {a} → {b}" for tid, a, b in changed[:6])
+                                      + (" …" if len(changed) > 6 else "") + ")" if changed else "")
+            + "; the .refined files split turns whose words go to different speakers")
+
+
 def _refine_stored(store, num_speakers: int | None) -> None:  # noqa: ANN001 - MeetingStore
     """Re-cluster a finished meeting from the embeddings its store kept; record the refined labels
-    beside the live ones and print which turns changed speaker."""
+    beside the live ones."""
     from voicekit.diarization.encoder import WindowEmbeddings
     from voicekit.diarization.refine import refine_turns
 
@@ -568,14 +583,13 @@ def _refine_stored(store, num_speakers: int | None) -> None:  # noqa: ANN001 - M
         raise CliError(f"--num-speakers must be at least 1, got {num_speakers}")
     kept = store.embeddings()
     if not kept:
+        if store.has_refined():
+            raise CliError("cannot re-cluster: this meeting's speaker embeddings were not kept (or were "
+                           "dropped); its stored refinement is written by `voicekit export OUT --refine` "
+                           "without --num-speakers")
         raise CliError("this meeting has no refined labels and no speaker embeddings to refine from: "
                        "run it with --keep-embeddings (or `voicekit replay … --refine`)")
-    turns = store.turns()
-    store.set_refined(refine_turns(turns, [WindowEmbeddings(*k) for k in kept], num_speakers))
-    changed = store.changed_turns()
-    print(f"refined {_plural(len(turns), 'turn')}: {_plural(len(changed), 'turn')} changed speaker"
-          + (": " + ", ".join(f"#{tid} {live} → {new}" for tid, live, new in changed[:10]) if changed else "")
-          + (" …" if len(changed) > 10 else ""))
+    store.set_refined(refine_turns(store.turns(), [WindowEmbeddings(*k) for k in kept], num_speakers))
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -584,13 +598,17 @@ def cmd_export(args: argparse.Namespace) -> int:
     out = Path(args.dir)
     store_path = out / "meeting.sqlite"
     if not store_path.is_file():
-        raise CliError(f"{store_path} not found: give the --out directory of a voicekit replay")
+        raise CliError(f"{store_path} not found: give the --out directory of a voicekit replay or mic meeting")
     store = MeetingStore(store_path)
     meta = store.meta()
     stem = meta.get("stem", "meeting")
     try:
         if args.refine and (args.num_speakers is not None or not store.has_refined()):
             _refine_stored(store, args.num_speakers)
+            print(_refined_summary(store))
+        elif args.refine:
+            print("using the refinement already stored (pass --num-speakers N to re-cluster from the kept "
+                  "embeddings)")
         if args.drop_embeddings:
             print(f"deleted the speaker embeddings of {_plural(store.drop_embeddings(), 'utterance')}")
         written = _write_outputs(store.turns(), out, stem, meta)
