@@ -184,6 +184,13 @@ def _voice_args(p: argparse.ArgumentParser) -> None:
                         "a hook in the voice library (only with the speakers' consent)")
 
 
+def _keep_embeddings_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--keep-embeddings", action="store_true",
+                   help="keep the speaker embeddings in the meeting store so that `voicekit export OUT "
+                        "--refine` can re-cluster the meeting later (about 15 MB per hour of speech; they "
+                        "can identify voices: `voicekit export OUT --drop-embeddings` deletes them)")
+
+
 def _library_path(args: argparse.Namespace) -> Path:
     from voicekit.voiceprints import default_library_path
 
@@ -987,10 +994,7 @@ def _capture_parsers(sub) -> None:  # noqa: ANN001
                         "advertising more than 8 are opened in stereo)")
     p.add_argument("--quiet", action="store_true", help="no live lines")
     p.add_argument("--append", action="store_true", help="keep an existing meeting store in OUT and add to it")
-    p.add_argument("--keep-embeddings", action="store_true",
-                   help="keep the speaker embeddings in the meeting store so that `voicekit export OUT "
-                        "--refine` can re-cluster the meeting later (about 15 MB per hour of speech; they "
-                        "can identify voices: `voicekit export OUT --drop-embeddings` deletes them)")
+    _keep_embeddings_arg(p)
     _hook_args(p)
     _voice_args(p)
     _pipeline_args(p, device_flag="--compute-device")
@@ -1048,10 +1052,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--raw-channels", type=int, default=1, help="interleaved channels of headerless PCM (default 1)")
     p.add_argument("--append", action="store_true", help="keep an existing meeting store in OUT and add to it")
     p.add_argument("--overwrite", action="store_true", help="replace an existing meeting store in OUT")
-    p.add_argument("--keep-embeddings", action="store_true",
-                   help="keep the speaker embeddings in the meeting store so that `voicekit export OUT "
-                        "--refine` can re-cluster the meeting later (about 15 MB per hour of speech; they "
-                        "can identify voices: `voicekit export OUT --drop-embeddings` deletes them)")
+    _keep_embeddings_arg(p)
     _hook_args(p)
     _voice_args(p)
     g = p.add_argument_group("turn-taking")
