@@ -194,3 +194,22 @@ def test_per_channel_recording_gives_one_speaker_per_channel():
     assert seen == sorted(seen) and seen[-1] == pytest.approx(5.0, abs=0.01)
     assert [channel_speaker(i) for i in (0, 1, 25, 26, 27)] == \
         ["Speaker A", "Speaker B", "Speaker Z", "Speaker AA", "Speaker AB"]
+
+
+def test_utterance_latency_counts_from_the_end_of_speech():
+    """One utterance latency per utterance that committed a turn: from the end of its speech to
+    the emission of its last turn, so it includes the hangover when silence closed the utterance."""
+    from voicekit.vad import EndpointerOptions
+
+    result = Pipeline(PipelineOptions(), components()).run(FileSource(FALCON))
+    lat = result.utterance_latencies
+    emissions = sorted({t.emitted_at for t in result.turns})
+    print(f"utterance latencies {lat}; turn latencies {[round(x, 2) for x in result.latencies]}")
+    assert len(lat) == len(emissions) >= 3            # the turns of one utterance share their emission
+    hangover = EndpointerOptions().hangover
+    # falcon's people pause between turns: every utterance closes on silence, not at the maximum length
+    assert all(hangover - 0.05 <= x <= hangover + 5.0 for x in lat), lat
+    # an utterance's speech ends at or after the last word of its last turn
+    last = {t.emitted_at: t for t in result.turns}
+    for x, t in zip(lat, sorted(last.values(), key=lambda t: t.emitted_at)):
+        assert t.emitted_at - t.end - 0.001 <= x <= t.emitted_at - t.end + 0.5

@@ -110,6 +110,8 @@ class MeetingResult:
         processing_seconds: wall-clock seconds of the run (model loading excluded).
         stage_seconds: compute seconds per stage (``vad``, ``stt``, ``diarization``, ``commit``).
         blocked: number of turns a hook blocked.
+        utterance_latencies: per utterance that committed a turn, the seconds from the end of its
+            speech (its last VAD speech frame) to the emission of its last turn.
     """
 
     turns: list[SpeakerTurn]
@@ -119,6 +121,7 @@ class MeetingResult:
     processing_seconds: float
     stage_seconds: dict[str, float]
     blocked: int = 0
+    utterance_latencies: list[float] = field(default_factory=list)
 
     @property
     def rtf(self) -> float:
@@ -172,6 +175,7 @@ class Pipeline:
         self._t0 = time.monotonic()
         self._channel = "replay"
         self.consumed = 0
+        self.utterance_latencies: list[float] = []
 
     def _default_diarizer(self) -> Diarizer:
         if self.options.pyannote is not None and self.components.pyannote is not None:
@@ -203,8 +207,12 @@ class Pipeline:
         else:
             emitted = utt.closed_at + (t_diar - t)
         turns = words_to_turns(words, channel=self._channel, emitted_at=round(emitted, 3))
+        committed = len(self.turns)
         for turn in extend_to_speech(turns, utt.speech_span):
             self._commit(turn)
+        speech = utt.speech_span(utt.start, utt.end)
+        if len(self.turns) > committed and speech is not None and self.turns[-1].emitted_at is not None:
+            self.utterance_latencies.append(round(float(self.turns[-1].emitted_at - speech[1]), 3))
         self.stage_seconds["commit"] += time.perf_counter() - t_diar
 
     def _commit(self, turn: SpeakerTurn) -> None:
@@ -297,7 +305,8 @@ class Pipeline:
     def result(self, refined: dict[int, list[str]] | None = None) -> MeetingResult:
         """What the stream produced so far."""
         return MeetingResult(self.turns, refined, self.consumed / SAMPLE_RATE, self.endpointer.speech_seconds,
-                             time.monotonic() - self._t0, dict(self.stage_seconds), self.blocked)
+                             time.monotonic() - self._t0, dict(self.stage_seconds), self.blocked,
+                             list(self.utterance_latencies))
 
     def refine(self) -> dict[int, list[str]]:
         """Re-cluster the meeting so far; returns ``{turn_id: [label per word]}`` and records it
