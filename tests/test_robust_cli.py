@@ -83,7 +83,7 @@ def test_bad_files_and_arguments_give_one_line_and_exit_2(tmp_path, name, make, 
     assert rc == 2, err
     assert "Traceback" not in err
     assert len(lines) == 1 and lines[0].startswith("voicekit: error: ") and message in lines[0], err
-    assert not (tmp_path / "out" / "meeting.sqlite").exists()
+    assert not (tmp_path / "out").exists()  # a failed command leaves no (empty) meeting directory
 
 
 def test_an_unexpected_error_is_one_line_and_debug_shows_the_traceback(tmp_path, monkeypatch, capsys):

@@ -1121,16 +1121,27 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
+    out = Path(args.out) if isinstance(getattr(args, "out", None), str) else None
+    made_out = out is not None and not out.exists()
+    code = 1
+    try:
+        code = _dispatch(args)
+        return code
+    finally:
+        if made_out and code != 0 and out.is_dir() and not any(out.iterdir()):
+            out.rmdir()  # a command that failed before writing anything leaves no empty --out
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    """Run the command; every expected error becomes one line on stderr and an exit code."""
     from voicekit.audio import AudioError
+    from voicekit.capture import CaptureError
     from voicekit.devices import DeviceError
     from voicekit.hooks import HookError
     from voicekit.models import ModelError
-    from voicekit.store import StoreError
-
-    from voicekit.capture import CaptureError
-    from voicekit.voiceprints import VoiceprintError
-
     from voicekit.outputs import OutputError
+    from voicekit.store import StoreError
+    from voicekit.voiceprints import VoiceprintError
 
     try:
         return args.func(args)
