@@ -6,6 +6,7 @@ VAD + STT run once per file and are cached (``--cache``); each grid point then r
 diarization. Prints pooled DER (collar 0.5, live and refined) per grid point, best first.
 
     python scripts/tune_diarization.py --grid known_speaker_threshold=0.9,0.91 change_threshold=0.92,0.93
+    python scripts/tune_diarization.py --refine MERGE_SIMILARITY=1.01 MIN_PIECE_SECONDS=0
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 from voicekit.audio import probe
 from voicekit.diarization.encoder import SpeakerEncoder
 from voicekit.diarization.online import DiarizerOptions, OnlineDiarizer
+from voicekit.diarization import refine as refine_module
 from voicekit.diarization.refine import refine_turns
 from voicekit.evaluation import load_index, load_reference, pool, refined_view, score_der, turns_to_annotation
 from voicekit.sources import FileSource
@@ -57,7 +59,15 @@ def main() -> int:
     ap.add_argument("--hop", type=float, default=0.25)
     ap.add_argument("--cache", default="/tmp/voicekit-tune")
     ap.add_argument("--grid", nargs="*", default=[], help="name=v1,v2 … (DiarizerOptions fields)")
+    ap.add_argument("--refine", nargs="*", default=[],
+                    help="NAME=value … constants of voicekit.diarization.refine (MERGE_SIMILARITY, "
+                         "MIN_LIVE_WINDOWS, MIN_PIECE_SECONDS, MAX_CLUSTERED)")
     args = ap.parse_args()
+    for item in args.refine:
+        k, v = item.split("=")
+        if not hasattr(refine_module, k):
+            ap.error(f"--refine {item}: voicekit.diarization.refine has no constant {k}")
+        setattr(refine_module, k, type(getattr(refine_module, k))(v))
     cache = Path(args.cache)
     cache.mkdir(parents=True, exist_ok=True)
     files = [f for f in load_index(args.eval_dir) if f.file_id not in HELD_OUT]
@@ -94,7 +104,7 @@ def main() -> int:
         print(f"{dict(zip(names, combo))}: live {100*pl.der:.1f} (conf {100*pl.confusion/pl.total:.1f}) "
               f"refined {100*pr.der:.1f} (conf {100*pr.confusion/pr.total:.1f}) exact {exact_l}/{exact_r}",
               file=sys.stderr)
-    print(f"\nwindow {args.window} hop {args.hop} vad {args.vad} hangover {args.hangover}; "
+    print(f"\nrefine {' '.join(args.refine) or 'defaults'}; window {args.window} hop {args.hop} vad {args.vad} hangover {args.hangover}; "
           f"{len(files)} files (held out: {sorted(HELD_OUT)}); DER c0.5 pooled")
     for pl_der, pr_der, combo, el, er, pl, pr in sorted(rows, key=lambda r: r[0] + r[1]):
         print(f"live {100*pl_der:5.1f}  refined {100*pr_der:5.1f}  exact#spk {el}/{er}  miss {100*pl.missed/pl.total:.1f}  {combo}")
