@@ -6,7 +6,7 @@ VAD + STT run once per file and are cached (``--cache``); each grid point then r
 diarization. Prints pooled DER (collar 0.5, live and refined) per grid point, best first.
 
     python scripts/tune_diarization.py --grid known_speaker_threshold=0.9,0.91 change_threshold=0.92,0.93
-    python scripts/tune_diarization.py --refine MERGE_SIMILARITY=1.01 MIN_PIECE_SECONDS=0
+    python scripts/tune_diarization.py --refine MERGE_SIMILARITY=1.01
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from voicekit.vad import Endpointer, EndpointerOptions, make_vad
 HELD_OUT = {"sample"}
 
 
-def transcribe_all(files, vad: str, hangover: float, cache: Path, threshold: float = 0.5):
-    path = cache / (f"stt-{vad}-{hangover}.pkl" if threshold == 0.5 else f"stt-{vad}-{hangover}-t{threshold}.pkl")
+def transcribe_all(files, vad: str, hangover: float, cache: Path, threshold: float):
+    path = cache / f"stt-{vad}-{hangover}-t{threshold}.pkl"
     if path.exists():
         return pickle.loads(path.read_bytes())
     stt = Transcriber()
@@ -54,14 +54,15 @@ def main() -> int:
     ap.add_argument("--eval-dir", default=str(Path(__file__).resolve().parents[2] / "shared" / "eval"))
     ap.add_argument("--vad", default="silero")
     ap.add_argument("--hangover", type=float, default=0.6)
-    ap.add_argument("--vad-threshold", type=float, default=0.5, help="speech probability threshold of the endpointer")
+    ap.add_argument("--vad-threshold", type=float, default=EndpointerOptions().threshold,
+                    help="speech probability threshold of the endpointer (default: the endpointer's)")
     ap.add_argument("--window", type=float, default=1.0)
     ap.add_argument("--hop", type=float, default=0.25)
     ap.add_argument("--cache", default="/tmp/voicekit-tune")
     ap.add_argument("--grid", nargs="*", default=[], help="name=v1,v2 … (DiarizerOptions fields)")
     ap.add_argument("--refine", nargs="*", default=[],
                     help="NAME=value … constants of voicekit.diarization.refine (MERGE_SIMILARITY, "
-                         "MIN_LIVE_WINDOWS, MIN_PIECE_SECONDS, MAX_CLUSTERED)")
+                         "MIN_LIVE_WINDOWS, MAX_CLUSTERED)")
     args = ap.parse_args()
     for item in args.refine:
         k, v = item.split("=")

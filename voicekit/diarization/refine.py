@@ -8,18 +8,12 @@ with a fixed pruning ratio instead of the NME search). Each word then takes the 
 windows that cover it, and the clusters are matched to the live labels (Hungarian assignment on
 shared speech time) so that labels change only where the refinement disagrees.
 
-Two guards keep the refinement from undoing what the live diarizer got right (measured on the 18
-tuning recordings, pooled DER collar 0.5: live 31.3 %, plain re-clustering 32.9 %, guarded 29.2 %;
-docs/accuracy.md):
-
-* live speakers are kept apart (a cannot-link constraint, as in constrained clustering, Wagstaff
-  et al., ICML 2001): the eigengap tends to under-count on short meetings and merges two live
-  speakers into one cluster; such a cluster is split back along the live labels unless the two
-  speakers' mean embeddings inside it are alike (cosine >= ``MERGE_SIMILARITY``);
-* no piece shorter than ``MIN_PIECE_SECONDS`` is cut out of a live turn: a short run of words
-  with another refined label takes the label of its longer neighbour (a minimum-duration
-  constraint, the usual last step of a resegmentation), so the refined transcript is not split
-  into fragments mid-sentence.
+A guard keeps the refinement from undoing what the live diarizer got right (measured on the 18
+tuning recordings, pooled DER collar 0.5: live 31.3 %, plain re-clustering 32.9 %, guarded 29.3 %;
+docs/accuracy.md): live speakers are kept apart (a cannot-link constraint, as in constrained
+clustering, Wagstaff et al., ICML 2001). The eigengap tends to under-count on short meetings and
+merges two live speakers into one cluster; such a cluster is split back along the live labels
+unless the two speakers' mean embeddings inside it are alike (cosine >= ``MERGE_SIMILARITY``).
 """
 
 from __future__ import annotations
@@ -96,10 +90,6 @@ merge them (a plateau from 0.85 to 0.90 on the tuning files; 1.0 would never mer
 MIN_LIVE_WINDOWS = 8
 """Windows (2 s of speech at a 0.25 s hop) of a live speaker inside a cluster before that part
 is kept apart from the cluster's main live speaker; fewer are too little evidence either way."""
-
-MIN_PIECE_SECONDS = 1.0
-"""Shortest piece of a live turn (first word start to last word end, seconds) that the refined
-view may give another label."""
 
 MAX_CLUSTERED = 3000
 """Most windows clustered at once: the affinity matrix is dense (n x n float64, 72 MB at 3000)
@@ -191,43 +181,6 @@ def keep_live_speakers_apart(vectors: np.ndarray, clusters: np.ndarray, live: np
     return out
 
 
-def absorb_short_pieces(turn: SpeakerTurn, labels: list[str], min_seconds: float = MIN_PIECE_SECONDS) -> list[str]:
-    """Relabel runs of words shorter than ``min_seconds`` with a neighbouring run's label.
-
-    The shortest run goes first and takes the label of its longer neighbour, until every run
-    lasts at least ``min_seconds`` (first word start to last word end) or one run is left.
-
-    Args:
-        turn: a turn with its words (times in seconds).
-        labels: one label per word of ``turn``.
-        min_seconds: the shortest run kept, in seconds.
-
-    Returns:
-        one label per word.
-    """
-    labels = list(labels)
-    words = turn.words
-    while True:
-        runs: list[list[int]] = []  # [first word, last word]
-        for i in range(len(labels)):
-            if runs and labels[i] == labels[runs[-1][0]]:
-                runs[-1][1] = i
-            else:
-                runs.append([i, i])
-        if len(runs) < 2:
-            return labels
-        lengths = [words[b].end - words[a].start for a, b in runs]
-        k = int(np.argmin(lengths))
-        if lengths[k] >= min_seconds:
-            return labels
-        if k == 0 or (k < len(runs) - 1 and lengths[k + 1] > lengths[k - 1]):
-            neighbour = runs[k + 1][0]
-        else:
-            neighbour = runs[k - 1][0]
-        a, b = runs[k]
-        labels[a:b + 1] = [labels[neighbour]] * (b - a + 1)
-
-
 def refine_turns(turns: Sequence[SpeakerTurn], windows: Sequence[WindowEmbeddings],
                  num_speakers: int | None = None, min_speakers: int | None = None,
                  max_speakers: int | None = None) -> dict[int, list[str]]:
@@ -235,9 +188,7 @@ def refine_turns(turns: Sequence[SpeakerTurn], windows: Sequence[WindowEmbedding
 
     Each word takes the majority cluster of the windows that cover its midpoint (the nearest
     window when none covers it). Unless ``num_speakers`` is given, a cluster that merged unlike
-    live speakers is split back (:func:`keep_live_speakers_apart`, up to ``max_speakers``);
-    then pieces shorter than ``MIN_PIECE_SECONDS`` inside a turn take a neighbour's label
-    (:func:`absorb_short_pieces`).
+    live speakers is split back (:func:`keep_live_speakers_apart`, up to ``max_speakers``).
 
     Args:
         turns: the committed turns (with ``turn_id``, their live ``speaker`` and words).
@@ -289,7 +240,7 @@ def refine_turns(turns: Sequence[SpeakerTurn], windows: Sequence[WindowEmbedding
                 next_index += 1
             name[cluster] = speaker_label(next_index)
             used.add(name[cluster])
-    return {t.turn_id: absorb_short_pieces(t, [name[c] for c in word_cluster[t.turn_id]], MIN_PIECE_SECONDS) for t in turns}
+    return {tid: [name[c] for c in cs] for tid, cs in word_cluster.items()}
 
 
 def speaker_seconds(turns: Sequence[SpeakerTurn]) -> dict[str, float]:
