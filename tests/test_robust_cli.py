@@ -68,6 +68,7 @@ CASES = [
     ("--per-channel with --refine", lambda t: [STEREO, "--per-channel", "--refine"], "drop --refine"),
     ("raw PCM without channels", lambda t: [SAMPLE, "--raw-rate", "16000", "--raw-channels", "0"],
      "at least one channel"),
+    ("--vad-threshold out of range", lambda t: [SAMPLE, "--vad-threshold", "2"], "between 0 and 1"),
     ("--min above --max speakers", lambda t: [SAMPLE, "--min-speakers", "3", "--max-speakers", "2"],
      "is above --max-speakers"),
 ]

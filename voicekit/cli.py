@@ -70,6 +70,9 @@ def _pipeline_args(p: argparse.ArgumentParser, device_flag: str = "--device") ->
     g.add_argument("--beam-size", type=int, default=5, help="Whisper beam width (default 5)")
     g = p.add_argument_group("VAD and diarization")
     g.add_argument("--vad", default="silero", help="silero (default) or webrtc / webrtc:0..3")
+    g.add_argument("--vad-threshold", type=float, default=None, metavar="P",
+                   help="speech probability at which a frame is speech (default 0.3; raise it, e.g. "
+                        "to 0.5, where background noise opens utterances)")
     g.add_argument("--hangover", type=float, default=None, metavar="SECONDS",
                    help="silence that ends an utterance (default 0.6)")
     g.add_argument("--max-utterance", type=float, default=None, metavar="SECONDS",
@@ -130,6 +133,10 @@ def _options(args: argparse.Namespace, whole_recording: bool = False):
     if args.min_speakers and args.max_speakers and args.min_speakers > args.max_speakers:
         raise CliError(f"--min-speakers {args.min_speakers} is above --max-speakers {args.max_speakers}")
     ep = {}
+    if args.vad_threshold is not None:
+        if not 0.0 < args.vad_threshold < 1.0:
+            raise CliError(f"--vad-threshold is a probability between 0 and 1, got {args.vad_threshold}")
+        ep["threshold"] = args.vad_threshold
     if args.hangover is not None:
         ep["hangover"] = args.hangover
     if args.max_utterance is not None:
