@@ -71,8 +71,8 @@ def _pipeline_args(p: argparse.ArgumentParser, device_flag: str = "--device") ->
     g = p.add_argument_group("VAD and diarization")
     g.add_argument("--vad", default="silero", help="silero (default) or webrtc / webrtc:0..3")
     g.add_argument("--vad-threshold", type=float, default=None, metavar="P",
-                   help="speech probability at which a frame is speech (default 0.3; raise it, e.g. "
-                        "to 0.5, where background noise opens utterances)")
+                   help="speech probability at which a frame is speech (default 0.5; 0.3 catches more "
+                        "quiet far-field speech, docs/accuracy.md)")
     g.add_argument("--hangover", type=float, default=None, metavar="SECONDS",
                    help="silence that ends an utterance (default 0.6)")
     g.add_argument("--max-utterance", type=float, default=None, metavar="SECONDS",
