@@ -21,9 +21,9 @@ the stream, and a paced replay delivers each 0.1 s block when its last sample is
 microphone does. Two latencies are printed: **turn latency** = ``emitted_at`` - the turn's end
 (its last word, widened to the VAD speech around it), so a turn that ends early in a long
 utterance waits for the rest of it; and **utterance latency** = ``emitted_at`` of an utterance's
-last turn - the end of its speech (last VAD speech frame), the target's "emitted ≤ 1.0 s after its
-utterance ends" (it includes the endpointer's hangover). Unpaced runs stamp ``emitted_at`` from the audio clock plus compute time, so
-their latency column is left out.
+last turn - the end of its speech (last VAD speech frame), the target's "emitted ≤ 1.0 s after
+its utterance ends" (it includes the endpointer's hangover). Unpaced runs stamp ``emitted_at``
+from the audio clock plus compute time, so their latency rows are left out.
 
 Memory is the process's resident set size (``VmRSS`` / ``VmHWM`` from ``/proc/self/status``),
 sampled every 10 s of meeting audio. The plots need matplotlib (``pip install -e '.[bench]'``).

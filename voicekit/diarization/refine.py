@@ -112,7 +112,7 @@ def _cluster_bounded(vectors: np.ndarray, num_speakers: int | None, min_speakers
     return clusters
 
 
-def live_window_speakers(turns: Sequence[SpeakerTurn], centers: np.ndarray) -> tuple[np.ndarray, list[str]]:
+def live_window_speakers(turns: Sequence[SpeakerTurn], centers: np.ndarray) -> np.ndarray:
     """The live speaker of every window: that of the turn whose span holds the window centre,
     else of the nearest turn.
 
@@ -121,8 +121,8 @@ def live_window_speakers(turns: Sequence[SpeakerTurn], centers: np.ndarray) -> t
         centers: ``(n,)`` float64 window centre times in seconds.
 
     Returns:
-        ``(n,)`` int index into the returned labels, and the live labels in order of first
-        appearance.
+        ``(n,)`` int: the index of each window's live speaker among the live labels in order of
+        first appearance.
     """
     ordered = sorted(turns, key=lambda t: t.start)
     labels = list(dict.fromkeys(t.speaker for t in ordered))
@@ -138,7 +138,7 @@ def live_window_speakers(turns: Sequence[SpeakerTurn], centers: np.ndarray) -> t
         return np.maximum(t_start[k] - centers, 0) + np.maximum(centers - t_end[k], 0)
 
     best = np.where(gap(after) < gap(before), after, before)
-    return index[best], labels
+    return index[best]
 
 
 def keep_live_speakers_apart(vectors: np.ndarray, clusters: np.ndarray, live: np.ndarray,
@@ -207,7 +207,7 @@ def refine_turns(turns: Sequence[SpeakerTurn], windows: Sequence[WindowEmbedding
     centers = (starts + ends) / 2
     clusters = _cluster_bounded(vectors, num_speakers, min_speakers or 1, max_speakers or 8)
     if not num_speakers:
-        live, _ = live_window_speakers(turns, centers)
+        live = live_window_speakers(turns, centers)
         clusters = keep_live_speakers_apart(vectors, clusters, live, max_speakers or 8,
                                             MERGE_SIMILARITY, MIN_LIVE_WINDOWS)
     n_clusters = int(clusters.max()) + 1
