@@ -27,6 +27,8 @@ setup: $(STAMP)
 demo: setup
 	$(PY) samples/fetch.py .samples
 	$(VENV)/bin/voicekit replay .samples/sample.wav --out out/sample --refine --overwrite
+	@echo "--- out/sample/sample.refined.txt: the same meeting re-clustered afterwards (--refine):"
+	@cat out/sample/sample.refined.txt
 
 test: setup $(PYANNOTE_STAMP)
 	VOICEKIT_PG_DSN=$$(sh ../shared/tools/pg-test.sh start) VOICEKIT_REQUIRE_PG=1 $(PY) -m pytest -q

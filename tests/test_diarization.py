@@ -204,3 +204,19 @@ def test_refinement_keeps_unlike_live_speakers_apart(monkeypatch):
     assert plain[0] == 3
     assert guarded[0] == f.speakers == 4
     assert guarded[1] < plain[1] - 0.05
+
+
+def test_refined_changes_move_to_the_nearest_clause_end():
+    from voicekit.diarization.refine import snap_to_clause_ends
+    from voicekit.turns import SpeakerTurn
+
+    texts = [" Oh", " I'm", " from", " Chicago", " also.", " I'm", " in", " Jersey", " now."]
+    words = tuple(Word(i * 0.4, i * 0.4 + 0.3, t, 1.0) for i, t in enumerate(texts))
+    turn = SpeakerTurn("Speaker A", "".join(texts).strip(), 0.0, 3.6, words)
+    # the change two words early ("also." is the clause end): moved forward to after "also."
+    assert snap_to_clause_ends(turn, ["A"] * 3 + ["B"] * 6, 2) == ["A"] * 5 + ["B"] * 4
+    # one word late: moved back to after "also."
+    assert snap_to_clause_ends(turn, ["A"] * 6 + ["B"] * 3, 2) == ["A"] * 5 + ["B"] * 4
+    # already at a clause end, or no clause end within reach: unchanged
+    assert snap_to_clause_ends(turn, ["A"] * 5 + ["B"] * 4, 2) == ["A"] * 5 + ["B"] * 4
+    assert snap_to_clause_ends(turn, ["A"] * 2 + ["B"] * 7, 1) == ["A"] * 2 + ["B"] * 7

@@ -206,3 +206,5 @@ def test_export_refine_without_embeddings_says_how(tmp_path, capsys):
     assert main(["replay", str(eval_file("test").audio), "--out", str(out), "--quiet"]) == 0
     assert main(["export", str(out), "--refine"]) == 2
     assert "--keep-embeddings" in capsys.readouterr().err
+    assert main(["export", str(out), "--num-speakers", "2"]) == 2
+    assert "add --refine" in capsys.readouterr().err

@@ -69,6 +69,11 @@ CASES = [
     ("raw PCM without channels", lambda t: [SAMPLE, "--raw-rate", "16000", "--raw-channels", "0"],
      "at least one channel"),
     ("--vad-threshold out of range", lambda t: [SAMPLE, "--vad-threshold", "2"], "between 0 and 1"),
+    ("unknown --vad", lambda t: [SAMPLE, "--vad", "webrtc:9"], "webrtc:0 .. webrtc:3"),
+    ("--beam-size 0", lambda t: [SAMPLE, "--beam-size", "0"], "at least 1"),
+    ("--threads negative", lambda t: [SAMPLE, "--threads", "-2"], "--threads must be 0"),
+    ("--max-utterance 0", lambda t: [SAMPLE, "--max-utterance", "0"], "between 1 and 30 seconds"),
+    ("--hangover negative", lambda t: [SAMPLE, "--hangover", "-1"], "ends an utterance (0.05-5)"),
     ("--min above --max speakers", lambda t: [SAMPLE, "--min-speakers", "3", "--max-speakers", "2"],
      "is above --max-speakers"),
 ]

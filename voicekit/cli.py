@@ -16,6 +16,7 @@ import argparse
 import logging
 import os
 import platform
+import re
 import signal
 import sys
 import threading
@@ -132,6 +133,17 @@ def _options(args: argparse.Namespace, whole_recording: bool = False):
             raise CliError(f"--{name.replace('_', '-')} must be at least 1, got {v}")
     if args.min_speakers and args.max_speakers and args.min_speakers > args.max_speakers:
         raise CliError(f"--min-speakers {args.min_speakers} is above --max-speakers {args.max_speakers}")
+    if not re.fullmatch(r"silero|webrtc(:[0-3])?", args.vad):
+        raise CliError(f"unknown --vad {args.vad!r}: use silero (default), webrtc, or webrtc:0 .. webrtc:3")
+    if args.beam_size < 1:
+        raise CliError(f"--beam-size must be at least 1, got {args.beam_size}")
+    if args.threads < 0:
+        raise CliError(f"--threads must be 0 (CTranslate2's default) or more, got {args.threads}")
+    if args.hangover is not None and not 0.05 <= args.hangover <= 5.0:
+        raise CliError(f"--hangover is the silence in seconds that ends an utterance (0.05-5), got {args.hangover}")
+    if args.max_utterance is not None and not 1.0 <= args.max_utterance <= 30.0:
+        raise CliError(f"--max-utterance must be between 1 and 30 seconds (Whisper hears 30 s at most), "
+                       f"got {args.max_utterance}")
     ep = {}
     if args.vad_threshold is not None:
         if not 0.0 < args.vad_threshold < 1.0:
@@ -613,6 +625,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     store_path = out / "meeting.sqlite"
     if not store_path.is_file():
         raise CliError(f"{store_path} not found: give the --out directory of a voicekit replay or mic meeting")
+    if args.num_speakers is not None and not args.refine:
+        raise CliError("--num-speakers applies to the re-clustering: add --refine")
     store = MeetingStore(store_path)
     meta = store.meta()
     stem = meta.get("stem", "meeting")
@@ -621,8 +635,8 @@ def cmd_export(args: argparse.Namespace) -> int:
             _refine_stored(store, args.num_speakers)
             print(_refined_summary(store))
         elif args.refine:
-            print("using the refinement already stored (pass --num-speakers N to re-cluster from the kept "
-                  "embeddings)")
+            print("using the refinement already stored" + (" (pass --num-speakers N to re-cluster from the "
+                                                            "kept embeddings)" if store.embeddings() else ""))
         if args.drop_embeddings:
             print(f"deleted the speaker embeddings of {_plural(store.drop_embeddings(), 'utterance')}")
         written = _write_outputs(store.turns(), out, stem, meta)
