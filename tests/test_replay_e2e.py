@@ -208,3 +208,12 @@ def test_export_refine_without_embeddings_says_how(tmp_path, capsys):
     assert "--keep-embeddings" in capsys.readouterr().err
     assert main(["export", str(out), "--num-speakers", "2"]) == 2
     assert "add --refine" in capsys.readouterr().err
+
+
+def test_a_speaker_name_that_matches_no_speaker_is_reported(tmp_path, capsys):
+    out = tmp_path / "m"
+    assert main(["replay", str(eval_file("test").audio), "--out", str(out), "--quiet",
+                 "--speaker-names", "Speaker A=Ana,Speaker Z=Zed"]) == 0
+    err = capsys.readouterr().err
+    assert "Speaker Z matched no speaker of this meeting" in err and "Speaker A matched" not in err
+    assert json.loads((out / "test.json").read_text())["turns"][0]["name"] == "Ana"

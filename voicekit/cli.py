@@ -184,9 +184,14 @@ def _hooks(args: argparse.Namespace):
         elif "=" not in text:
             raise CliError(f"--speaker-names {text!r}: give 'Speaker A=Diane,…' or an existing names file")
         try:
-            hooks.set_names(parse_speaker_names(text))
+            names = parse_speaker_names(text)
         except ValueError as exc:
             raise CliError(f"--speaker-names: {exc}") from exc
+        for label in names:
+            if re.fullmatch(r"Speaker_[A-Z]+", label):
+                raise CliError(f"--speaker-names {label!r}: labels have a space, e.g. "
+                               f"{label.replace('_', ' ')!r} (RTTM files write it as _)")
+        hooks.set_names(names)
     for script in args.hook or []:
         hooks.load_script(script)
     return hooks
@@ -378,6 +383,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         raise CliError("--refine re-clusters the embedded diarizer's speaker embeddings; with --diarizer "
                        "pyannote drop --refine (offline mode already diarizes the whole recording)")
     hooks = _hooks(args)
+    named = set(hooks.names)  # --speaker-names, before any hook renames
     voices = _voice_identifier(args)
     decide = speak_decisions(args.members, explain=args.explain, hooks=hooks) if args.members else None
     store_path = out / "meeting.sqlite"
@@ -483,6 +489,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
                   + (f", {len(hooks.failures)} hook failures" if hooks.failures else "") + "[/dim]")
     if refined_line:
         err.print(f"[dim]{refined_line}[/dim]")
+    unmatched = sorted(named - {t.speaker for t in result.turns}) if result is not None else []
+    if unmatched:
+        err.print(f"[yellow]--speaker-names: {', '.join(unmatched)} matched no speaker of this meeting "
+                  f"(its speakers: {', '.join(sorted({t.speaker for t in result.turns})) or 'none'})[/yellow]")
     if decide is not None and args.explain:
         print(decide.summary())  # type: ignore[attr-defined]
     err.print(f"wrote {', '.join(p.name for p in written)} to {out}/")
