@@ -71,7 +71,7 @@ CASES = [
     ("--vad-threshold out of range", lambda t: [SAMPLE, "--vad-threshold", "2"], "between 0 and 1"),
     ("--speaker-names with the RTTM spelling", lambda t: [SAMPLE, "--speaker-names", "Speaker_A=Ana"],
      "labels have a space, e.g. 'Speaker A'"),
-    ("unknown --vad", lambda t: [SAMPLE, "--vad", "webrtc:9"], "webrtc:0 .. webrtc:3"),
+    ("unknown --vad", lambda t: [SAMPLE, "--vad", "webrtc:9"], "use 'silero' or 'webrtc'"),
     ("--beam-size 0", lambda t: [SAMPLE, "--beam-size", "0"], "at least 1"),
     ("--threads negative", lambda t: [SAMPLE, "--threads", "-2"], "--threads must be 0"),
     ("--max-utterance 0", lambda t: [SAMPLE, "--max-utterance", "0"], "between 1 and 30 seconds"),

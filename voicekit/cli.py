@@ -125,7 +125,7 @@ def _options(args: argparse.Namespace, whole_recording: bool = False):
     from voicekit.diarization.online import DiarizerOptions
     from voicekit.pipeline import PipelineOptions
     from voicekit.stt import SttOptions
-    from voicekit.vad import EndpointerOptions
+    from voicekit.vad import EndpointerOptions, parse_vad_name
 
     for name in ("num_speakers", "min_speakers", "max_speakers"):
         v = getattr(args, name)
@@ -133,8 +133,10 @@ def _options(args: argparse.Namespace, whole_recording: bool = False):
             raise CliError(f"--{name.replace('_', '-')} must be at least 1, got {v}")
     if args.min_speakers and args.max_speakers and args.min_speakers > args.max_speakers:
         raise CliError(f"--min-speakers {args.min_speakers} is above --max-speakers {args.max_speakers}")
-    if not re.fullmatch(r"silero|webrtc(:[0-3])?", args.vad):
-        raise CliError(f"unknown --vad {args.vad!r}: use silero (default), webrtc, or webrtc:0 .. webrtc:3")
+    try:
+        parse_vad_name(args.vad)
+    except ValueError as exc:
+        raise CliError(f"--vad: {exc}") from exc
     if args.beam_size < 1:
         raise CliError(f"--beam-size must be at least 1, got {args.beam_size}")
     if args.threads < 0:

@@ -116,18 +116,31 @@ class WebRtcVad:
         return 1.0 if self._vad.is_speech(pcm, SAMPLE_RATE) else 0.0
 
 
+def parse_vad_name(name: str) -> tuple[str, int | None]:
+    """Check a VAD name: ``"silero"``, ``"webrtc"`` or ``"webrtc:N"`` (aggressiveness N in 0-3).
+
+    Returns:
+        ``("silero", None)`` or ``("webrtc", N)`` (N = 2 when not given).
+
+    Raises:
+        ValueError: for an unknown name or aggressiveness.
+    """
+    if name == "silero":
+        return "silero", None
+    kind, _, level = name.partition(":")
+    if kind == "webrtc" and (not level or level in ("0", "1", "2", "3")):
+        return "webrtc", int(level) if level else 2
+    raise ValueError(f"unknown VAD {name!r}: use 'silero' or 'webrtc' (or 'webrtc:0'..'webrtc:3')")
+
+
 def make_vad(name: str):
-    """Build a VAD by name: ``"silero"`` or ``"webrtc"`` (``"webrtc:3"`` sets aggressiveness).
+    """Build a VAD by name (:func:`parse_vad_name`).
 
     Raises:
         ValueError: for an unknown name.
     """
-    if name == "silero":
-        return SileroVad()
-    if name.startswith("webrtc"):
-        _, _, level = name.partition(":")
-        return WebRtcVad(int(level) if level else 2)
-    raise ValueError(f"unknown VAD {name!r}: use 'silero' or 'webrtc' (or 'webrtc:0'..'webrtc:3')")
+    kind, level = parse_vad_name(name)
+    return SileroVad() if kind == "silero" else WebRtcVad(level)
 
 
 @dataclass(frozen=True)
