@@ -117,4 +117,4 @@ def test_hook_time_counts_in_the_turn_latency():
     hooks.close()
     assert len(result.turns) == len(seen) >= 2, seen
     for before, t in zip(seen, result.turns):
-        assert t.emitted_at >= before + 0.3
+        assert t.emitted_at >= before + 0.3 - 0.001  # emitted_at is rounded to the millisecond
