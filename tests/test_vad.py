@@ -72,3 +72,10 @@ def test_long_speech_is_cut_at_the_maximum_length():
     utts = _utterances(x, SileroVad(), 1600, max_utterance=4.0, hangover=2.0)
     assert len(utts) >= 5
     assert max(u.duration for u in utts) <= 4.0 + 1e-6
+
+
+def test_endpointer_options_reject_values_that_cannot_end_an_utterance():
+    for bad, message in (({"max_utterance": 0.0}, "between 1 and 30 seconds"),
+                         ({"hangover": -1.0}, "ends an utterance"), ({"threshold": 2.0}, "between 0 and 1")):
+        with pytest.raises(ValueError, match=message):
+            EndpointerOptions(**bad)

@@ -141,23 +141,20 @@ def _options(args: argparse.Namespace, whole_recording: bool = False):
         raise CliError(f"--beam-size must be at least 1, got {args.beam_size}")
     if args.threads < 0:
         raise CliError(f"--threads must be 0 (CTranslate2's default) or more, got {args.threads}")
-    if args.hangover is not None and not 0.05 <= args.hangover <= 5.0:
-        raise CliError(f"--hangover is the silence in seconds that ends an utterance (0.05-5), got {args.hangover}")
-    if args.max_utterance is not None and not 1.0 <= args.max_utterance <= 30.0:
-        raise CliError(f"--max-utterance must be between 1 and 30 seconds (Whisper hears 30 s at most), "
-                       f"got {args.max_utterance}")
     ep = {}
     if args.vad_threshold is not None:
-        if not 0.0 < args.vad_threshold < 1.0:
-            raise CliError(f"--vad-threshold is a probability between 0 and 1, got {args.vad_threshold}")
         ep["threshold"] = args.vad_threshold
     if args.hangover is not None:
         ep["hangover"] = args.hangover
     if args.max_utterance is not None:
         ep["max_utterance"] = args.max_utterance
+    try:
+        endpointer = EndpointerOptions(**ep)
+    except ValueError as exc:
+        raise CliError(f"{exc} (--vad-threshold, --hangover, --max-utterance)") from exc
     return PipelineOptions(
         vad=args.vad,
-        endpointer=EndpointerOptions(**ep),
+        endpointer=endpointer,
         stt=SttOptions(model=args.model, device=args.device, compute_type=args.compute_type,
                        language=args.language, beam_size=args.beam_size, cpu_threads=args.threads),
         diarizer=DiarizerOptions(num_speakers=args.num_speakers, min_speakers=args.min_speakers,

@@ -157,6 +157,10 @@ class EndpointerOptions:
         max_utterance: an utterance is closed at this length even while speech goes on, at the
             least speech-like frame of its last third (default 10.0: a turn is out at most
             about 10 s after its speaker started).
+
+    Raises:
+        ValueError: a threshold outside (0, 1), a hangover outside 0.05-5 s or a maximum length
+            outside 1-30 s.
     """
 
     threshold: float = 0.5
@@ -164,6 +168,15 @@ class EndpointerOptions:
     hangover: float = 0.6
     pad: float = 0.2
     max_utterance: float = 10.0
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.threshold < 1.0:
+            raise ValueError(f"the VAD threshold is a probability between 0 and 1, got {self.threshold}")
+        if not 0.05 <= self.hangover <= 5.0:
+            raise ValueError(f"hangover is the silence in seconds that ends an utterance (0.05-5), got {self.hangover}")
+        if not 1.0 <= self.max_utterance <= 30.0:
+            raise ValueError(f"max_utterance must be between 1 and 30 seconds (Whisper hears 30 s at most), "
+                             f"got {self.max_utterance}")
 
 
 @dataclass
