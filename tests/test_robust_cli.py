@@ -94,6 +94,12 @@ def test_bad_files_and_arguments_give_one_line_and_exit_2(tmp_path, name, make, 
     assert not (tmp_path / "out").exists()  # a failed command leaves no (empty) meeting directory
 
 
+def test_a_failed_command_removes_the_nested_out_it_created(tmp_path):
+    rc, err = _cli("replay", SAMPLE, "--max-utterance", "0", "--out", tmp_path / "a" / "b" / "c")
+    assert rc == 2 and "--max-utterance must be between 1 and 30 seconds" in err, err
+    assert not (tmp_path / "a").exists()
+
+
 def test_an_unexpected_error_is_one_line_and_debug_shows_the_traceback(tmp_path, monkeypatch, capsys):
     import voicekit.sources
 

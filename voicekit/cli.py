@@ -150,8 +150,10 @@ def _options(args: argparse.Namespace, whole_recording: bool = False):
         ep["max_utterance"] = args.max_utterance
     try:
         endpointer = EndpointerOptions(**ep)
-    except ValueError as exc:
-        raise CliError(f"{exc} (--vad-threshold, --hangover, --max-utterance)") from exc
+    except ValueError as exc:  # the message starts with the field's name: say the flag's
+        field, _, rest = str(exc).partition(" ")
+        flag = {"threshold": "--vad-threshold"}.get(field, "--" + field.replace("_", "-"))
+        raise CliError(f"{flag} {rest}") from exc
     return PipelineOptions(
         vad=args.vad,
         endpointer=endpointer,
@@ -1151,15 +1153,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
-    out = Path(args.out) if isinstance(getattr(args, "out", None), str) else None
-    made_out = out is not None and not out.exists()
+    out = Path(args.out).absolute() if isinstance(getattr(args, "out", None), str) else None
+    made = [d for d in ([out, *out.parents] if out is not None else []) if not d.exists()]
     code = 1
     try:
         code = _dispatch(args)
         return code
     finally:
-        if made_out and code != 0 and out.is_dir() and not any(out.iterdir()):
-            out.rmdir()  # a command that failed before writing anything leaves no empty --out
+        if code != 0:  # a command that failed before writing anything leaves no empty --out
+            for d in made:  # --out first, then the parents it created
+                if d.is_dir() and not any(d.iterdir()):
+                    d.rmdir()
 
 
 def _dispatch(args: argparse.Namespace) -> int:

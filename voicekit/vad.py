@@ -171,7 +171,7 @@ class EndpointerOptions:
 
     def __post_init__(self) -> None:
         if not 0.0 < self.threshold < 1.0:
-            raise ValueError(f"the VAD threshold is a probability between 0 and 1, got {self.threshold}")
+            raise ValueError(f"threshold is a speech probability between 0 and 1, got {self.threshold}")
         if not 0.05 <= self.hangover <= 5.0:
             raise ValueError(f"hangover is the silence in seconds that ends an utterance (0.05-5), got {self.hangover}")
         if not 1.0 <= self.max_utterance <= 30.0:
