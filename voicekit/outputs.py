@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import textwrap
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from voicekit.turns import SpeakerTurn
+from voicekit.turns import SpeakerTurn, Word, join_words
 
 FORMATS = ("json", "rttm", "srt", "vtt", "txt")
 
@@ -91,23 +93,163 @@ def to_rttm(turns: Sequence[SpeakerTurn], file_id: str) -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
+# Subtitle limits, from the Netflix Timed Text Style Guide (English): at most 42 characters a line,
+# at most 2 lines an event, an event on screen 5/6 s to 7 s. openai-whisper's SRT/VTT writers take
+# the same kind of limits (``max_line_width``, ``max_line_count``).
+MAX_LINE_CHARS = 42
+"""Characters per subtitle line (Netflix: 42 for English)."""
+MAX_CUE_LINES = 2
+"""Lines per subtitle cue (Netflix: 2)."""
+MAX_CUE_SECONDS = 7.0
+"""Longest cue in seconds, unless a single word lasts longer (Netflix: 7 s)."""
+MIN_CUE_SECONDS = 5 / 6
+"""Shortest cue in seconds where the pause before the next cue allows (Netflix: 5/6 s)."""
+CLAUSE_END = (".", "?", "!", ",", ";")
+"""A cue that must break prefers to end after a word ending with one of these."""
+
+
+@dataclass(frozen=True)
+class Cue:
+    """One subtitle cue.
+
+    Attributes:
+        start: start time in seconds from the start of the meeting.
+        end: end time in seconds.
+        lines: the text lines shown, the first starting with the caller's prefix.
+    """
+
+    start: float
+    end: float
+    lines: tuple[str, ...]
+
+
+def _wrap(text: str, prefix: str, width: int) -> list[str]:
+    """``prefix + text`` wrapped at spaces into lines of at most ``width`` characters (the prefix
+    counts on the first line); a word longer than the line stays whole on a line of its own."""
+    if len(prefix) + len(text) <= width and text.isprintable():
+        return [prefix + text]  # what textwrap gives, without its cost (50,000 short turns)
+    return textwrap.wrap(text, width, initial_indent=prefix, break_long_words=False, break_on_hyphens=False)
+
+
+def _timed_words(turn: SpeakerTurn) -> tuple[Word, ...]:
+    """The turn's words; when it has none, or a hook rewrote its text so that they no longer
+    spell it, the text's words spread over the turn in proportion to their length."""
+    if turn.words and join_words(turn.words).split() == turn.text.split():
+        return tuple(w for w in turn.words if w.text.strip())
+    tokens = turn.text.split()
+    total = sum(len(t) for t in tokens) or 1
+    per_char = max(0.0, turn.end - turn.start) / total
+    words, t = [], turn.start
+    for token in tokens:
+        words.append(Word(t, t + per_char * len(token), " " + token, 0.0, turn.speaker))
+        t += per_char * len(token)
+    return tuple(words)
+
+
+def subtitle_cues(turn: SpeakerTurn, prefix: str = "", max_line_chars: int = MAX_LINE_CHARS,
+                  max_lines: int = MAX_CUE_LINES, max_seconds: float = MAX_CUE_SECONDS,
+                  min_seconds: float = MIN_CUE_SECONDS) -> list[Cue]:
+    """Split one speaker turn into subtitle cues by its word timestamps.
+
+    Each cue takes as many whole words as fit in ``max_lines`` lines of ``max_line_chars``
+    characters (``prefix``, e.g. ``"Speaker A: "``, counted on each cue's first line) and
+    ``max_seconds``; when it must break, it ends after the last word ending a clause (``. ? ! , ;``)
+    in its second half, if there is one. Lines are wrapped at spaces and balanced. A cue runs from
+    its first word's start to its last word's end, the first cue from the turn's start and the
+    last to the turn's end, so that the cues cover the turn in time order without overlap; a cue
+    shorter than ``min_seconds`` is held on screen into the pause before the next one. A cue never
+    breaks before a word written without a leading space (the rest of the word before it).
+
+    Args:
+        turn: the speaker turn; times in seconds. Without words (or with words a hook's text no
+            longer matches), its text's words are spread over the turn by length.
+        prefix: text put before the first line of every cue, counted in its width.
+        max_line_chars, max_lines, max_seconds, min_seconds: the limits (defaults: the module
+            constants, from the Netflix Timed Text Style Guide).
+
+    Returns:
+        the cues in time order; none for a turn whose text is empty.
+    """
+    text = turn.text.strip()
+    if not text:
+        return []
+    if turn.end - turn.start <= max_seconds and len(whole := _wrap(text, prefix, max_line_chars)) == 1:
+        return [Cue(turn.start, turn.end, tuple(whole))]  # the usual short turn: one line
+    words = _timed_words(turn)
+    n = len(words)
+    texts = [w.text for w in words]
+    most = max_lines * max_line_chars + max_lines - 1  # longest text that can fit, spaces between lines
+
+    def start_of(a: int) -> float:
+        return turn.start if a == 0 else words[a].start
+
+    def end_of(b: int) -> float:
+        return turn.end if b == n - 1 else words[b].end
+
+    def text_of(a: int, b: int) -> str:
+        return "".join(texts[a:b + 1]).strip()
+
+    def fits(a: int, b: int) -> bool:
+        line = text_of(a, b)
+        if end_of(b) - start_of(a) > max_seconds or len(prefix) + len(line) > most:
+            return False
+        return len(_wrap(line, prefix, max_line_chars)) <= max_lines
+
+    def breakable(k: int) -> bool:  # a cue may end after word k: the next one starts a word
+        return k == n - 1 or texts[k + 1][:1].isspace()
+
+    spans, a = [], 0
+    while a < n:
+        b = a
+        while b + 1 < n and fits(a, b + 1):
+            b += 1
+        if b < n - 1:
+            half = len(text_of(a, b)) / 2
+            ends = [k for k in range(a, b + 1) if breakable(k)]
+            clauses = [k for k in ends if texts[k].rstrip().endswith(CLAUSE_END)
+                       and len(text_of(a, k)) >= half]
+            b = clauses[-1] if clauses else ends[-1] if ends else next(k for k in range(b, n) if breakable(k))
+        spans.append((a, b))
+        a = b + 1
+
+    cues: list[Cue] = []
+    for i, (a, b) in enumerate(spans):
+        text = text_of(a, b)
+        lines, width = _wrap(text, prefix, max_line_chars), max_line_chars
+        while len(lines) > 1 and width > 1 and len(balanced := _wrap(text, prefix, width - 1)) == len(lines):
+            lines, width = balanced, width - 1
+        start = min(max(start_of(a), cues[-1].end if cues else turn.start), turn.end)
+        end = min(max(end_of(b), start), turn.end)
+        if i + 1 < len(spans) and end - start < min_seconds:
+            end = max(end, min(start + min_seconds, words[spans[i + 1][0]].start, turn.end))
+        cues.append(Cue(start, end, tuple(lines)))
+    return cues
+
+
 def to_srt(turns: Sequence[SpeakerTurn]) -> str:
-    """SubRip subtitles, one cue per turn: ``Speaker A: text``."""
-    cues = []
-    for i, t in enumerate(turns, 1):
-        cues.append(f"{i}\n{clock(t.start, ',')} --> {clock(t.end, ',')}\n{t.sender_name}: {t.text}\n")
-    return "\n".join(cues)
+    """SubRip subtitles: each turn split into cues (:func:`subtitle_cues`), each cue's first line
+    starting with the speaker's name, ``Speaker A: text`` (the name counts in the line width)."""
+    blocks, i = [], 0
+    for t in turns:
+        for cue in subtitle_cues(t, prefix=f"{t.sender_name}: "):
+            i += 1
+            blocks.append(f"{i}\n{clock(cue.start, ',')} --> {clock(cue.end, ',')}\n" + "\n".join(cue.lines) + "\n")
+    return "\n".join(blocks)
 
 
 def to_vtt(turns: Sequence[SpeakerTurn]) -> str:
-    """WebVTT with voice tags: ``<v Speaker A>text``."""
+    """WebVTT: each turn split into cues (:func:`subtitle_cues`), each cue in a voice tag,
+    ``<v Speaker A>text`` (players do not show the tag's name by default: it is not counted in
+    the line width)."""
     def esc(s: str) -> str:
         return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
-    cues = ["WEBVTT\n"]
+    blocks = ["WEBVTT\n"]
     for t in turns:
-        cues.append(f"{clock(t.start)} --> {clock(t.end)}\n<v {esc(t.sender_name)}>{esc(t.text)}\n")
-    return "\n".join(cues)
+        for cue in subtitle_cues(t):
+            text = "\n".join(esc(line) for line in cue.lines)
+            blocks.append(f"{clock(cue.start)} --> {clock(cue.end)}\n<v {esc(t.sender_name)}>{text}\n")
+    return "\n".join(blocks)
 
 
 def to_text(turns: Sequence[SpeakerTurn]) -> str:

@@ -1,0 +1,189 @@
+"""SRT and WebVTT cues: each speaker turn split by its word timestamps into cues of at most
+2 lines of 42 characters and 7 s (voicekit.outputs.subtitle_cues), on real Whisper word times
+(faster-whisper's jfk.flac) and on hand-built turns for the cases a recording does not show."""
+
+import dataclasses
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from _pipeline_support import EVAL, components, needs_eval
+from voicekit.audio import load_audio
+from voicekit.outputs import (MAX_CUE_LINES, MAX_CUE_SECONDS, MAX_LINE_CHARS, MIN_CUE_SECONDS, subtitle_cues,
+                              to_srt, to_vtt)
+from voicekit.turns import SpeakerTurn, Word, words_to_turns
+
+
+def check_cues(turn, cues, prefix=""):
+    """The cue contract: limits, every word once in order, times inside the turn in order."""
+    assert cues, turn
+    shown = []
+    for cue in cues:
+        assert 1 <= len(cue.lines) <= MAX_CUE_LINES, cue
+        assert cue.lines[0].startswith(prefix), cue
+        for line in cue.lines:
+            assert len(line) <= MAX_LINE_CHARS or len(line.removeprefix(prefix).split()) == 1, cue
+        shown += " ".join(cue.lines).removeprefix(prefix).split()
+    assert shown == turn.text.split()
+    assert cues[0].start == turn.start and cues[-1].end == turn.end
+    for cue, after in zip(cues, cues[1:]):
+        assert turn.start <= cue.start <= cue.end <= after.start <= turn.end, (cue, after)
+
+
+def timed_turn(texts, times, speaker="Speaker A"):
+    """A turn of words ``texts`` (each with its leading space) at ``times`` [(start, end)…]."""
+    words = tuple(Word(s, e, t, 0.9, speaker) for t, (s, e) in zip(texts, times))
+    return words_to_turns(list(words))[0]
+
+
+def even_turn(text, start, seconds):
+    """A turn whose words share ``seconds`` evenly (0.1 s pause after each)."""
+    texts = [" " + w for w in text.split()]
+    step = seconds / len(texts)
+    return timed_turn(texts, [(start + i * step, start + (i + 1) * step - 0.1) for i in range(len(texts))])
+
+
+@pytest.fixture(scope="module")
+def jfk_words():
+    """Whisper tiny.en's words of jfk.flac (11 s, one speaker), 3 s into a meeting."""
+    x = load_audio(EVAL / "faster_whisper" / "jfk.flac")
+    return [dataclasses.replace(w, speaker="Speaker A") for w in components().transcriber.transcribe(x, offset=3.0)]
+
+
+@needs_eval
+def test_a_real_11_second_turn_becomes_cues_of_at_most_7_seconds(jfk_words):
+    (turn,) = words_to_turns(jfk_words)
+    assert turn.end - turn.start > 10.0 and len(turn.words) >= 20
+    for prefix in ("", "Speaker A: "):
+        cues = subtitle_cues(turn, prefix=prefix)
+        check_cues(turn, cues, prefix)
+        assert len(cues) >= 2
+        assert all(c.end - c.start <= MAX_CUE_SECONDS for c in cues)
+        starts = {w.start for w in turn.words}  # a later cue starts where its first word starts
+        assert all(c.start in starts for c in cues[1:])
+
+
+@needs_eval
+def test_srt_and_vtt_name_the_speaker_on_every_cue_of_real_turns(jfk_words):
+    # the pipeline's speaker-change split: "ask what you can do for your country." to Speaker B
+    second_ask = [i for i, w in enumerate(jfk_words) if w.text.strip().lower() == "ask"][1]
+    words = [w if i < second_ask else dataclasses.replace(w, speaker="Speaker B") for i, w in enumerate(jfk_words)]
+    turns = words_to_turns(words)
+    turns[1] = turns[1].replace(metadata={"sender_name": "Ann & <Bob>"})
+    assert [t.speaker for t in turns] == ["Speaker A", "Speaker B"]
+    per_turn = [subtitle_cues(t, prefix=f"{t.sender_name}: ") for t in turns]
+    assert len(per_turn[0]) >= 2  # 8 s of Speaker A: more than one cue
+
+    blocks = to_srt(turns).rstrip("\n").split("\n\n")
+    assert len(blocks) == sum(map(len, per_turn))
+    names = [t.sender_name for t, cues in zip(turns, per_turn) for _ in cues]
+    times = []
+    for n, (block, name) in enumerate(zip(blocks, names), 1):
+        index, timing, *lines = block.split("\n")
+        assert index == str(n) and lines[0].startswith(f"{name}: ") and 1 <= len(lines) <= 2
+        assert sum(line.count(": ") for line in lines) == 1  # one speaker a cue
+        times += re.fullmatch(r"(\S+) --> (\S+)", timing).groups()
+    assert times == sorted(times) and times[0] == "00:00:03,000"
+
+    vtt = to_vtt(turns)
+    cues = vtt.split("\n\n")[1:]
+    assert vtt.startswith("WEBVTT\n\n") and len(cues) == len(blocks)
+    assert [c.split("\n")[1].split(">")[0] for c in cues[:len(per_turn[0])]] == ["<v Speaker A"] * len(per_turn[0])
+    assert all(c.split("\n")[1].startswith("<v Ann &amp; &lt;Bob&gt;>") for c in cues[len(per_turn[0]):])
+
+
+def test_a_40_word_turn_over_12_seconds_gives_several_cues():
+    text = ("So the plan for the next quarter is to finish the new onboarding flow first and then move "
+            "the whole team onto the billing rewrite because the old system cannot handle annual plans "
+            "or the new tax rules next year")
+    turn = even_turn(text, start=60.0, seconds=12.0)
+    assert len(turn.words) == 40
+    cues = subtitle_cues(turn, prefix="Speaker A: ")
+    check_cues(turn, cues, "Speaker A: ")
+    chars = len("Speaker A: ") + len(text)
+    assert len(cues) >= chars // (2 * MAX_LINE_CHARS + 1) + 1 >= 3
+    assert all(c.end - c.start <= MAX_CUE_SECONDS for c in cues)
+
+
+def test_a_cue_that_must_break_ends_after_a_clause():
+    turn = even_turn("We looked at the budget for the next quarter, and then we talked about "
+                     "hiring for the spring and the summer.", start=0.0, seconds=6.0)
+    cues = subtitle_cues(turn, prefix="Speaker A: ")
+    check_cues(turn, cues, "Speaker A: ")
+    assert cues[0].lines[-1].endswith("quarter,")  # not "…we talked", where the 84 characters end
+    # a comma in the first half of the cue is too early to break at: the cue is filled instead
+    turn = even_turn("Yes, we looked at the budget for the next quarter and then we talked about "
+                     "hiring for the spring.", start=0.0, seconds=6.0)
+    cues = subtitle_cues(turn)
+    check_cues(turn, cues)
+    assert not cues[0].lines[-1].endswith("Yes,") and len(" ".join(cues[0].lines)) > 42
+
+
+def test_the_two_lines_of_a_cue_are_balanced():
+    turn = even_turn("We should ship the new version on Monday morning.", start=0.0, seconds=3.0)
+    (cue,) = subtitle_cues(turn)
+    assert cue.lines == ("We should ship the new", "version on Monday morning.")  # not 40 + 8 characters
+
+
+def test_a_cue_never_starts_inside_a_word():
+    # Whisper writes some word pieces without a leading space; the break must fall before " don"
+    texts = [" I"] + [" really"] * 9 + [" don", "'t", " know", " what", " to", " say"]
+    turn = timed_turn(texts, [(i * 0.4, i * 0.4 + 0.3) for i in range(len(texts))])
+    for width in range(20, 42):
+        cues = subtitle_cues(turn, max_line_chars=width, max_lines=1)
+        check_cues(turn, cues)
+        assert not any(c.lines[0].startswith("'t") for c in cues)
+        assert any("don't" in c.lines[0] for c in cues)
+
+
+def test_a_short_cue_is_held_into_the_pause_before_the_next():
+    # a full line said in 0.25 s, 2 s of pause, then more: the first cue stays up 5/6 s
+    texts = [" abcdefg"] * 5 + [" next", " words"]
+    turn = timed_turn(texts, [(i * 0.05, i * 0.05 + 0.05) for i in range(5)] + [(2.6, 3.0), (3.0, 3.4)])
+    cues = subtitle_cues(turn, max_lines=1)
+    check_cues(turn, cues)
+    assert [c.lines for c in cues] == [(" ".join(["abcdefg"] * 5),), ("next words",)]
+    assert cues[0].end == pytest.approx(MIN_CUE_SECONDS) and cues[1].start == 2.6
+
+
+def test_turns_without_usable_words_spread_their_text_over_the_turn():
+    text = "A store row with no word times but a long text that cannot fit in one cue of two lines at all."
+    bare = SpeakerTurn(speaker="Speaker B", text=text, start=10.0, end=16.0)
+    cues = subtitle_cues(bare, prefix="Speaker B: ")
+    check_cues(bare, cues, "Speaker B: ")
+    assert len(cues) == 2
+    # a hook rewrote the text: the cues show the committed text, not the words Whisper heard
+    heard = even_turn("I think it is fine to go ahead with the vendor that we met on Tuesday", 0.0, 4.0)
+    edited = heard.replace(text="I think it is fine to go ahead with [vendor name] that we met on Tuesday")
+    cues = subtitle_cues(edited)
+    check_cues(edited, cues)
+    assert "[vendor" in " ".join(line for c in cues for line in c.lines)
+    assert subtitle_cues(SpeakerTurn(speaker="Speaker A", text="  ", start=0.0, end=1.0)) == []
+
+
+def test_a_word_longer_than_a_line_stays_whole():
+    long_word = " " + "x" * 60
+    turn = timed_turn([" see", long_word, " here"], [(0.0, 0.3), (0.3, 1.5), (1.5, 1.8)])
+    cues = subtitle_cues(turn, prefix="Speaker A: ")
+    check_cues(turn, cues, "Speaker A: ")
+    assert [line for c in cues for line in c.lines if len(line) > MAX_LINE_CHARS] == ["x" * 60]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.text("abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=50),
+                          st.sampled_from(["", ",", ".", "?", ";"]), st.booleans(),
+                          st.floats(0.0, 2.0), st.floats(0.01, 3.0)), min_size=1, max_size=60),
+       st.sampled_from(["", "Speaker A: ", "Dr. Aleksandra Wójcik-Brzęczyszczykiewicz: "]))
+def test_any_turn_keeps_the_cue_contract(spec, prefix):
+    texts, times, t = [], [], 5.0
+    for word, tail, glued, pause, length in spec:  # glued: a word piece without its leading space
+        texts.append(("" if glued else " ") + word + tail)
+        times.append((t + pause, t + pause + length))
+        t += pause + length
+    turn = timed_turn(texts, times)
+    cues = subtitle_cues(turn, prefix=prefix)
+    check_cues(turn, cues, prefix)
+    for c in cues:  # over 7 s only for a single word
+        assert c.end - c.start <= MAX_CUE_SECONDS or len(" ".join(c.lines).removeprefix(prefix).split()) == 1
