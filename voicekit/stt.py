@@ -37,6 +37,12 @@ class SttOptions:
         cpu_threads: CTranslate2 intra-op threads on CPU (0 = CTranslate2's default).
         no_speech_threshold: a segment with no-speech probability above this…
         logprob_threshold: …and average log-probability below this is dropped.
+        seed: seed of CTranslate2's random generator. Whisper decodes again by sampling at a
+            higher temperature when its output looks repetitive or unlikely (the temperature
+            fallback of Radford et al. 2022, section 4.5); with a fixed seed the same recording
+            gives the same words from run to run. CTranslate2 seeds each worker thread's generator
+            once, at its first use, so within one process an utterance that falls back can still
+            give other words after other sampled utterances.
     """
 
     model: str = "tiny.en"
@@ -47,6 +53,7 @@ class SttOptions:
     cpu_threads: int = 0
     no_speech_threshold: float = 0.6
     logprob_threshold: float = -1.0
+    seed: int = 0
 
 
 class Transcriber:
@@ -59,9 +66,11 @@ class Transcriber:
     """
 
     def __init__(self, options: SttOptions | None = None) -> None:
+        import ctranslate2
         from faster_whisper import WhisperModel
 
         self.options = opt = options or SttOptions()
+        ctranslate2.set_random_seed(opt.seed)  # before the first sampling (see SttOptions.seed)
         require_ctranslate2_device(opt.device)
         check_compute_type(opt.compute_type)
         self.model_path = resolve_whisper(opt.model)
