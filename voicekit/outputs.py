@@ -42,10 +42,14 @@ def format_line(turn: SpeakerTurn) -> str:
 
 
 def to_json(turns: Sequence[SpeakerTurn], meta: dict | None = None) -> dict:
-    """The transcript as a JSON-serialisable dict (schema in ``docs/transcript-format.md``)."""
+    """The transcript as a JSON-serialisable dict (schema in ``docs/transcript-format.md``).
+
+    ``speakers`` lists each label in order of first appearance with the name its latest turn
+    carries: a label named from some turn on (a known voice matched, a hook's rename) is listed
+    under that name."""
     speakers: dict[str, str] = {}
     for t in turns:
-        speakers.setdefault(t.speaker, t.sender_name)
+        speakers[t.speaker] = t.sender_name  # a dict keeps the order of first insertion
     return {
         "version": JSON_SCHEMA_VERSION,
         "meeting": meta or {},
