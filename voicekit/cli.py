@@ -16,7 +16,6 @@ import argparse
 import logging
 import os
 import platform
-import re
 import signal
 import sys
 import threading
@@ -188,10 +187,6 @@ def _hooks(args: argparse.Namespace):
             names = parse_speaker_names(text)
         except ValueError as exc:
             raise CliError(f"--speaker-names: {exc}") from exc
-        for label in names:
-            if re.fullmatch(r"Speaker_[A-Z]+", label):
-                raise CliError(f"--speaker-names {label!r}: labels have a space, e.g. "
-                               f"{label.replace('_', ' ')!r} (RTTM files write it as _)")
         hooks.set_names(names)
     for script in args.hook or []:
         hooks.load_script(script)
