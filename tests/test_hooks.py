@@ -89,6 +89,17 @@ def test_speaker_names_map_and_file():
         {"Speaker A": "Diane", "Speaker B": "Sheila"}
     with pytest.raises(ValueError, match="has no '='"):
         parse_speaker_names("Speaker A Diane")
+    # a label given twice is an error, not the last one silently kept
+    with pytest.raises(ValueError, match=r"Speaker A is given twice \(Diane, then Ben\)"):
+        parse_speaker_names("Speaker A=Diane,Speaker A=Ben")
+    # a diarization label spelled another way names the right spelling
+    for wrong, right in (("speaker a", "Speaker A"), ("SPEAKER  b", "Speaker B"), ("Speaker_A", "Speaker A"),
+                         ("speaker ab", "Speaker AB")):
+        with pytest.raises(ValueError, match=f"label '{wrong}' is written '{right}'"):
+            parse_speaker_names(f"{wrong}=Ana")
+    # other speakers of a turn (LiveKit participants: their name, or '@room/2') are kept as written
+    assert parse_speaker_names("Speaker AA=Ana, @standup/2 = Ben, Sheila Smith=Sheila, speakerphone=Room") == \
+        {"Speaker AA": "Ana", "@standup/2": "Ben", "Sheila Smith": "Sheila", "speakerphone": "Room"}
     hooks = HookRunner()
     hooks.set_names({"Speaker B": "Sheila"})
     assert hooks.run(turn(speaker="Speaker B")).sender_name == "Sheila"

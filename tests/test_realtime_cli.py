@@ -8,7 +8,7 @@ import pytest
 
 from _realtime_meeting import SCRIPT, open_store, turn
 
-from voicekit.cli import CliError, _start_session, build_parser
+from voicekit.cli import CliError, _make_session, _start_session, build_parser
 
 
 def test_session_options_parse():
@@ -22,7 +22,7 @@ def test_session_options_parse():
 def test_local_session_from_cli_writes_out_session_jsonl(tmp_path, capsys):
     store = open_store(tmp_path)
     args = build_parser().parse_args(["replay", "m.wav", "--session", "local"])
-    b = _start_session(args, store.path, tmp_path)
+    b = _start_session(args, _make_session(args, tmp_path), store.path)
     for i, (s, n, x) in enumerate(SCRIPT[:2]):
         b.on_turn(store.commit(turn(s, n, x, i)))
     assert b.close(timeout=5)
@@ -35,9 +35,17 @@ def test_missing_api_key_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     args = build_parser().parse_args(["replay", "m.wav", "--session", "openai"])
     with pytest.raises(CliError, match="OPENAI_API_KEY"):
-        _start_session(args, tmp_path / "meeting.sqlite", tmp_path)
+        _make_session(args, tmp_path)
     for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY"):
         monkeypatch.delenv(var, raising=False)
     args = build_parser().parse_args(["replay", "m.wav", "--session", "gemini"])
     with pytest.raises(CliError, match="GEMINI_API_KEY"):
-        _start_session(args, tmp_path / "meeting.sqlite", tmp_path)
+        _make_session(args, tmp_path)
+    assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+def test_session_log_that_is_a_folder_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    args = build_parser().parse_args(["replay", "m.wav", "--session", "openai", "--session-log", str(tmp_path)])
+    with pytest.raises(CliError, match="is a folder: give a file name"):
+        _make_session(args, tmp_path)

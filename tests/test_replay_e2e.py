@@ -3,6 +3,7 @@ and a replay killed mid-meeting."""
 
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -14,6 +15,7 @@ import pytest
 from _pipeline_support import EVAL, SAMPLE, eval_file, needs_eval
 from voicekit.cli import main
 from voicekit.evaluation import load_reference, reference_text, score_der, turns_to_annotation, wer
+from voicekit.outputs import FORMATS
 from voicekit.store import MeetingStore
 
 pytestmark = needs_eval
@@ -217,3 +219,56 @@ def test_a_speaker_name_that_matches_no_speaker_is_reported(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "Speaker Z matched no speaker of this meeting" in err and "Speaker A matched" not in err
     assert json.loads((out / "test.json").read_text())["turns"][0]["name"] == "Ana"
+
+
+@pytest.fixture(scope="module")
+def named_refined(tmp_path_factory):
+    """The sample refined, two labels named: "Speaker B" only refinement finds (live: one speaker)."""
+    out = tmp_path_factory.mktemp("named")
+    import contextlib
+    import io
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        assert main(["replay", str(SAMPLE), "--out", str(out), "--refine", "--quiet",
+                     "--speaker-names", "Speaker B=Sheila,Speaker Z=Zed"]) == 0
+    return out, err.getvalue()
+
+
+def test_a_name_for_a_label_only_refinement_found_is_not_reported_unmatched(named_refined):
+    out, err = named_refined
+    store = MeetingStore(out / "meeting.sqlite")
+    live, refined = {t.speaker for t in store.turns()}, {t.speaker for t in store.turns(refined=True)}
+    store.close()
+    print(f"live {sorted(live)}, refined {sorted(refined)}; {err}")
+    assert "Speaker B" in refined
+    assert "--speaker-names: Speaker Z matched no speaker of this meeting (its speakers, live and refined: " in err
+    assert "Speaker B matched" not in err and "Speaker B, Speaker Z matched" not in err
+    doc = json.loads((out / "sample.refined.json").read_text())
+    assert {t["name"] for t in doc["turns"] if t["speaker"] == "Speaker B"} == {"Sheila"}
+
+
+def test_overwrite_removes_the_replaced_meetings_outputs_and_nothing_else(named_refined, tmp_path):
+    out = tmp_path / "m"
+    shutil.copytree(named_refined[0], out)
+    mine = {"notes.txt": "my notes", "sample.notes.md": "mine too", "other.json": "{}"}
+    for name, text in mine.items():
+        (out / name).write_text(text)
+    assert (out / "sample.refined.json").is_file()
+    assert main(["replay", str(SAMPLE), "--out", str(out), "--quiet", "--overwrite"]) == 0
+    names = sorted(p.name for p in out.iterdir())
+    assert names == sorted([*mine, "meeting.sqlite", *(f"sample.{ext}" for ext in FORMATS)]), names
+    assert all((out / name).read_text() == text for name, text in mine.items())
+    store = MeetingStore(out / "meeting.sqlite")
+    assert not store.has_refined() and store.speaker_names() == {}
+    store.close()
+
+
+def test_append_adds_only_to_a_meeting_of_the_same_recording(named_refined, capsys):
+    out = named_refined[0]
+    before = (out / "meeting.sqlite").read_bytes()
+    falcon = eval_file("test").audio
+    assert main(["replay", str(falcon), "--out", str(out), "--append"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{falcon} is another recording: its times would restart at 0 s" in err[0], err
+    assert (out / "meeting.sqlite").read_bytes() == before

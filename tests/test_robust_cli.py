@@ -4,6 +4,7 @@ recovers the outputs; hostile speech and names reach the model as attribution.md
 
 import errno
 import json
+import os
 import pathlib
 import sqlite3
 import struct
@@ -25,9 +26,9 @@ FALCON = EVAL / "picovoice_falcon" / "test.wav"
 STEREO = EVAL / "faster_whisper" / "stereo_diarization.wav"
 
 
-def _cli(*args):
+def _cli(*args, env=None):
     p = subprocess.run([sys.executable, "-m", "voicekit.cli", *map(str, args)], capture_output=True, text=True,
-                       timeout=600)
+                       timeout=600, env=env)
     return p.returncode, p.stderr
 
 
@@ -60,7 +61,8 @@ CASES = [
      "not an audio file voicekit can decode"),
     ("unknown codec", lambda t: [_unknown_codec(t / "codec.wav")], "codec voicekit cannot decode"),
     ("unwritable --out", lambda t: [SAMPLE, "--out", _file(t / "f", b"x") / "sub"],
-     "cannot write to the output directory"),
+     "is a file, not a directory; choose another --out"),
+    ("--out is a file", lambda t: [SAMPLE, "--out", _file(t / "f", b"x")], "f is a file, not a directory"),
     ("missing model", lambda t: [SAMPLE, "--model", t / "nomodel"], "does not exist"),
     ("corrupt model", lambda t: [SAMPLE, "--model", _corrupt_model(t / "m")], "is truncated (10 bytes)"),
     ("channel out of range", lambda t: [STEREO, "--channel", "5"], "has 2 channels (0..1)"),
@@ -70,7 +72,15 @@ CASES = [
      "at least one channel"),
     ("--vad-threshold out of range", lambda t: [SAMPLE, "--vad-threshold", "2"], "between 0 and 1"),
     ("--speaker-names with the RTTM spelling", lambda t: [SAMPLE, "--speaker-names", "Speaker_A=Ana"],
-     "labels have a space, e.g. 'Speaker A'"),
+     "label 'Speaker_A' is written 'Speaker A'"),
+    ("--speaker-names in lower case", lambda t: [SAMPLE, "--speaker-names", "speaker a=Ana"],
+     "label 'speaker a' is written 'Speaker A'"),
+    ("--speaker-names with a label twice", lambda t: [SAMPLE, "--speaker-names", "Speaker A=Diane,Speaker A=Ben"],
+     "Speaker A is given twice (Diane, then Ben)"),
+    ("--stem with a folder", lambda t: [SAMPLE, "--stem", "sub/m"], "must be a file name without a folder"),
+    ("--hook-timeout 0", lambda t: [SAMPLE, "--hook-timeout", "0"], "--hook-timeout must be a positive"),
+    ("--session-timeout negative", lambda t: [SAMPLE, "--session", "local", "--session-timeout", "-1"],
+     "--session-timeout must be 0 or more"),
     ("unknown --vad", lambda t: [SAMPLE, "--vad", "webrtc:9"], "use 'silero' or 'webrtc'"),
     ("--beam-size 0", lambda t: [SAMPLE, "--beam-size", "0"], "at least 1"),
     ("--threads negative", lambda t: [SAMPLE, "--threads", "-2"], "--threads must be 0"),
@@ -92,6 +102,34 @@ def test_bad_files_and_arguments_give_one_line_and_exit_2(tmp_path, name, make, 
     assert "Traceback" not in err
     assert len(lines) == 1 and lines[0].startswith("voicekit: error: ") and message in lines[0], err
     assert not (tmp_path / "out").exists()  # a failed command leaves no (empty) meeting directory
+
+
+@pytest.mark.parametrize("provider, variable", [("openai", "OPENAI_API_KEY"), ("gemini", "GEMINI_API_KEY")])
+def test_a_missing_api_key_stops_before_the_models_and_leaves_nothing(tmp_path, provider, variable):
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")}
+    rc, err = _cli("replay", SAMPLE, "--out", tmp_path / "pre" / "sub", "--session", provider, env=env)
+    assert rc == 2 and err.splitlines() == [f"voicekit: error: --session {provider}: no "
+                                            f"{'OpenAI' if provider == 'openai' else 'Gemini'} API key: set "
+                                            f"{variable}" + (" (or GOOGLE_API_KEY)" if provider == "gemini" else "")], err
+    assert list(tmp_path.iterdir()) == []  # no meeting store, no --out, no parent of it
+
+
+def test_append_and_overwrite_together_are_refused(tmp_path):
+    rc, err = _cli("replay", SAMPLE, "--out", tmp_path / "o", "--append", "--overwrite")
+    assert rc == 2 and "argument --overwrite: not allowed with argument --append" in err, err
+    assert not (tmp_path / "o").exists()
+
+
+def test_eval_names_an_unknown_file_id_and_the_known_ones(capsys):
+    assert main(["eval", "--files", "nosuch", "sample"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("voicekit: error: --files: unknown file id nosuch; the ids in ") and "[" not in err
+    assert ", sample, " in err and "dev00" in err
+
+
+def test_help_is_plain_text():
+    out = subprocess.run([sys.executable, "-m", "voicekit.cli", "--help"], capture_output=True, text=True).stdout
+    assert "The voicekit command" in out and "``" not in out
 
 
 def test_a_failed_command_removes_the_nested_out_it_created(tmp_path):

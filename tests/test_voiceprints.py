@@ -174,6 +174,13 @@ def test_pipeline_names_a_known_voice_as_a_registered_participant(library, tmp_p
                                     "ON t.source_digest = r.source_digest WHERE t.name = 'Marcus'").fetchall()
     assert registered == [(1,)]
     assert pipe.speaker_names()[label] == "Marcus"
+    # the label's first turns went out before the evidence named it; the JSON speakers list gives
+    # the name it was given, not the first one
+    from voicekit.outputs import to_json
+
+    first = next(t for t in store.turns() if t.speaker == label)
+    assert first.sender_name == label
+    assert {s["label"]: s["name"] for s in to_json(store.turns())["speakers"]}[label] == "Marcus"
     store.close()
 
 

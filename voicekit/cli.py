@@ -1,4 +1,4 @@
-"""The ``voicekit`` command: one subcommand per task.
+"""The voicekit command: one subcommand per task.
 
     voicekit replay meeting.wav --out out/      a recording through the pipeline, live lines
     voicekit export out/ [--refine]             rewrite the outputs from the meeting store
@@ -16,7 +16,6 @@ import argparse
 import logging
 import os
 import platform
-import re
 import signal
 import sys
 import threading
@@ -176,6 +175,8 @@ def _diarizer_name(options) -> str:  # noqa: ANN001 - PipelineOptions
 def _hooks(args: argparse.Namespace):
     from voicekit.hooks import HookRunner, parse_speaker_names
 
+    if args.hook_timeout <= 0:
+        raise CliError(f"--hook-timeout must be a positive number of seconds, got {args.hook_timeout}")
     hooks = HookRunner(timeout=args.hook_timeout)
     if args.speaker_names:
         text = args.speaker_names
@@ -188,10 +189,6 @@ def _hooks(args: argparse.Namespace):
             names = parse_speaker_names(text)
         except ValueError as exc:
             raise CliError(f"--speaker-names: {exc}") from exc
-        for label in names:
-            if re.fullmatch(r"Speaker_[A-Z]+", label):
-                raise CliError(f"--speaker-names {label!r}: labels have a space, e.g. "
-                               f"{label.replace('_', ' ')!r} (RTTM files write it as _)")
         hooks.set_names(names)
     for script in args.hook or []:
         hooks.load_script(script)
@@ -207,6 +204,21 @@ def _voice_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--enrol-voices", action="store_true",
                    help="at the end, store the voiceprint of every speaker named by --speaker-names or "
                         "a hook in the voice library (only with the speakers' consent)")
+
+
+def _meeting_args(p: argparse.ArgumentParser, replay: bool = False) -> None:
+    """``--overwrite`` / ``--append``: what to do with a meeting already in OUT (one of them)."""
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--overwrite", action="store_true",
+                   help="replace the meeting already in OUT: its store and the outputs written from it "
+                        "(<stem>.*, <stem>.refined.*) are deleted first")
+    g.add_argument("--append", action="store_true",
+                   help="keep the meeting already in OUT and add this run's turns to its store; the "
+                        "outputs are rewritten from all of them" + (
+                            ". Only a replay of the recording that meeting holds (the same timeline): "
+                            "another recording is refused, its times would restart at 0 s and its "
+                            "speakers at Speaker A" if replay else
+                            " (times restart at 0 s and speakers at Speaker A)"))
 
 
 def _keep_embeddings_arg(p: argparse.ArgumentParser) -> None:
@@ -375,7 +387,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
                         raw=raw)
     out = Path(args.out)
     _check_writable(out)
-    stem = args.stem or source.path.stem
+    stem = _check_stem(args.stem) or source.path.stem
     options = _options(args, whole_recording=True)
     if options.pyannote is not None and args.per_channel:
         raise CliError("--per-channel makes each channel a speaker, so there is nothing to diarize: drop "
@@ -387,10 +399,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
     named = set(hooks.names)  # --speaker-names, before any hook renames
     voices = _voice_identifier(args)
     decide = speak_decisions(args.members, explain=args.explain, hooks=hooks) if args.members else None
+    session = _make_session(args, out)  # a missing API key stops here: nothing written, no model loaded
     store_path = out / "meeting.sqlite"
-    if store_path.exists() and not (args.append or args.overwrite) and _committed_turns(store_path):
-        raise CliError(f"{out} already holds a meeting ({store_path.name}); pass --overwrite to replace "
-                       "it, --append to add to it, or choose another --out")
+    _check_existing_meeting(store_path, args, source.path)
     if not args.quiet:
         err.print(f"[dim]loading models ({args.model}, {_diarizer_name(options)})…[/dim]")
     components = Components.load(options)  # before the store: a missing model leaves no meeting
@@ -407,11 +418,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         err.print(f"[dim]pyannote diarized the whole recording in {time.monotonic() - t:.1f} s: "
                   f"{_plural(len({s.label for s in segments}), 'speaker')}, "
                   f"{_plural(len(segments), 'speaker turn')}[/dim]")
-    if store_path.exists() and not args.append:  # replaced: --overwrite, or a store with no turn
-        store_path.unlink()
-        for extra in ("-wal", "-shm"):
-            Path(str(store_path) + extra).unlink(missing_ok=True)
-    store = MeetingStore(store_path)
+    store = _fresh_store(out, args.append)  # replaced: --overwrite, or a store with no turn
     meta = {"source": str(source.path), "stem": stem, "duration": round(source.info.duration, 3),
             "sample_rate": source.info.sample_rate, "channels": source.info.channels,
             "model": args.model, "vad": args.vad}
@@ -435,7 +442,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if decide is not None:
         # --explain prints each turn with its decision instead of the plain line
         on_turn = decide if (args.explain or on_turn is None) else _chain(on_turn, decide)
-    broadcaster = _start_session(args, store_path, out)                  # --session (realtime)
+    broadcaster = _start_session(args, session, store_path)              # --session (realtime)
     if broadcaster is not None:
         on_turn = _chain(on_turn, broadcaster.on_turn)
     pipe = None
@@ -476,6 +483,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
             written += _write_outputs(store.turns(refined=True), out, stem, {**meta, "refined": True},
                                       suffix=".refined")
             refined_line = _refined_summary(store)
+        unmatched = _unmatched_names(named, store)
     finally:
         store.close()
     _enrol_voices(args, [pipe], err)
@@ -490,10 +498,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
                   + (f", {len(hooks.failures)} hook failures" if hooks.failures else "") + "[/dim]")
     if refined_line:
         err.print(f"[dim]{refined_line}[/dim]")
-    unmatched = sorted(named - {t.speaker for t in result.turns}) if result is not None else []
-    if unmatched:
-        err.print(f"[yellow]--speaker-names: {', '.join(unmatched)} matched no speaker of this meeting "
-                  f"(its speakers: {', '.join(sorted({t.speaker for t in result.turns})) or 'none'})[/yellow]")
+    if unmatched and result is not None:
+        err.print(f"[yellow]{unmatched}[/yellow]")
     if decide is not None and args.explain:
         print(decide.summary())  # type: ignore[attr-defined]
     err.print(f"wrote {', '.join(p.name for p in written)} to {out}/")
@@ -519,25 +525,47 @@ def _write_outputs(turns, out: Path, stem: str, meta: dict, suffix: str = "") ->
 
 
 # --- realtime session (--session) -----------------------------------------------------------
-def _start_session(args: argparse.Namespace, store_path: Path, out: Path):
-    """The broadcaster for ``--session`` (None without it); see docs/realtime.md."""
+def _make_session(args: argparse.Namespace, out: Path):
+    """The realtime session for ``--session`` (None without it); see docs/realtime.md.
+
+    Made before the meeting store and the models: it only checks the options (the provider's
+    API key, the log path), it connects later (:func:`_start_session`).
+
+    Raises:
+        CliError: no API key for the provider, a bad option, a ``--session-log`` that is a folder.
+    """
     if not args.session:
+        return None
+    from voicekit.realtime import make_session
+    from voicekit.realtime.local_session import stdout_echo
+
+    if args.session_timeout < 0:
+        raise CliError(f"--session-timeout must be 0 or more seconds, got {args.session_timeout}")
+    log_path = Path(args.session_log) if args.session_log else (
+        out / "session.jsonl" if args.session == "local" else None)
+    if log_path is not None and log_path.is_dir():
+        raise CliError(f"--session-log {log_path} is a folder: give a file name, e.g. {log_path / 'session.jsonl'}")
+    try:
+        return make_session(args.session, model=args.session_model, base_url=args.session_base_url,
+                            log_path=str(log_path) if args.session == "local" and log_path else None,
+                            echo=stdout_echo)
+    except ValueError as exc:
+        raise CliError(f"--session {args.session}: {exc}") from exc
+
+
+def _start_session(args: argparse.Namespace, session, store_path: Path):  # noqa: ANN001 - RealtimeSession
+    """The started broadcaster that feeds ``session`` (from :func:`_make_session`) every turn
+    committed to ``store_path``; None without ``--session``."""
+    if session is None:
         return None
     import json
 
-    from voicekit.realtime import Broadcaster, make_session
-    from voicekit.realtime.local_session import stdout_echo
+    from voicekit.realtime import Broadcaster
 
-    log_path = Path(args.session_log) if args.session_log else (
-        out / "session.jsonl" if args.session == "local" else None)
-    try:
-        session = make_session(args.session, model=args.session_model, base_url=args.session_base_url,
-                               log_path=str(log_path) if args.session == "local" and log_path else None,
-                               echo=stdout_echo)
-    except ValueError as exc:
-        raise CliError(f"--session {args.session}: {exc}") from exc
     on_event = None
-    if log_path is not None and args.session != "local":
+    if args.session_log and args.session != "local":
+        log_path = Path(args.session_log)
+        log_path.parent.mkdir(parents=True, exist_ok=True)
         fh = log_path.open("a", encoding="utf-8")
 
         def on_event(ev) -> None:
@@ -584,6 +612,66 @@ def _committed_turns(store_path: Path) -> int:
         return 0
 
 
+def _stored_meta(store_path: Path) -> dict:
+    """The metadata of an existing meeting store ({} for an unreadable one)."""
+    import contextlib
+    import json
+    import sqlite3
+
+    try:
+        with contextlib.closing(sqlite3.connect(store_path)) as conn:
+            return {k: json.loads(v) for k, v in conn.execute("SELECT key, value FROM meeting")}
+    except (sqlite3.Error, ValueError):
+        return {}
+
+
+def _check_existing_meeting(store_path: Path, args: argparse.Namespace, recording: Path | None = None) -> None:
+    """Refuse to start over a meeting already in ``--out`` unless ``--overwrite`` or ``--append``
+    says what to do with it; ``--append`` of a replay only adds to a meeting of the same
+    ``recording`` (another recording's times would restart at 0 s, its labels at Speaker A).
+
+    Raises:
+        CliError: naming the way forward.
+    """
+    if not store_path.exists() or not _committed_turns(store_path):
+        return
+    out = store_path.parent
+    if not (args.append or args.overwrite):
+        raise CliError(f"{out} already holds a meeting ({store_path.name}); pass --overwrite to replace "
+                       "it, --append to add to it, or choose another --out")
+    if args.append and recording is not None:
+        stored = str(_stored_meta(store_path).get("source", ""))
+        try:
+            same = os.path.samefile(stored, recording)
+        except OSError:
+            same = False
+        if not same:
+            raise CliError(f"--append adds to the meeting in {out}, which holds {stored or 'another recording'}; "
+                           f"{recording} is another recording: its times would restart at 0 s and its speakers "
+                           "at Speaker A, on top of the stored ones. Replay it into another --out (or "
+                           "--overwrite the meeting)")
+
+
+def _remove_meeting(store_path: Path) -> None:
+    """Remove the meeting a new one replaces: its store and the outputs voicekit wrote from it
+    (``<stem>.<ext>`` and ``<stem>.refined.<ext>`` of its stem), nothing else."""
+    from voicekit.outputs import remove_outputs
+
+    stem = _stored_meta(store_path).get("stem")
+    if isinstance(stem, str) and stem:
+        remove_outputs(store_path.parent, stem)
+    for path in (store_path, Path(f"{store_path}-wal"), Path(f"{store_path}-shm")):
+        path.unlink(missing_ok=True)
+
+
+def _check_stem(stem: str | None) -> str | None:
+    """``--stem`` as given (None: the default), once it is known to be a plain file name."""
+    if stem is not None and (not stem.strip() or Path(stem).name != stem or stem in (".", "..")):
+        raise CliError(f"--stem {stem!r} must be a file name without a folder (e.g. meeting); "
+                       "the folder is --out")
+    return stem
+
+
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
@@ -595,8 +683,28 @@ def _check_writable(out: Path) -> None:
         probe.write_text("")
         probe.unlink()
     except OSError as exc:
+        a_file = next((p for p in (out, *out.parents) if p.exists() and not p.is_dir()), None)
+        if a_file is not None:
+            raise CliError(f"cannot write to the output directory {out}: {a_file} is a file, not a "
+                           "directory; choose another --out") from exc
         raise CliError(f"cannot write to the output directory {out} ({exc.strerror}); "
                        "choose another --out") from exc
+
+
+def _unmatched_names(named: set[str], store) -> str | None:  # noqa: ANN001 - MeetingStore
+    """The warning for ``--speaker-names`` labels that no turn of the meeting carries, live or
+    refined (when the store holds a refinement); None when every label matched."""
+    if not named:
+        return None
+    speakers = {t.speaker for t in store.turns()}
+    refined = store.has_refined()
+    if refined:
+        speakers |= {t.speaker for t in store.turns(refined=True)}
+    unmatched = sorted(set(named) - speakers)
+    if not unmatched:
+        return None
+    return (f"--speaker-names: {', '.join(unmatched)} matched no speaker of this meeting (its speakers"
+            f"{', live and refined' if refined else ''}: {', '.join(sorted(speakers)) or 'none'})")
 
 
 def _refined_summary(store) -> str:  # noqa: ANN001 - MeetingStore
@@ -671,7 +779,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.files:
         unknown = set(args.files) - {f.file_id for f in files}
         if unknown:
-            raise CliError(f"unknown file ids {sorted(unknown)}; known: {', '.join(f.file_id for f in files)}")
+            raise CliError(f"--files: unknown file id{'s' if len(unknown) > 1 else ''} {', '.join(sorted(unknown))}; "
+                           f"the ids in {Path(args.eval_dir) / 'index.tsv'}: {', '.join(f.file_id for f in files)}")
         files = [f for f in files if f.file_id in args.files]
     options = _options(args)
     components = Components.load(options)
@@ -811,13 +920,13 @@ the open utterance is committed and the outputs are written (a second Ctrl-C abo
 
 
 def _fresh_store(out: Path, append: bool):
+    """The meeting store in ``out``: the existing one with ``append``, else a new one in place of
+    any meeting there (:func:`_remove_meeting`; :func:`_check_existing_meeting` ran first)."""
     from voicekit.store import MeetingStore
 
     store_path = out / "meeting.sqlite"
     if store_path.exists() and not append:
-        store_path.unlink()
-        for extra in ("-wal", "-shm"):
-            Path(str(store_path) + extra).unlink(missing_ok=True)
+        _remove_meeting(store_path)
     return MeetingStore(store_path)
 
 
@@ -861,7 +970,7 @@ def cmd_mic(args: argparse.Namespace) -> int:
 
     from voicekit.capture.mic import MicSource
     from voicekit.outputs import format_line
-    from voicekit.pipeline import Pipeline
+    from voicekit.pipeline import Components, Pipeline
 
     console = Console(highlight=False, soft_wrap=True)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -870,19 +979,22 @@ def cmd_mic(args: argparse.Namespace) -> int:
     if args.seconds is not None and args.seconds <= 0:
         raise CliError(f"--seconds must be positive, got {args.seconds}")
     source = MicSource(args.input_device, duration=args.seconds, channels=args.channels)
+    stem = _check_stem(args.stem)
     options = _options(args)
     hooks = _hooks(args)
     voices = _voice_identifier(args)
+    _check_existing_meeting(out / "meeting.sqlite", args)
+    err.print(f"[dim]loading models ({args.model}, {_diarizer_name(options)})…[/dim]")
+    components = Components.load(options)  # before the store: a missing model leaves no meeting
     store = _fresh_store(out, args.append)
-    stem = args.stem
     meta = {"source": f"mic:{source.device.name}", "stem": stem, "sample_rate": source.sample_rate,
             "channels": source.channels, "model": args.model, "vad": args.vad, "started": time.time()}
     store.set_meta(**meta)
     if hooks.names:
         store.set_speaker_names(hooks.names)
-    err.print(f"[dim]loading models ({args.model}, {_diarizer_name(options)})…[/dim]")
     on_turn = None if args.quiet else (lambda t: console.print(format_line(t), markup=False))  # noqa: E731
-    pipe = Pipeline(options, hooks=hooks, store=store, on_turn=on_turn, realtime_clock=True, voices=voices)
+    pipe = Pipeline(options, components, hooks=hooks, store=store, on_turn=on_turn, realtime_clock=True,
+                    voices=voices)
     err.print(f"listening on {source.device.name!r} ({source.sample_rate} Hz, {source.channels} ch); "
               "Ctrl-C ends the meeting")
     result = None
@@ -955,15 +1067,17 @@ def cmd_livekit(args: argparse.Namespace) -> int:
         raise CliError(f"--seconds must be positive, got {args.seconds}")
     out = Path(args.out)
     _check_writable(out)
+    _check_stem(args.stem)
     options = _options(args)
     hooks = _hooks(args)
     voices = _voice_list(args)
+    _check_existing_meeting(out / "meeting.sqlite", args)
+    err.print(f"[dim]loading models ({args.model}, {_diarizer_name(options)})…[/dim]")
+    components = Components.load(options)  # before the store: a missing model leaves no meeting
     store = _fresh_store(out, args.append)
     meta = {"source": f"livekit:{url}", "stem": args.stem, "model": args.model, "vad": args.vad,
             "started": time.time()}
     store.set_meta(**meta)
-    err.print(f"[dim]loading models ({args.model}, {_diarizer_name(options)})…[/dim]")
-    components = Components.load(options)
     on_turn = None if args.quiet else (lambda t: console.print(f"{t.channel}  {format_line(t)}", markup=False))  # noqa: E731
     bot = LiveKitBot(url, token, options, components=components, store=store, hooks=hooks, on_turn=on_turn,
                      room_mics=args.room_mic or (), voices=voices)
@@ -1025,7 +1139,7 @@ def _capture_parsers(sub) -> None:  # noqa: ANN001
                    help="input channels to open (default: the device's own count; virtual devices "
                         "advertising more than 8 are opened in stereo)")
     p.add_argument("--quiet", action="store_true", help="no live lines")
-    p.add_argument("--append", action="store_true", help="keep an existing meeting store in OUT and add to it")
+    _meeting_args(p)
     _keep_embeddings_arg(p)
     _hook_args(p)
     _voice_args(p)
@@ -1048,7 +1162,7 @@ def _capture_parsers(sub) -> None:  # noqa: ANN001
     p.add_argument("--stem", default="meeting", help="output file stem (default meeting)")
     p.add_argument("--seconds", type=float, default=None, help="leave by itself after this many seconds")
     p.add_argument("--quiet", action="store_true", help="no live lines")
-    p.add_argument("--append", action="store_true", help="keep an existing meeting store in OUT and add to it")
+    _meeting_args(p)
     _hook_args(p, names_scope=" (room-microphone lanes)")
     _voice_args(p)
     _pipeline_args(p)
@@ -1082,8 +1196,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--raw-format", default="s16le", choices=["s16le", "s24le", "s32le", "f32le", "u8"],
                    help="sample format of headerless PCM (default s16le)")
     g.add_argument("--raw-channels", type=int, default=1, help="interleaved channels of headerless PCM (default 1)")
-    p.add_argument("--append", action="store_true", help="keep an existing meeting store in OUT and add to it")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing meeting store in OUT")
+    _meeting_args(p, replay=True)
     _keep_embeddings_arg(p)
     _hook_args(p)
     _voice_args(p)

@@ -30,6 +30,7 @@ import enum
 import importlib.util
 import inspect
 import logging
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -282,12 +283,23 @@ def _invalid(result: Any) -> str | None:
     return f"returned {type(result).__name__}; expected None, a SpeakerTurn or a HookResult"
 
 
+# a label written like a diarization label ("speaker a", "Speaker_A", "SPEAKER  B"): the spelling
+# voicekit.turns.speaker_label gives is checked; any other label (a LiveKit participant's name) is kept
+_DIARIZATION_LIKE = re.compile(r"speaker[\s_]+([a-z]{1,2})", re.IGNORECASE)
+
+
 def parse_speaker_names(text: str) -> dict[str, str]:
     """Parse ``"Speaker A=Diane,Speaker B=Sheila"`` or a names file (one ``Speaker A = Diane`` per
     line, ``#`` comments) into ``{"Speaker A": "Diane", …}``.
 
+    A label is a diarization label as :func:`voicekit.turns.speaker_label` spells it
+    (``Speaker A``, ``Speaker B``, … ``Speaker AA``) or any other speaker of a turn (a LiveKit
+    participant's name); it must match the turns' ``speaker`` exactly.
+
     Raises:
-        ValueError: for an entry without ``=``.
+        ValueError: for an entry without ``=``, without a label or a name; a label given twice; a
+            label spelled like a diarization label but not exactly (``speaker a``, ``Speaker_A``):
+            the message gives the right spelling.
     """
     names: dict[str, str] = {}
     for raw in text.replace("\n", ",").split(","):
@@ -296,8 +308,14 @@ def parse_speaker_names(text: str) -> dict[str, str]:
             continue
         if "=" not in item:
             raise ValueError(f"speaker name entry {item!r} has no '=': write 'Speaker A=Diane'")
-        label, name = item.split("=", 1)
-        if not label.strip() or not name.strip():
+        label, name = (part.strip() for part in item.split("=", 1))
+        if not label or not name:
             raise ValueError(f"speaker name entry {item!r} is missing a label or a name")
-        names[label.strip()] = name.strip()
+        m = _DIARIZATION_LIKE.fullmatch(label)
+        if m and label != (right := f"Speaker {m.group(1).upper()}"):
+            raise ValueError(f"label {label!r} is written {right!r}: a capital S, one space, capital letters"
+                             + ("; only RTTM files write the space as _" if "_" in label else ""))
+        if label in names:
+            raise ValueError(f"{label} is given twice ({names[label]}, then {name}): give each label one name")
+        names[label] = name
     return names

@@ -16,6 +16,7 @@ from pathlib import Path
 from voicekit.turns import SpeakerTurn, Word, join_words
 
 FORMATS = ("json", "rttm", "srt", "vtt", "txt")
+REFINED_SUFFIX = ".refined"  # <stem>.refined.<ext>: the outputs of the re-clustered meeting
 
 
 class OutputError(Exception):
@@ -42,10 +43,14 @@ def format_line(turn: SpeakerTurn) -> str:
 
 
 def to_json(turns: Sequence[SpeakerTurn], meta: dict | None = None) -> dict:
-    """The transcript as a JSON-serialisable dict (schema in ``docs/transcript-format.md``)."""
+    """The transcript as a JSON-serialisable dict (schema in ``docs/transcript-format.md``).
+
+    ``speakers`` lists each label in order of first appearance with the name its latest turn
+    carries: a label named from some turn on (a known voice matched, a hook's rename) is listed
+    under that name."""
     speakers: dict[str, str] = {}
     for t in turns:
-        speakers.setdefault(t.speaker, t.sender_name)
+        speakers[t.speaker] = t.sender_name  # a dict keeps the order of first insertion
     return {
         "version": JSON_SCHEMA_VERSION,
         "meeting": meta or {},
@@ -257,6 +262,32 @@ def to_text(turns: Sequence[SpeakerTurn]) -> str:
     return "".join(format_line(t) + "\n" for t in turns)
 
 
+def output_path(out_dir: str | Path, stem: str, ext: str, suffix: str = "") -> Path:
+    """Where :func:`write_all` writes format ``ext``: ``out_dir/<stem><suffix>.<ext>``."""
+    return Path(out_dir) / f"{stem}{suffix}.{ext}"
+
+
+def remove_outputs(out_dir: str | Path, stem: str) -> list[Path]:
+    """Delete a meeting's outputs: the live and refined files :func:`write_all` writes for
+    ``stem`` (``<stem>.<ext>``, ``<stem>.refined.<ext>`` for every format in :data:`FORMATS`);
+    any other file is left alone.
+
+    Returns:
+        the paths deleted.
+
+    Raises:
+        OSError: a file exists but cannot be deleted.
+    """
+    removed = []
+    for suffix in ("", REFINED_SUFFIX):
+        for ext in FORMATS:
+            path = output_path(out_dir, stem, ext, suffix)
+            if path.is_file():
+                path.unlink()
+                removed.append(path)
+    return removed
+
+
 def write_all(turns: Sequence[SpeakerTurn], out_dir: str | Path, stem: str, meta: dict | None = None,
               suffix: str = "") -> list[Path]:
     """Write every format to ``out_dir/<stem><suffix>.<ext>`` atomically (write, then rename).
@@ -284,7 +315,7 @@ def write_all(turns: Sequence[SpeakerTurn], out_dir: str | Path, stem: str, meta
     }
     written = []
     for ext, text in contents.items():
-        path = out_dir / f"{stem}{suffix}.{ext}"
+        path = output_path(out_dir, stem, ext, suffix)
         tmp = path.with_name(path.name + ".tmp")
         try:
             tmp.write_text(text, encoding="utf-8")
