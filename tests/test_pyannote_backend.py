@@ -15,7 +15,7 @@ import sys
 import numpy as np
 import pytest
 
-from tests._pipeline_support import SAMPLE, components, needs_eval
+from tests._pipeline_support import EVAL, SAMPLE, components, needs_eval
 from voicekit.diarization.pyannote_backend import (DEFAULT_PIPELINE, PyannoteOfflineDiarizer, SpeakerSegment,
                                                    assign_speakers, parse_diarizer, pieces_from_words)
 from voicekit.turns import Word
@@ -319,3 +319,41 @@ def test_streaming_pipeline_windows_and_words(models):
         assert len(labelled) == len(utt_words) and all(w.speaker for w in labelled)
         if utt_words:
             assert pieces[0].start == utt.start and pieces[-1].end == utt.end
+
+
+@needs_eval
+def test_streaming_diarizer_given_an_utterance_again_after_ctrl_c_labels_as_without(models, monkeypatch):
+    """Ctrl-C inside the segmentation model, after the diarizer moved its audio buffer: it is left
+    as it was, so the pipeline's retry of the utterance gives what an uninterrupted run gives."""
+    from voicekit.audio import load_audio
+    from voicekit.diarization.pyannote_backend import PyannoteOptions, PyannoteStreamingDiarizer
+    from voicekit.vad import Endpointer, make_vad
+
+    x = load_audio(EVAL / "pyaudioanalysis" / "diarizationExample.wav")[:17 * 16000]
+    ep = Endpointer(make_vad("silero"))
+    utts = list(ep.push(x)) + list(ep.flush())
+    stt = components().transcriber
+    given = [(u, stt.transcribe(u.samples, u.start)) for u in utts]
+    assert len(given) >= 3 and all(w for _, w in given)
+    options = PyannoteOptions(source="fixture", mode="streaming", tau_active=0.1, rho_update=0.1, onset=0.2)
+    plain = PyannoteStreamingDiarizer(models, options)
+    expected = [plain.process(u, w)[0] for u, w in given]
+    d = PyannoteStreamingDiarizer(models, options)
+    got = [d.process(*given[0])[0]]
+    segment, calls = models.segment, []
+
+    def ctrl_c_once(chunks):
+        calls.append(len(chunks))
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        return segment(chunks)
+
+    monkeypatch.setattr(models, "segment", ctrl_c_once)
+    with pytest.raises(KeyboardInterrupt):
+        d.process(*given[1])
+    monkeypatch.undo()
+    got += [d.process(u, w)[0] for u, w in given[1:]]
+    assert [[w.speaker for w in ws] for ws in got] == [[w.speaker for w in ws] for ws in expected]
+    assert d.window_ends == plain.window_ends
+    assert len(d.centroids) == len(plain.centroids)
+    assert all(np.allclose(a, b) for a, b in zip(d.centroids, plain.centroids))

@@ -1,6 +1,8 @@
-"""Issue 8 through the whole pipeline: sample rates, streaming blocks, degenerate content and one
-person per channel, on real recordings from ../shared/eval (resampled, cut and mixed here)."""
+"""Issue 8 through the whole pipeline: sample rates, streaming blocks, degenerate content, one
+person per channel and Ctrl-C mid-meeting, on real recordings from ../shared/eval (resampled, cut
+and mixed here)."""
 
+import json
 import re
 
 import numpy as np
@@ -10,8 +12,11 @@ import soundfile as sf
 from _pipeline_support import EVAL, components, eval_file, needs_eval
 from voicekit.audio import StreamResampler, iter_16k_blocks, load_audio, resample
 from voicekit.evaluation import load_reference, wer
+from voicekit.hooks import HookRunner
+from voicekit.outputs import clock
 from voicekit.pipeline import Pipeline, PipelineOptions, channel_speaker, run_per_channel
 from voicekit.sources import FileSource
+from voicekit.store import MeetingStore
 
 pytestmark = needs_eval
 
@@ -213,3 +218,182 @@ def test_utterance_latency_counts_from_the_end_of_speech():
     last = {t.emitted_at: t for t in result.turns}
     for x, t in zip(lat, sorted(last.values(), key=lambda t: t.emitted_at)):
         assert t.emitted_at - t.end - 0.001 <= x <= t.emitted_at - t.end + 0.5
+
+
+# --- Ctrl-C mid-meeting -----------------------------------------------------------------------
+# `voicekit replay` catches KeyboardInterrupt and calls finish(); every utterance the endpointer
+# closed before the interrupt must be committed once, as an uninterrupted run commits it.
+
+EXAMPLE = EVAL / "pyaudioanalysis" / "diarizationExample.wav"  # 42 s, four people; its first 17 s
+
+
+class InterruptingTranscriber(CountingTranscriber):
+    """The real transcriber; its call number ``at`` raises KeyboardInterrupt (Ctrl-C during Whisper)."""
+
+    def __init__(self, inner, at=None):
+        super().__init__(inner)
+        self.at = at
+
+    def transcribe(self, samples, offset=0.0):
+        if self.calls + 1 == self.at:
+            self.calls += 1
+            raise KeyboardInterrupt
+        return super().transcribe(samples, offset)
+
+
+def _closed_utterances(endpointer):
+    """Record every utterance the endpointer yields (push and flush)."""
+    closed = []
+
+    def spy(method):
+        def gen(*args):
+            for utt in method(*args):
+                closed.append(utt)
+                yield utt
+        return gen
+
+    endpointer.push, endpointer.flush = spy(endpointer.push), spy(endpointer.flush)
+    return closed
+
+
+def _meeting(store_path, at=None, hooks=None, on_turn=None, prepare=None):
+    """The first 17 s of diarizationExample through a pipeline with a store; a KeyboardInterrupt is
+    caught as the CLI does, then finish(). Returns the pipeline, its transcriber, the utterances
+    closed before the interrupt (None without one) and all of them."""
+    comp = components()
+    stt = InterruptingTranscriber(comp.transcriber, at)
+    pipe = Pipeline(PipelineOptions(), type(comp)(stt, comp.encoder), hooks=hooks,
+                    store=MeetingStore(store_path), on_turn=on_turn)
+    closed = _closed_utterances(pipe.endpointer)
+    if prepare is not None:
+        prepare(pipe)
+    pipe.start()
+    before = None
+    try:
+        for block in _blocks(load_audio(EXAMPLE)[:17 * 16000], 1600):
+            pipe.push(block)
+    except KeyboardInterrupt:
+        before = list(closed)
+        assert pipe.pending >= 1 and not pipe.finished
+    pipe.finish()
+    assert pipe.finished and pipe.pending == 0
+    return pipe, stt, before, closed
+
+
+def _key(t):
+    return t.speaker, t.text, round(t.start, 3), round(t.end, 3)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    pipe, stt, _, closed = _meeting(tmp_path_factory.mktemp("whole") / "meeting.sqlite")
+    assert len({t.speaker for t in pipe.turns}) >= 3
+    return pipe, closed
+
+
+def _assert_once_and_as_uninterrupted(pipe, before, uninterrupted):
+    """The turns of the utterances closed before the interrupt are the uninterrupted run's; no turn
+    is committed twice (in the store, in the diarizer's evidence)."""
+    whole, whole_closed = uninterrupted
+    assert before, "the interrupt came before any utterance closed"
+    assert [(u.start, u.end) for u in before] == [(u.start, u.end) for u in whole_closed[:len(before)]]
+    end = before[-1].end + 1e-6
+    expected = [_key(t) for t in whole.turns if t.end <= end]
+    got = [_key(t) for t in pipe.turns if t.end <= end]
+    print("closed before the interrupt:", [(u.start, round(u.end, 2)) for u in before], "\n", got)
+    assert got == expected and len(expected) >= 2
+    stored = pipe.store.turns()
+    assert [_key(t) for t in stored] == [_key(t) for t in pipe.turns]
+    assert all(b.start >= a.end - 1e-6 for a, b in zip(stored, stored[1:])), [_key(t) for t in stored]
+    indices = [i for i, _ in pipe.diarizer.history]
+    assert indices == sorted(set(indices))
+    assert sum(s.windows for s in pipe.diarizer.speakers) == sum(len(e) for _, e in pipe.diarizer.history)
+
+
+def test_ctrl_c_during_whisper_loses_no_utterance_the_endpointer_closed(tmp_path, uninterrupted):
+    """Ctrl-C while Whisper transcribes the second utterance (6.6-13.3 s, two speakers, closed at
+    16.6 s): it was lost with its two turns; now finish() commits it, then the open utterance."""
+    pipe, stt, before, closed = _meeting(tmp_path / "meeting.sqlite", at=2)
+    _assert_once_and_as_uninterrupted(pipe, before, uninterrupted)
+    assert len(before) == 2
+    assert stt.calls == len(closed) + 1                # only the interrupted call is made again
+    assert pipe.consumed / 16000 >= before[-1].closed_at
+    assert pipe.turns[-1].end <= pipe.consumed / 16000 + 1e-6 < 17.0
+
+
+class CtrlCOnce:
+    """Raises KeyboardInterrupt on its ``at``-th call only."""
+
+    def __init__(self, at):
+        self.at = at
+        self.calls = 0
+
+    def __call__(self, *args):
+        self.calls += 1
+        if self.calls == self.at:
+            raise KeyboardInterrupt
+
+
+def _ctrl_c_in_remember(pipe):
+    """Ctrl-C inside the diarizer of the second utterance, after it changed its speakers and
+    history (OnlineDiarizer._remember runs last)."""
+    remember, ctrl_c = pipe.diarizer._remember, CtrlCOnce(2)
+
+    def interrupted(*args):
+        ctrl_c()
+        remember(*args)
+    pipe.diarizer._remember = interrupted
+
+
+@pytest.mark.parametrize("where", ["hook", "sink", "diarizer"])
+def test_ctrl_c_inside_an_utterance_commits_each_turn_once(tmp_path, uninterrupted, where):
+    """The second utterance gives two turns. Ctrl-C in a hook of its second turn (before the store
+    has it), in a sink of that turn (after the store has it), or inside the diarizer after it
+    learnt from the utterance: after finish() every turn is there once and the diarizer holds the
+    utterance's windows once."""
+    hooks = HookRunner(timeout=10.0)
+    on_turn = None
+    prepare = None
+    if where == "hook":
+        hooks.register(CtrlCOnce(3), name="ctrl-c")
+    elif where == "sink":
+        on_turn = CtrlCOnce(3)
+    else:
+        prepare = _ctrl_c_in_remember
+    pipe, stt, before, closed = _meeting(tmp_path / "meeting.sqlite", hooks=hooks, on_turn=on_turn,
+                                         prepare=prepare)
+    hooks.close()
+    _assert_once_and_as_uninterrupted(pipe, before, uninterrupted)
+    assert stt.calls == len(closed)                    # Whisper never ran twice on an utterance
+    assert len(uninterrupted[0].turns) > 2 and pipe.turns[2].text == uninterrupted[0].turns[2].text
+
+
+def test_replay_ctrl_c_says_what_was_committed_and_the_meeting_lasts_what_was_heard(tmp_path, monkeypatch,
+                                                                                     capsys, uninterrupted):
+    from voicekit.cli import main
+    from voicekit.stt import Transcriber
+
+    src = tmp_path / "example17.wav"
+    sf.write(src, load_audio(EXAMPLE)[:17 * 16000], 16000)
+    real, calls = Transcriber.transcribe, []
+
+    def ctrl_c_on_the_second_call(self, samples, offset=0.0):
+        calls.append(offset)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(self, samples, offset)
+
+    monkeypatch.setattr(Transcriber, "transcribe", ctrl_c_on_the_second_call)
+    out = tmp_path / "out"
+    assert main(["replay", str(src), "--out", str(out), "--quiet"]) == 130
+    err = capsys.readouterr().err
+    doc = json.loads((out / "example17.json").read_text())
+    duration = doc["meeting"]["duration"]
+    print(err, duration)
+    assert f"interrupted at {clock(duration, digits=1)}: every utterance heard so far was committed" in err
+    assert doc["turns"][-1]["end"] <= duration < 17.0
+    # the interrupted second utterance (6.6-13.3 s) is there with its two turns, as uninterrupted
+    assert [t["text"] for t in doc["turns"][:3]] == [t.text for t in uninterrupted[0].turns[:3]]
+    store = MeetingStore(out / "meeting.sqlite")
+    assert store.meta()["duration"] == duration     # `voicekit export` writes the same
+    store.close()

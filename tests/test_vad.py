@@ -38,6 +38,22 @@ def test_framebuffer_gives_the_same_frames_for_any_block_size(block):
     assert np.array_equal(np.concatenate(frames), x[: len(frames) * 480])
 
 
+def test_framebuffer_keeps_the_frames_a_stopped_consumer_did_not_take():
+    """Ctrl-C inside the VAD stops the consumer mid-block: the frames it did not take come first
+    from the next push, then flush gives the rest; nothing is lost or given twice."""
+    x = load_audio(SAMPLE)[:48000]
+    fb = FrameBuffer(480)
+    frames = []
+    for i in range(0, 32000, 16000):
+        for k, f in enumerate(fb.push(x[i:i + 16000])):
+            frames.append(f)
+            if k == 5:
+                break                      # the consumer stops after 6 of the block's 33 frames
+    frames += list(fb.flush())
+    assert len(frames) == 32000 // 480 + 1
+    assert np.array_equal(np.concatenate(frames)[:32000], x[:32000])
+
+
 @pytest.mark.parametrize("vad", [SileroVad, WebRtcVad])
 def test_endpointer_covers_the_reference_speech(vad):
     x = load_audio(SAMPLE)

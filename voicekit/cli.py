@@ -446,9 +446,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if broadcaster is not None:
         on_turn = _chain(on_turn, broadcaster.on_turn)
     pipe = None
+    pipes: list[Pipeline] = []   # the pipeline, or one per channel: what they consumed and finished
     if not args.per_channel:
         pipe = Pipeline(options, components, hooks=hooks, store=store, on_turn=on_turn,
                         realtime_clock=args.realtime, voices=voices, diarizer=diarizer)
+        pipes.append(pipe)
     interrupted = False
     try:
         if pipe is not None:
@@ -456,10 +458,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
         else:
             result = run_per_channel(source, source.info.channels, options, components, hooks=hooks, store=store,
                                      on_turn=on_turn, progress=pipeline_kw.get("progress"),
-                                     realtime_clock=args.realtime)
+                                     realtime_clock=args.realtime, pipes=pipes)
     except KeyboardInterrupt:
         interrupted = True
-        err.print("[yellow]interrupted: the open utterance was committed; writing outputs[/yellow]")
+        meta["duration"], note = _interrupt_note(pipes, "interrupted")
+        err.print(f"[yellow]{note}; writing outputs[/yellow]")
         result = None
     except StoreError as exc:
         kept = _committed_turns(store_path)
@@ -469,6 +472,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
         if progress is not None:
             progress.stop()
         try:
+            if interrupted:
+                store.set_meta(duration=meta["duration"])   # what was heard, not the file's length
             store.set_speaker_names(pipe.speaker_names() if pipe is not None else hooks.names)
         except StoreError as exc:
             logging.getLogger("voicekit.cli").warning("%s", exc)
@@ -510,6 +515,19 @@ def cmd_replay(args: argparse.Namespace) -> int:
                   f"{source.info.declared_duration:.1f} s were transcribed (exit code 1)")
         return 1
     return 0
+
+
+def _interrupt_note(pipes, verb: str) -> tuple[float, str]:  # noqa: ANN001
+    """After Ctrl-C: the seconds of audio every pipeline consumed (the meeting's duration) and the
+    line that says what was committed (``verb at HH:MM:SS.s: …``)."""
+    from voicekit.audio import SAMPLE_RATE
+    from voicekit.outputs import clock
+
+    seconds = round(min((p.consumed for p in pipes), default=0) / SAMPLE_RATE, 3)
+    at = f"{verb} at {clock(seconds, digits=1)}"
+    if all(p.finished for p in pipes):
+        return seconds, f"{at}: every utterance heard so far was committed"
+    return seconds, f"{at} while the last utterances were being committed: only the turns committed before are kept"
 
 
 def _write_outputs(turns, out: Path, stem: str, meta: dict, suffix: str = "") -> list[Path]:  # noqa: ANN001
@@ -1008,14 +1026,18 @@ def cmd_mic(args: argparse.Namespace) -> int:
     try:
         with _GracefulStop(source.stop):
             result = pipe.run(source, channel="mic")
-    except KeyboardInterrupt:
-        err.print("[yellow]aborted: the open utterance was committed; writing outputs[/yellow]")
+        duration = round(source.samples_16k / 16000, 3)
+    except KeyboardInterrupt:   # the second Ctrl-C: what is still queued is not transcribed
+        duration, note = _interrupt_note([pipe], "aborted")
+        dropped = source.samples_16k / 16000 - duration
+        err.print(f"[yellow]{note}" + (f"; the {dropped:.1f} s captured after it were not transcribed"
+                                       if dropped >= 0.05 else "") + "; writing outputs[/yellow]")
     finally:
         store.set_speaker_names(pipe.speaker_names())
         hooks.close()
-    store.set_meta(duration=round(source.samples_16k / 16000, 3), input_overflows=source.input_overflows,
+    store.set_meta(duration=duration, input_overflows=source.input_overflows,
                    queue_overflows=source.feed.overflows)
-    written = _write_outputs(store.turns(), out, stem, {**meta, "duration": round(source.samples_16k / 16000, 3)})
+    written = _write_outputs(store.turns(), out, stem, {**meta, "duration": duration})
     store.close()
     _enrol_voices(args, [pipe], err)
     err.print(f"[dim]{source.report()}[/dim]")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -25,7 +26,7 @@ from voicekit.diarization.refine import refine_turns
 from voicekit.hooks import HookRunner
 from voicekit.store import MeetingStore
 from voicekit.stt import SttOptions, Transcriber
-from voicekit.turns import SpeakerTurn, extend_to_speech, words_to_turns
+from voicekit.turns import SpeakerTurn, Word, extend_to_speech, words_to_turns
 from voicekit.vad import Endpointer, EndpointerOptions, Utterance, make_vad
 from voicekit.voiceprints import VoiceIdentifier
 
@@ -134,8 +135,34 @@ class MeetingResult:
         return [t.emitted_at - t.end for t in self.turns if t.emitted_at is not None]
 
 
+@dataclass
+class _Progress:
+    """How far the pipeline got with the utterance at the head of its pending queue.
+
+    Each stage's result is kept, so that after an interrupt (Ctrl-C) or an error the utterance
+    is taken up where it stopped: STT (stateless) runs again only when it had not returned; the
+    diarizer runs again only when it had not returned (it leaves its state as it was when it
+    raises: :class:`~voicekit.diarization.base.Diarizer`), never once it has, since it learns
+    from every utterance; and the turns already committed, or blocked by a hook, are not
+    committed again (``done``).
+    """
+
+    utt: Utterance
+    words: list[Word] | None = None      # STT's words
+    diarized: list[Word] | None = None   # the words with their speakers
+    turns: list[SpeakerTurn] | None = None
+    done: int = 0       # turns of ``turns`` committed or blocked by a hook
+    committed: int = 0  # of which committed
+
+
 class Pipeline:
     """One meeting through the stages.
+
+    An utterance the endpointer closes waits in a pending queue until all its turns are committed
+    (or blocked by a hook): an interrupt (KeyboardInterrupt: Ctrl-C) or an error while it is
+    transcribed, diarized or committed leaves it there, and the next :meth:`push` or
+    :meth:`finish` takes it up where it stopped (:class:`_Progress`), so that it is neither lost
+    nor committed twice.
 
     Args:
         options: :class:`PipelineOptions`.
@@ -154,6 +181,13 @@ class Pipeline:
             :class:`~voicekit.diarization.pyannote_backend.PyannoteOfflineDiarizer`); by default
             the embedded online diarizer, or pyannote's streaming diarizer when
             ``options.pyannote`` is set.
+
+    Attributes:
+        turns: the committed turns, in commit order.
+        consumed: samples (16 kHz) given to the endpointer since :meth:`start`: on an
+            interrupted run, ``consumed / 16000`` seconds is what the meeting holds.
+        finished: :meth:`finish` ran to its end (False while an interrupt inside it left
+            utterances uncommitted).
     """
 
     def __init__(self, options: PipelineOptions | None = None, components: Components | None = None,
@@ -175,7 +209,10 @@ class Pipeline:
         self._t0 = time.monotonic()
         self._channel = "replay"
         self.consumed = 0
+        self.finished = False
         self.utterance_latencies: list[float] = []
+        self._pending: deque[Utterance] = deque()
+        self._progress: _Progress | None = None
 
     def _default_diarizer(self) -> Diarizer:
         if self.options.pyannote is not None and self.components.pyannote is not None:
@@ -186,42 +223,65 @@ class Pipeline:
             raise ValueError("these components have no speaker encoder (loaded for pyannote): pass a diarizer")
         return OnlineDiarizer(self.components.encoder, self.options.diarizer)
 
-    def _handle(self, utt: Utterance) -> None:
+    @property
+    def pending(self) -> int:
+        """Utterances the endpointer closed whose turns are not all committed yet (not 0 only
+        after an interrupt or an error, until the next :meth:`push` or :meth:`finish`)."""
+        return len(self._pending)
+
+    def _drain(self) -> None:
+        """Transcribe, diarize and commit the pending utterances, oldest first."""
+        while self._pending:
+            utt = self._pending[0]
+            if self._progress is None or self._progress.utt is not utt:
+                self._progress = _Progress(utt)
+            self._handle(self._progress)
+            self._pending.popleft()
+
+    def _handle(self, p: _Progress) -> None:
+        utt = p.utt
         t = time.perf_counter()
-        words = self.components.transcriber.transcribe(utt.samples, utt.start)
+        if p.words is None:
+            p.words = self.components.transcriber.transcribe(utt.samples, utt.start)
         t_stt = time.perf_counter()
         self.stage_seconds["stt"] += t_stt - t
-        words, _pieces = self.diarizer.process(utt, words)
-        history = getattr(self.diarizer, "history", None)
-        if self.options.keep_embeddings and self.store is not None and history and history[-1][0] == utt.index:
-            emb = history[-1][1]
-            self.store.add_embeddings(utt.index, emb.starts, emb.ends, emb.vectors)
-        if self.voices is not None:
-            for m in self.voices.update(getattr(self.diarizer, "speakers", ()), skip=self.hooks.names):
-                log.info("%s is %s (voiceprint similarity %.3f after %.1f s of speech)",
-                         m.label, m.voice.name, m.similarity, m.seconds)
+        if p.diarized is None:
+            p.diarized = self.diarizer.process(utt, p.words)[0]
+        if p.turns is None:
+            # what follows the diarizer may run twice after an interrupt: both are idempotent
+            history = getattr(self.diarizer, "history", None)
+            if self.options.keep_embeddings and self.store is not None and history and history[-1][0] == utt.index:
+                emb = history[-1][1]
+                self.store.add_embeddings(utt.index, emb.starts, emb.ends, emb.vectors)
+            if self.voices is not None:
+                for m in self.voices.update(getattr(self.diarizer, "speakers", ()), skip=self.hooks.names):
+                    log.info("%s is %s (voiceprint similarity %.3f after %.1f s of speech)",
+                             m.label, m.voice.name, m.similarity, m.seconds)
+            if self.realtime_clock:
+                emitted = time.monotonic() - self._t0
+            else:
+                emitted = utt.closed_at + (time.perf_counter() - t)
+            turns = words_to_turns(p.diarized, channel=self._channel, emitted_at=round(emitted, 3))
+            p.turns = extend_to_speech(turns, utt.speech_span)
         t_diar = time.perf_counter()
         self.stage_seconds["diarization"] += t_diar - t_stt
-        if self.realtime_clock:
-            emitted = time.monotonic() - self._t0
-        else:
-            emitted = utt.closed_at + (t_diar - t)
-        turns = words_to_turns(words, channel=self._channel, emitted_at=round(emitted, 3))
-        committed = len(self.turns)
-        for turn in extend_to_speech(turns, utt.speech_span):
-            self._commit(turn)
+        while p.done < len(p.turns):
+            self._commit(p.turns[p.done])  # counts the turn in p.done once its fate is sealed
         speech = utt.speech_span(utt.start, utt.end)
-        if len(self.turns) > committed and speech is not None and self.turns[-1].emitted_at is not None:
+        if p.committed and speech is not None and self.turns[-1].emitted_at is not None:
             self.utterance_latencies.append(round(float(self.turns[-1].emitted_at - speech[1]), 3))
         self.stage_seconds["commit"] += time.perf_counter() - t_diar
 
     def _commit(self, turn: SpeakerTurn) -> None:
+        """Hooks, store, sinks for one turn of the utterance at the head of the pending queue."""
         t = time.perf_counter()
+        progress = self._progress
         participants = ()
         if self.voices is not None:
             turn = turn.replace(metadata=self.voices.stamp(turn.metadata, turn.speaker))
         final = self.hooks.run(turn)
         if final is None:
+            progress.done += 1
             self.blocked += 1
             return
         if self.voices is not None:
@@ -233,6 +293,9 @@ class Pipeline:
         if self.store is not None:
             final = self.store.commit(final, participants)
         self.turns.append(final)
+        # committed: counted before the sinks, so that an interrupt inside one never commits it again
+        progress.done += 1
+        progress.committed += 1
         if self.on_turn is not None:
             try:
                 self.on_turn(final)
@@ -265,8 +328,8 @@ class Pipeline:
                 record the refined labels in the store.
 
         Returns:
-            :class:`MeetingResult`. On KeyboardInterrupt the open utterance is finalised and
-            committed before the interrupt propagates.
+            :class:`MeetingResult`. On KeyboardInterrupt (or an error) :meth:`finish` runs before
+            it propagates: every utterance heard so far is committed, the open one included.
         """
         self.start(channel)
         try:
@@ -286,21 +349,28 @@ class Pipeline:
         self._channel = channel
         self._t0 = time.monotonic()
         self.consumed = 0
+        self.finished = False
 
     def push(self, block: np.ndarray) -> None:
-        """Feed one ``(n,)`` float32 16 kHz block; every utterance it closes is transcribed,
-        diarized and committed before this returns."""
+        """Feed one ``(n,)`` float32 16 kHz block; every utterance it closes (and any left
+        pending by an earlier interrupt) is transcribed, diarized and committed before this
+        returns. The block counts in :attr:`consumed` as soon as the endpointer has it."""
         t = time.perf_counter()
-        closed = list(self.endpointer.push(block))
-        self.stage_seconds["vad"] += time.perf_counter() - t
-        for utt in closed:
-            self._handle(utt)
         self.consumed += len(block)
+        # extend() queues each utterance as the endpointer yields it: an interrupt inside the VAD
+        # keeps those closed before it
+        self._pending.extend(self.endpointer.push(block))
+        self.stage_seconds["vad"] += time.perf_counter() - t
+        self._drain()
 
     def finish(self) -> None:
-        """End of stream: commit the open utterance."""
-        for utt in self.endpointer.flush():
-            self._handle(utt)
+        """End of stream: commit the utterances still pending (an interrupt or an error stopped
+        :meth:`push`), then the open one; sets :attr:`finished`. Safe to call again after an
+        interrupt inside it."""
+        self._drain()
+        self._pending.extend(self.endpointer.flush())
+        self._drain()
+        self.finished = True
 
     def result(self, refined: dict[int, list[str]] | None = None) -> MeetingResult:
         """What the stream produced so far."""
@@ -356,7 +426,7 @@ def run_per_channel(source: Iterable[np.ndarray], n_channels: int, options: Pipe
                     components: Components | None = None, hooks: HookRunner | None = None,
                     store: MeetingStore | None = None, on_turn: Callable[[SpeakerTurn], None] | None = None,
                     channel: str = "replay", progress: Callable[[float], None] | None = None,
-                    realtime_clock: bool = False) -> MeetingResult:
+                    realtime_clock: bool = False, pipes: list[Pipeline] | None = None) -> MeetingResult:
     """A recording with one person per channel: each channel is a speaker, no diarization.
 
     Each channel runs through its own VAD, endpointer and STT (models shared); channel ``c``'s
@@ -369,9 +439,13 @@ def run_per_channel(source: Iterable[np.ndarray], n_channels: int, options: Pipe
         options, components, hooks, store, on_turn, realtime_clock: as :class:`Pipeline`.
         channel: prefix of the turns' channel names.
         progress: called with the seconds of audio consumed after each block.
+        pipes: a list the channels' pipelines are appended to, to read their state when the run
+            raises (``consumed``, ``finished``).
 
     Returns:
-        One :class:`MeetingResult` for the meeting (every channel's turns, in commit order).
+        One :class:`MeetingResult` for the meeting (every channel's turns, in commit order). On
+        KeyboardInterrupt every channel's pipeline is finished (:meth:`Pipeline.finish`) before it
+        propagates.
 
     Raises:
         ValueError: a block whose channel count is not ``n_channels``.
@@ -386,7 +460,7 @@ def run_per_channel(source: Iterable[np.ndarray], n_channels: int, options: Pipe
         if on_turn is not None:
             on_turn(turn)
 
-    pipes = []
+    pipes = [] if pipes is None else pipes
     for c in range(n_channels):
         pipe = Pipeline(options, components, hooks=hooks, store=store, on_turn=collect,
                         realtime_clock=realtime_clock)

@@ -38,15 +38,19 @@ class FrameBuffer:
         self._pending = np.zeros(0, dtype=np.float32)
 
     def push(self, block: np.ndarray) -> Iterator[np.ndarray]:
-        """Add a ``(n,)`` float32 block; yield every complete ``(frame_samples,)`` frame."""
-        data = np.concatenate([self._pending, np.asarray(block, dtype=np.float32).reshape(-1)])
-        n_full = len(data) // self.frame_samples
-        for i in range(n_full):
-            yield data[i * self.frame_samples:(i + 1) * self.frame_samples]
-        self._pending = data[n_full * self.frame_samples:]
+        """Add a ``(n,)`` float32 block; yield every complete ``(frame_samples,)`` frame.
+
+        A frame leaves the buffer as it is yielded: when the consumer stops early (an interrupt
+        inside the VAD), the frames not yet yielded come first from the next push or flush.
+        """
+        self._pending = np.concatenate([self._pending, np.asarray(block, dtype=np.float32).reshape(-1)])
+        while len(self._pending) >= self.frame_samples:
+            frame, self._pending = self._pending[:self.frame_samples], self._pending[self.frame_samples:]
+            yield frame
 
     def flush(self) -> Iterator[np.ndarray]:
-        """Yield the remainder zero-padded to a full frame (nothing if empty)."""
+        """Yield the frames left, the last one zero-padded to a full frame (nothing if empty)."""
+        yield from self.push(np.zeros(0, dtype=np.float32))
         if len(self._pending):
             frame = np.zeros(self.frame_samples, dtype=np.float32)
             frame[:len(self._pending)] = self._pending

@@ -25,6 +25,7 @@ class Diarizer(Protocol):
         """``(words with .speaker set, pieces)`` for one utterance; both empty without words.
 
         Labels are "Speaker A", "Speaker B"… in order of first appearance and never change once
-        emitted.
+        emitted. When it raises (a KeyboardInterrupt too), the diarizer's state is as it was
+        before the call: the pipeline gives the same utterance again (never once it returned).
         """
         ...

@@ -24,6 +24,7 @@ once given.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -301,7 +302,21 @@ class OnlineDiarizer:
 
         Returns:
             ``(words with .speaker set, pieces)``. Both are empty when the utterance has no words.
+
+        When it raises (an interrupt, Ctrl-C, lands here too), :attr:`speakers` and
+        :attr:`history` are left as they were, so that the utterance can be given again: run to
+        its end twice, it would add the utterance's windows to the speakers twice.
         """
+        n_history = len(self.history)
+        speakers = [dataclasses.replace(s, total=s.total.copy()) for s in self.speakers]
+        try:
+            return self._process(utt, words)
+        except BaseException:
+            del self.history[n_history:]
+            self.speakers = speakers
+            raise
+
+    def _process(self, utt: Utterance, words: list[Word]) -> tuple[list[Word], list[Piece]]:
         if not words:
             return [], []
         emb = self._speech_windows(utt, self.encoder.embed_windows(utt.samples, utt.start))

@@ -468,8 +468,19 @@ class PyannoteStreamingDiarizer:
 
         Windows are processed even for an utterance without words (the centroids keep learning).
         A word in an utterance where no speaker is active takes the speaker with the most activation
-        in it, or one speaker for everything heard before any was active.
+        in it, or one speaker for everything heard before any was active. When it raises (an
+        interrupt during the models, Ctrl-C), the state is as it was before the call.
         """
+        # arrays and centroids are replaced, never changed in place: a shallow copy restores them
+        state = (self._buffer, self._end, list(self.centroids), len(self.window_ends), dict(self._names.names))
+        try:
+            return self._process(utt, words)
+        except BaseException:
+            self._buffer, self._end, self.centroids, n_ends, self._names.names = state
+            del self.window_ends[n_ends:]
+            raise
+
+    def _process(self, utt: Utterance, words: list[Word]) -> tuple[list[Word], list[Piece]]:
         begin = self._push(utt)
         ends = self._window_ends(begin, utt.end)
         n_win = self.window_samples
