@@ -3,8 +3,9 @@
 No pyannote weights can be downloaded here, so these tests build small checkpoints of pyannote's
 own architectures (PyanNet segmentation; an x-vector embedding for the pipeline runs, cheap on two
 cores, and a WeSpeaker ResNet34 as in community-1 for the loading check), saved the way pyannote
-saves them, with a local config.yaml and PLDA, and load them with the hub offline. They check the
-plumbing (loading, shapes, timings, the word mapping, the CLI), not accuracy.
+saves them, with a local config.yaml and PLDA (voicekit/diarization/pyannote_checkpoints.py), and
+load them with the hub offline. They check the plumbing (loading, shapes, timings, the word
+mapping, the CLI), not accuracy.
 """
 
 from __future__ import annotations
@@ -24,54 +25,7 @@ from voicekit.vad import Utterance
 pyannote_audio = pytest.importorskip("pyannote.audio", reason="pyannote.audio not installed "
                                      "(sh scripts/install_pyannote.sh)")
 
-
-def _save(model, path) -> None:
-    """Save a pyannote model as pyannote does (models/embedding/wespeaker/convert.py), with its
-    hyper-parameters so that the architecture is rebuilt as saved."""
-    import lightning
-    import torch
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    checkpoint = {"state_dict": model.state_dict(), "hyper_parameters": dict(model.hparams)}
-    model.on_save_checkpoint(checkpoint)
-    checkpoint["pytorch-lightning_version"] = lightning.__version__
-    torch.save(checkpoint, path)
-
-
-def _write_pipeline(root, embedding_model, plda: bool = True) -> None:
-    import torch
-    import yaml
-    from pyannote.audio.core.task import Problem, Resolution, Specifications
-    from pyannote.audio.models.segmentation import PyanNet
-
-    torch.manual_seed(0)
-    seg = PyanNet(lstm={"hidden_size": 32, "num_layers": 1}, linear={"hidden_size": 32, "num_layers": 1})
-    seg.specifications = Specifications(  # as pyannote/segmentation-3.0: powerset, 3 speakers, 2 at once
-        problem=Problem.MONO_LABEL_CLASSIFICATION, resolution=Resolution.FRAME, duration=10.0,
-        min_duration=10.0, classes=["speaker#1", "speaker#2", "speaker#3"], powerset_max_classes=2,
-        permutation_invariant=True)
-    seg.build()
-    _save(seg, root / "segmentation" / "pytorch_model.bin")
-    embedding_model.specifications = Specifications(problem=Problem.REPRESENTATION,
-                                                    resolution=Resolution.CHUNK, duration=5.0)
-    _save(embedding_model, root / "embedding" / "pytorch_model.bin")
-    dim, lda = embedding_model.dimension, 128
-    rng = np.random.default_rng(0)
-    if plda:
-        (root / "plda").mkdir()
-        np.savez(root / "plda" / "xvec_transform.npz", mean1=rng.normal(size=dim) * 0.01,
-                 mean2=rng.normal(size=lda) * 0.01, lda=np.linalg.qr(rng.normal(size=(dim, dim)))[0][:, :lda])
-        np.savez(root / "plda" / "plda.npz", mu=np.zeros(lda), tr=np.linalg.qr(rng.normal(size=(lda, lda)))[0],
-                 psi=np.sort(rng.uniform(0.5, 5.0, lda))[::-1].copy())
-    config = {  # the layout of pyannote/speaker-diarization-community-1's config.yaml
-        "dependencies": {"pyannote.audio": pyannote_audio.__version__},
-        "pipeline": {"name": "pyannote.audio.pipelines.SpeakerDiarization", "params": {
-            "clustering": "VBxClustering", "segmentation": "$model/segmentation", "embedding": "$model/embedding",
-            "plda": "$model/plda", "embedding_batch_size": 16, "segmentation_batch_size": 16,
-            "embedding_exclude_overlap": True}},
-        "params": {"clustering": {"threshold": 0.6, "Fa": 0.07, "Fb": 0.8}, "segmentation": {"min_duration_off": 0.0}},
-    }
-    (root / "config.yaml").write_text(yaml.safe_dump(config))
+from voicekit.diarization.pyannote_checkpoints import write_random_pipeline  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +36,7 @@ def pipeline_dir(tmp_path_factory):
 
     torch.manual_seed(1)
     root = tmp_path_factory.mktemp("pyannote-xvector")
-    _write_pipeline(root, XVectorSincNet())
+    write_random_pipeline(root, XVectorSincNet())
     return root
 
 
@@ -165,7 +119,7 @@ def test_load_errors_name_the_fix(tmp_path, monkeypatch):
     # the known trap: a plda entry naming a folder that does not exist is taken for a hub id
     from pyannote.audio.models.embedding import XVectorSincNet
 
-    _write_pipeline(tmp_path / "noplda", XVectorSincNet(), plda=False)
+    write_random_pipeline(tmp_path / "noplda", XVectorSincNet(), plda=False)
     with pytest.raises(ModelError, match="`plda` must be an existing directory"):
         PyannoteModels(str(tmp_path / "noplda"))
     # pyannote.audio missing
@@ -213,7 +167,7 @@ def test_wespeaker_resnet34_checkpoint_loads_and_embeds(tmp_path):
     from voicekit.diarization.pyannote_backend import PyannoteModels
 
     torch.manual_seed(2)
-    _write_pipeline(tmp_path, WeSpeakerResNet34())
+    write_random_pipeline(tmp_path, WeSpeakerResNet34())
     loaded = PyannoteModels(str(tmp_path))
     assert type(loaded.embedding.model_).__name__ == "WeSpeakerResNet34"
     rng = np.random.default_rng(0)
@@ -357,3 +311,19 @@ def test_streaming_diarizer_given_an_utterance_again_after_ctrl_c_labels_as_with
     assert d.window_ends == plain.window_ends
     assert len(d.centroids) == len(plain.centroids)
     assert all(np.allclose(a, b) for a, b in zip(d.centroids, plain.centroids))
+
+
+def test_full_size_random_pipeline_has_segmentation_3_0_architecture(tmp_path):
+    """scripts/bench_gpu.py times this one: PyanNet as pyannote/segmentation-3.0 (1,473,265
+    parameters, a 4-layer bidirectional LSTM of 128 units, 7 powerset classes)."""
+    from pyannote.audio.models.embedding import XVectorSincNet
+
+    from voicekit.diarization.pyannote_backend import PyannoteModels
+
+    write_random_pipeline(tmp_path / "full", XVectorSincNet(), segmentation="full")
+    seg = PyannoteModels(str(tmp_path / "full")).segmentation_model
+    assert sum(p.numel() for p in seg.parameters()) == 1_473_265
+    assert (seg.lstm.num_layers, seg.lstm.hidden_size, seg.lstm.bidirectional) == (4, 128, True)
+    assert seg.classifier.out_features == 7
+    with pytest.raises(ValueError, match="segmentation size 'huge': use one of small, full"):
+        write_random_pipeline(tmp_path / "huge", XVectorSincNet(), segmentation="huge")
