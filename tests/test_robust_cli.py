@@ -115,7 +115,7 @@ def test_a_missing_api_key_stops_before_the_models_and_leaves_nothing(tmp_path, 
 
 
 def test_append_and_overwrite_together_are_refused(tmp_path):
-    rc, err = _cli("replay", SAMPLE, "--out", tmp_path / "o", "--append", "--overwrite")
+    rc, err = _cli("mic", "--out", tmp_path / "o", "--append", "--overwrite")
     assert rc == 2 and "argument --overwrite: not allowed with argument --append" in err, err
     assert not (tmp_path / "o").exists()
 

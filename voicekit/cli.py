@@ -206,19 +206,17 @@ def _voice_args(p: argparse.ArgumentParser) -> None:
                         "a hook in the voice library (only with the speakers' consent)")
 
 
-def _meeting_args(p: argparse.ArgumentParser, replay: bool = False) -> None:
-    """``--overwrite`` / ``--append``: what to do with a meeting already in OUT (one of them)."""
+def _meeting_args(p: argparse.ArgumentParser, append: bool = True) -> None:
+    """``--overwrite`` / ``--append`` (live capture only): what to do with a meeting already in OUT."""
     g = p.add_mutually_exclusive_group()
     g.add_argument("--overwrite", action="store_true",
                    help="replace the meeting already in OUT: its store and the outputs written from it "
                         "(<stem>.*, <stem>.refined.*) are deleted first")
-    g.add_argument("--append", action="store_true",
-                   help="keep the meeting already in OUT and add this run's turns to its store; the "
-                        "outputs are rewritten from all of them" + (
-                            ". Only a replay of the recording that meeting holds (the same timeline): "
-                            "another recording is refused, its times would restart at 0 s and its "
-                            "speakers at Speaker A" if replay else
-                            " (times restart at 0 s and speakers at Speaker A)"))
+    if append:
+        g.add_argument("--append", action="store_true",
+                       help="keep the meeting already in OUT and add this run's turns to its store; the "
+                            "outputs are rewritten from all of them (times restart at 0 s and speakers at "
+                            "Speaker A)")
 
 
 def _keep_embeddings_arg(p: argparse.ArgumentParser) -> None:
@@ -370,7 +368,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from voicekit.outputs import format_line
     from voicekit.pipeline import Components, Pipeline, run_per_channel
     from voicekit.sources import FileSource
-    from voicekit.store import MeetingStore, StoreError
+    from voicekit.store import StoreError
 
     console = Console(highlight=False, soft_wrap=True)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -401,7 +399,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     decide = speak_decisions(args.members, explain=args.explain, hooks=hooks) if args.members else None
     session = _make_session(args, out)  # a missing API key stops here: nothing written, no model loaded
     store_path = out / "meeting.sqlite"
-    _check_existing_meeting(store_path, args, source.path)
+    _check_existing_meeting(store_path, args)
     if not args.quiet:
         err.print(f"[dim]loading models ({args.model}, {_diarizer_name(options)})…[/dim]")
     components = Components.load(options)  # before the store: a missing model leaves no meeting
@@ -418,7 +416,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         err.print(f"[dim]pyannote diarized the whole recording in {time.monotonic() - t:.1f} s: "
                   f"{_plural(len({s.label for s in segments}), 'speaker')}, "
                   f"{_plural(len(segments), 'speaker turn')}[/dim]")
-    store = _fresh_store(out, args.append)  # replaced: --overwrite, or a store with no turn
+    store = _fresh_store(out, append=False)  # replaced: --overwrite, or a store with no turn
     meta = {"source": str(source.path), "stem": stem, "duration": round(source.info.duration, 3),
             "sample_rate": source.info.sample_rate, "channels": source.info.channels,
             "model": args.model, "vad": args.vad}
@@ -643,31 +641,20 @@ def _stored_meta(store_path: Path) -> dict:
         return {}
 
 
-def _check_existing_meeting(store_path: Path, args: argparse.Namespace, recording: Path | None = None) -> None:
-    """Refuse to start over a meeting already in ``--out`` unless ``--overwrite`` or ``--append``
-    says what to do with it; ``--append`` of a replay only adds to a meeting of the same
-    ``recording`` (another recording's times would restart at 0 s, its labels at Speaker A).
+def _check_existing_meeting(store_path: Path, args: argparse.Namespace) -> None:
+    """Refuse to start over a meeting already in ``--out`` unless ``--overwrite`` (or, for live
+    capture, ``--append``) says what to do with it.
 
     Raises:
         CliError: naming the way forward.
     """
     if not store_path.exists() or not _committed_turns(store_path):
         return
-    out = store_path.parent
-    if not (args.append or args.overwrite):
-        raise CliError(f"{out} already holds a meeting ({store_path.name}); pass --overwrite to replace "
-                       "it, --append to add to it, or choose another --out")
-    if args.append and recording is not None:
-        stored = str(_stored_meta(store_path).get("source", ""))
-        try:
-            same = os.path.samefile(stored, recording)
-        except OSError:
-            same = False
-        if not same:
-            raise CliError(f"--append adds to the meeting in {out}, which holds {stored or 'another recording'}; "
-                           f"{recording} is another recording: its times would restart at 0 s and its speakers "
-                           "at Speaker A, on top of the stored ones. Replay it into another --out (or "
-                           "--overwrite the meeting)")
+    append = getattr(args, "append", None)
+    if not (append or args.overwrite):
+        raise CliError(f"{store_path.parent} already holds a meeting ({store_path.name}); pass --overwrite to "
+                       "replace it" + (", --append to add to it" if append is not None else "") +
+                       ", or choose another --out")
 
 
 def _remove_meeting(store_path: Path) -> None:
@@ -1218,7 +1205,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--raw-format", default="s16le", choices=["s16le", "s24le", "s32le", "f32le", "u8"],
                    help="sample format of headerless PCM (default s16le)")
     g.add_argument("--raw-channels", type=int, default=1, help="interleaved channels of headerless PCM (default 1)")
-    _meeting_args(p, replay=True)
+    _meeting_args(p, append=False)  # a replay is never resumed: per-channel mode covers several channels
     _keep_embeddings_arg(p)
     _hook_args(p)
     _voice_args(p)
