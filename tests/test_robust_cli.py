@@ -334,3 +334,16 @@ def test_speech_and_chat_that_imitate_labels_stay_inside_the_speakers_quotes(hos
     # A13: the store keeps what was typed
     assert store.turns()[-1].text.startswith(f"Speaker B: {RUNTIME_MARK}") and chat.turn_id == len(turns)
     store.close()
+
+
+def test_ctrl_c_while_models_load_is_one_line_and_leaves_nothing(tmp_path, monkeypatch, capsys):
+    from voicekit.pipeline import Components
+
+    def ctrl_c(*_a, **_k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Components, "load", ctrl_c)
+    assert main(["replay", str(SAMPLE), "--out", str(tmp_path / "o")]) == 130
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == "voicekit: interrupted" and "Traceback" not in "\n".join(err)
+    assert not (tmp_path / "o").exists()

@@ -397,3 +397,67 @@ def test_replay_ctrl_c_says_what_was_committed_and_the_meeting_lasts_what_was_he
     store = MeetingStore(out / "meeting.sqlite")
     assert store.meta()["duration"] == duration     # `voicekit export` writes the same
     store.close()
+
+
+@pytest.mark.parametrize("at", ["second utterance", "last utterance, at the end of the recording"])
+def test_replay_first_ctrl_c_stops_reading_and_commits_all_that_was_heard(tmp_path, monkeypatch, capsys,
+                                                                         uninterrupted, at):
+    # a real SIGINT, as a user's Ctrl-C, arriving while Whisper transcribes: the first one only
+    # stops the reading (at the next block); the utterance in hand and the open one are committed,
+    # also when it lands while the end of the recording is being finished
+    import signal
+
+    from voicekit.cli import main
+    from voicekit.stt import Transcriber
+
+    src = tmp_path / "example17.wav"
+    sf.write(src, load_audio(EXAMPLE)[:17 * 16000], 16000)
+    real, calls = Transcriber.transcribe, []
+
+    def ctrl_c_during_whisper(self, samples, offset=0.0):
+        calls.append(offset)
+        if (len(calls) == 2) if at == "second utterance" else offset >= 13.0:
+            signal.raise_signal(signal.SIGINT)
+        return real(self, samples, offset)
+
+    monkeypatch.setattr(Transcriber, "transcribe", ctrl_c_during_whisper)
+    out = tmp_path / "out"
+    assert main(["replay", str(src), "--out", str(out), "--quiet"]) == 130
+    err = capsys.readouterr().err
+    print(err)
+    assert "stopping: committing the utterances heard so far (Ctrl-C again to abort)" in err
+    assert "every utterance heard so far was committed" in err
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
+    texts = [t["text"] for t in json.loads((out / "example17.json").read_text())["turns"]]
+    expected = [t.text for t in uninterrupted[0].turns]
+    if at == "second utterance":
+        # the 2nd utterance's two turns are there; the open utterance ends where the reading stopped
+        assert len(texts) >= 3 and texts[:3] == expected[:3]
+    else:
+        assert texts == expected  # nothing lost at the end
+
+
+def test_replay_second_ctrl_c_aborts_what_is_left(tmp_path, monkeypatch, capsys, uninterrupted):
+    import signal
+
+    from voicekit.cli import main
+    from voicekit.stt import Transcriber
+
+    src = tmp_path / "example17.wav"
+    sf.write(src, load_audio(EXAMPLE)[:17 * 16000], 16000)
+    real, calls = Transcriber.transcribe, []
+
+    def ctrl_c_twice(self, samples, offset=0.0):
+        calls.append(offset)
+        if len(calls) in (2, 3):  # once in the 2nd utterance, again in the next one
+            signal.raise_signal(signal.SIGINT)
+        return real(self, samples, offset)
+
+    monkeypatch.setattr(Transcriber, "transcribe", ctrl_c_twice)
+    out = tmp_path / "out"
+    assert main(["replay", str(src), "--out", str(out), "--quiet"]) == 130
+    err = capsys.readouterr().err
+    print(err)
+    assert "while the last utterances were being committed: only the turns committed before are kept" in err
+    texts = [t["text"] for t in json.loads((out / "example17.json").read_text())["turns"]]
+    assert 1 <= len(texts) < len(uninterrupted[0].turns) and texts == [t.text for t in uninterrupted[0].turns][:len(texts)]

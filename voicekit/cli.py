@@ -449,19 +449,27 @@ def cmd_replay(args: argparse.Namespace) -> int:
         pipe = Pipeline(options, components, hooks=hooks, store=store, on_turn=on_turn,
                         realtime_clock=args.realtime, voices=voices, diarizer=diarizer)
         pipes.append(pipe)
-    interrupted = False
+    # the first Ctrl-C (or SIGTERM) stops reading the recording and lets every utterance heard so
+    # far be committed; a second Ctrl-C aborts what is left
+    stop = _StopFlag(lambda: err.print("[yellow]stopping: committing the utterances heard so far "
+                                       "(Ctrl-C again to abort)…[/yellow]"))
+    blocks = stop.until(source)
+    interrupted, result = False, None
     try:
-        if pipe is not None:
-            result = pipe.run(source, progress=pipeline_kw.get("progress"), refine=False)
-        else:
-            result = run_per_channel(source, source.info.channels, options, components, hooks=hooks, store=store,
-                                     on_turn=on_turn, progress=pipeline_kw.get("progress"),
-                                     realtime_clock=args.realtime, pipes=pipes)
-    except KeyboardInterrupt:
-        interrupted = True
-        meta["duration"], note = _interrupt_note(pipes, "interrupted")
-        err.print(f"[yellow]{note}; writing outputs[/yellow]")
-        result = None
+        try:
+            with _GracefulStop(stop.set):
+                if pipe is not None:
+                    result = pipe.run(blocks, progress=pipeline_kw.get("progress"), refine=False)
+                else:
+                    result = run_per_channel(blocks, source.info.channels, options, components, hooks=hooks,
+                                             store=store, on_turn=on_turn, progress=pipeline_kw.get("progress"),
+                                             realtime_clock=args.realtime, pipes=pipes)
+        except KeyboardInterrupt:  # the second Ctrl-C
+            result = None
+        interrupted = stop.requested or result is None
+        if interrupted:
+            meta["duration"], note = _interrupt_note(pipes, "interrupted")
+            err.print(f"[yellow]{note}; writing outputs[/yellow]")
     except StoreError as exc:
         kept = _committed_turns(store_path)
         raise CliError(f"{exc}; the {_plural(kept, 'turn')} committed before {'is' if kept == 1 else 'are'} "
@@ -482,10 +490,17 @@ def cmd_replay(args: argparse.Namespace) -> int:
         written = _write_outputs(store.turns(), out, stem, meta)
         refined_line = None
         if args.refine and not interrupted:
-            pipe.refine()
-            written += _write_outputs(store.turns(refined=True), out, stem, {**meta, "refined": True},
-                                      suffix=".refined")
-            refined_line = _refined_summary(store)
+            try:
+                pipe.refine()
+            except KeyboardInterrupt:
+                interrupted = True
+                err.print(f"[yellow]refinement interrupted: the live outputs are written; no refined ones (run "
+                          f"the replay again with --refine, or keep the embeddings with --keep-embeddings "
+                          f"to refine later with `voicekit export {out} --refine`)[/yellow]")
+            else:
+                written += _write_outputs(store.turns(refined=True), out, stem, {**meta, "refined": True},
+                                          suffix=".refined")
+                refined_line = _refined_summary(store)
         unmatched = _unmatched_names(named, store)
     finally:
         store.close()
@@ -935,6 +950,27 @@ def _fresh_store(out: Path, append: bool):
     return MeetingStore(store_path)
 
 
+class _StopFlag:
+    """Set by the first Ctrl-C of a replay: the recording is read no further (at the next block),
+    and what was heard is committed; ``on_set`` says so once."""
+
+    def __init__(self, on_set) -> None:  # noqa: ANN001
+        self.requested = False
+        self._on_set = on_set
+
+    def set(self) -> None:
+        if not self.requested:
+            self.requested = True
+            self._on_set()
+
+    def until(self, blocks):  # noqa: ANN001, ANN201
+        """The blocks of ``blocks`` until the flag is set."""
+        for block in blocks:
+            if self.requested:
+                return
+            yield block
+
+
 class _GracefulStop:
     """First SIGINT/SIGTERM calls ``stop``; the next SIGINT raises KeyboardInterrupt."""
 
@@ -1186,7 +1222,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("replay", help="replay a recording through the pipeline",
                        description="Replay a recorded meeting: one line per speaker turn as the "
-                                   "recording plays through VAD, Whisper and diarization.",
+                                   "recording plays through VAD, Whisper and diarization. Ctrl-C stops "
+                                   "reading the recording and commits every utterance heard so far "
+                                   "(outputs written, exit code 130); a second Ctrl-C aborts what is left.",
                        epilog=EPILOG_REPLAY, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("audio", help="WAV/FLAC/OGG/MP3/M4A, any sample rate, mono or multichannel")
     p.add_argument("--out", default="out", help="meeting directory for the store and outputs (default out/)")
@@ -1307,6 +1345,11 @@ def _dispatch(args: argparse.Namespace) -> int:
             raise
         print(f"voicekit: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C outside a meeting's own handling (loading models, eval…)
+        if args.debug:
+            raise
+        print("voicekit: interrupted", file=sys.stderr)
+        return 130
     except OSError as exc:  # a file or directory the command needed
         if args.debug:
             raise
