@@ -10,7 +10,7 @@ PYANNOTE_STAMP := $(VENV)/.voicekit-pyannote-installed
 .PHONY: setup demo test eval clean
 
 $(STAMP): pyproject.toml
-	@echo "--- installing voicekit and its dependencies into $(VENV) (quietly; the first time takes about 3 minutes on 2 cores)"
+	@echo "--- installing voicekit and its dependencies into $(VENV) (quietly; the first time takes a few minutes on 2 cores)"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q torch==2.13.0
