@@ -10,6 +10,10 @@ growth with meeting length. No timed assertion: the 4-hour run and the speed tar
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 from tests._pipeline_support import components, eval_file, needs_eval
 
 LOOP_FILES = ("sample", "test", "diarizationExample", "trn01")
@@ -44,11 +48,23 @@ def _diarizer_live_state(diarizer) -> int:
 
 @needs_eval
 def test_ten_minute_meeting_keeps_memory_flat_and_diarizer_state_bounded(tmp_path):
+    # the meeting runs in a fresh process, as a real one does: inside the test session the RSS also
+    # carries everything earlier tests allocated (1.1 GB), and its allocator noise once pushed the
+    # slope past the tolerance (+80.3 MiB/h in the suite, +17.1 MiB/h for the same code alone)
+    root = Path(__file__).resolve().parents[1]
+    code = f"from tests.test_long_meeting import run_meeting; run_meeting({str(tmp_path)!r})"
+    child = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=1800)
+    print(child.stdout)
+    assert child.returncode == 0, child.stderr[-4000:]
+
+
+def run_meeting(tmp: str) -> None:
+    """The 10-minute meeting and its checks (AssertionError when one fails)."""
     from voicekit.perf import loop_blocks, release_free_memory, rss_mb, slope_per_hour, state_bytes
     from voicekit.pipeline import Pipeline, PipelineOptions
     from voicekit.store import MeetingStore
 
-    store = MeetingStore(tmp_path / "meeting.sqlite")
+    store = MeetingStore(Path(tmp) / "meeting.sqlite")
     pipe = Pipeline(PipelineOptions(), components(), store=store)
     rss: list[tuple[float, float]] = []
     raw: list[tuple[float, float]] = []
