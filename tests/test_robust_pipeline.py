@@ -368,8 +368,13 @@ def test_ctrl_c_inside_an_utterance_commits_each_turn_once(tmp_path, uninterrupt
     assert len(uninterrupted[0].turns) > 2 and pipe.turns[2].text == uninterrupted[0].turns[2].text
 
 
-def test_replay_ctrl_c_says_what_was_committed_and_the_meeting_lasts_what_was_heard(tmp_path, monkeypatch,
-                                                                                     capsys, uninterrupted):
+def _replay_17s(tmp_path, monkeypatch, capsys, interrupt):
+    """``voicekit replay --quiet`` of diarizationExample's first 17 s, with ``interrupt(n, offset)``
+    called before Whisper's n-th call (1-based; it may raise KeyboardInterrupt or a SIGINT).
+
+    Returns:
+        (stderr, the transcript JSON, the --out directory); the exit code must be 130.
+    """
     from voicekit.cli import main
     from voicekit.stt import Transcriber
 
@@ -377,19 +382,30 @@ def test_replay_ctrl_c_says_what_was_committed_and_the_meeting_lasts_what_was_he
     sf.write(src, load_audio(EXAMPLE)[:17 * 16000], 16000)
     real, calls = Transcriber.transcribe, []
 
-    def ctrl_c_on_the_second_call(self, samples, offset=0.0):
+    def transcribe(self, samples, offset=0.0):
         calls.append(offset)
-        if len(calls) == 2:
-            raise KeyboardInterrupt
+        interrupt(len(calls), offset)
         return real(self, samples, offset)
 
-    monkeypatch.setattr(Transcriber, "transcribe", ctrl_c_on_the_second_call)
+    monkeypatch.setattr(Transcriber, "transcribe", transcribe)
     out = tmp_path / "out"
     assert main(["replay", str(src), "--out", str(out), "--quiet"]) == 130
     err = capsys.readouterr().err
-    doc = json.loads((out / "example17.json").read_text())
+    print(err)
+    return err, json.loads((out / "example17.json").read_text()), out
+
+
+def _raise_keyboard_interrupt_on(call):
+    def interrupt(n, _offset):
+        if n == call:
+            raise KeyboardInterrupt
+    return interrupt
+
+
+def test_replay_ctrl_c_says_what_was_committed_and_the_meeting_lasts_what_was_heard(tmp_path, monkeypatch,
+                                                                                     capsys, uninterrupted):
+    err, doc, out = _replay_17s(tmp_path, monkeypatch, capsys, _raise_keyboard_interrupt_on(2))
     duration = doc["meeting"]["duration"]
-    print(err, duration)
     assert f"interrupted at {clock(duration, digits=1)}: every utterance heard so far was committed" in err
     assert doc["turns"][-1]["end"] <= duration < 17.0
     # the interrupted second utterance (6.6-13.3 s) is there with its two turns, as uninterrupted
@@ -407,28 +423,15 @@ def test_replay_first_ctrl_c_stops_reading_and_commits_all_that_was_heard(tmp_pa
     # also when it lands while the end of the recording is being finished
     import signal
 
-    from voicekit.cli import main
-    from voicekit.stt import Transcriber
-
-    src = tmp_path / "example17.wav"
-    sf.write(src, load_audio(EXAMPLE)[:17 * 16000], 16000)
-    real, calls = Transcriber.transcribe, []
-
-    def ctrl_c_during_whisper(self, samples, offset=0.0):
-        calls.append(offset)
-        if (len(calls) == 2) if at == "second utterance" else offset >= 13.0:
+    def ctrl_c(n, offset):
+        if (n == 2) if at == "second utterance" else offset >= 13.0:
             signal.raise_signal(signal.SIGINT)
-        return real(self, samples, offset)
 
-    monkeypatch.setattr(Transcriber, "transcribe", ctrl_c_during_whisper)
-    out = tmp_path / "out"
-    assert main(["replay", str(src), "--out", str(out), "--quiet"]) == 130
-    err = capsys.readouterr().err
-    print(err)
+    err, doc, _ = _replay_17s(tmp_path, monkeypatch, capsys, ctrl_c)
     assert "stopping: committing the utterances heard so far (Ctrl-C again to abort)" in err
     assert "every utterance heard so far was committed" in err
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
-    texts = [t["text"] for t in json.loads((out / "example17.json").read_text())["turns"]]
+    texts = [t["text"] for t in doc["turns"]]
     expected = [t.text for t in uninterrupted[0].turns]
     if at == "second utterance":
         # the 2nd utterance's two turns are there; the open utterance ends where the reading stopped
@@ -440,24 +443,12 @@ def test_replay_first_ctrl_c_stops_reading_and_commits_all_that_was_heard(tmp_pa
 def test_replay_second_ctrl_c_aborts_what_is_left(tmp_path, monkeypatch, capsys, uninterrupted):
     import signal
 
-    from voicekit.cli import main
-    from voicekit.stt import Transcriber
-
-    src = tmp_path / "example17.wav"
-    sf.write(src, load_audio(EXAMPLE)[:17 * 16000], 16000)
-    real, calls = Transcriber.transcribe, []
-
-    def ctrl_c_twice(self, samples, offset=0.0):
-        calls.append(offset)
-        if len(calls) in (2, 3):  # once in the 2nd utterance, again in the next one
+    def ctrl_c_twice(n, _offset):
+        if n in (2, 3):  # once in the 2nd utterance, again in the next one
             signal.raise_signal(signal.SIGINT)
-        return real(self, samples, offset)
 
-    monkeypatch.setattr(Transcriber, "transcribe", ctrl_c_twice)
-    out = tmp_path / "out"
-    assert main(["replay", str(src), "--out", str(out), "--quiet"]) == 130
-    err = capsys.readouterr().err
-    print(err)
+    err, doc, _ = _replay_17s(tmp_path, monkeypatch, capsys, ctrl_c_twice)
     assert "while the last utterances were being committed: only the turns committed before are kept" in err
-    texts = [t["text"] for t in json.loads((out / "example17.json").read_text())["turns"]]
-    assert 1 <= len(texts) < len(uninterrupted[0].turns) and texts == [t.text for t in uninterrupted[0].turns][:len(texts)]
+    texts = [t["text"] for t in doc["turns"]]
+    expected = [t.text for t in uninterrupted[0].turns]
+    assert 1 <= len(texts) < len(expected) and texts == expected[:len(texts)]
