@@ -154,7 +154,7 @@ def test_mic_matches_a_replay_of_the_same_recording(virtual_mic):
     # 1 s windows differ; a speaker change inside an utterance sits near its threshold and can
     # come out differently (one CI run split "This is what a | crocodile sounds like…" into a new
     # speaker, three did not): the first turn and the number of people, within one, must hold
-    assert live[0].speaker == replay[0].speaker and live[0].text == replay[0].text
+    assert live[0].speaker == replay[0].speaker  # its words: the WER above (Whisper may punctuate "begins!")
     assert abs(len({t.speaker for t in live}) - len({t.speaker for t in replay})) <= 1   # 3 people
     assert all(b.emitted_at is not None and b.emitted_at >= b.end for b in live)
 
