@@ -451,22 +451,23 @@ def cmd_replay(args: argparse.Namespace) -> int:
         pipes.append(pipe)
     # the first Ctrl-C (or SIGTERM) stops reading the recording and lets every utterance heard so
     # far be committed; a second Ctrl-C aborts what is left
-    stop = _StopFlag(lambda: err.print("[yellow]stopping: committing the utterances heard so far "
-                                       "(Ctrl-C again to abort)…[/yellow]"))
-    blocks = stop.until(source)
+    def stop() -> None:
+        source.stop()
+        err.print("[yellow]stopping: committing the utterances heard so far (Ctrl-C again to abort)…[/yellow]")
+
     interrupted, result = False, None
     try:
         try:
-            with _GracefulStop(stop.set):
+            with _GracefulStop(stop) as graceful:
                 if pipe is not None:
-                    result = pipe.run(blocks, progress=pipeline_kw.get("progress"), refine=False)
+                    result = pipe.run(source, progress=pipeline_kw.get("progress"), refine=False)
                 else:
-                    result = run_per_channel(blocks, source.info.channels, options, components, hooks=hooks,
+                    result = run_per_channel(source, source.info.channels, options, components, hooks=hooks,
                                              store=store, on_turn=on_turn, progress=pipeline_kw.get("progress"),
                                              realtime_clock=args.realtime, pipes=pipes)
         except KeyboardInterrupt:  # the second Ctrl-C
             result = None
-        interrupted = stop.requested or result is None
+        interrupted = graceful.requested or result is None
         if interrupted:
             meta["duration"], note = _interrupt_note(pipes, "interrupted")
             err.print(f"[yellow]{note}; writing outputs[/yellow]")
@@ -948,27 +949,6 @@ def _fresh_store(out: Path, append: bool):
     if store_path.exists() and not append:
         _remove_meeting(store_path)
     return MeetingStore(store_path)
-
-
-class _StopFlag:
-    """Set by the first Ctrl-C of a replay: the recording is read no further (at the next block),
-    and what was heard is committed; ``on_set`` says so once."""
-
-    def __init__(self, on_set) -> None:  # noqa: ANN001
-        self.requested = False
-        self._on_set = on_set
-
-    def set(self) -> None:
-        if not self.requested:
-            self.requested = True
-            self._on_set()
-
-    def until(self, blocks):  # noqa: ANN001, ANN201
-        """The blocks of ``blocks`` until the flag is set."""
-        for block in blocks:
-            if self.requested:
-                return
-            yield block
 
 
 class _GracefulStop:

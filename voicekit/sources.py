@@ -100,10 +100,19 @@ class FileSource:
         self.channel = "replay"
         self.duration: float | None = self.info.duration
         self.feed: LiveFeed | None = None
+        self._stopped = threading.Event()
+
+    def stop(self) -> None:
+        """End the replay early (Ctrl-C), as :meth:`voicekit.capture.mic.MicSource.stop` ends a
+        capture: the iteration ends at the next block."""
+        self._stopped.set()
 
     def _blocks(self) -> Iterator[np.ndarray]:
-        return iter_16k_blocks(self.path, self.block_seconds, self.audio_channel, per_channel=self.per_channel,
-                               raw=self.raw)
+        for block in iter_16k_blocks(self.path, self.block_seconds, self.audio_channel,
+                                     per_channel=self.per_channel, raw=self.raw):
+            if self._stopped.is_set():
+                return
+            yield block
 
     def __iter__(self) -> Iterator[np.ndarray]:
         if not self.realtime:
