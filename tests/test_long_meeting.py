@@ -10,6 +10,7 @@ growth with meeting length. No timed assertion: the 4-hour run and the speed tar
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -24,18 +25,22 @@ WARM_UP_SECONDS = 180.0  # one pass (121 s) plus a minute
 MID_SECONDS = 300.0
 SAMPLE_EVERY = 5.0
 
-# RSS slope after warm-up, MiB per hour of meeting, sampled every 5 s after a garbage collection
-# and glibc's malloc_trim (memory in use rather than free pages the allocator keeps). Measured
-# here (2 cores shared with other jobs, load ~7), four runs of this test: raw RSS -5.6, +31.0,
-# -8.8, +0.9 MiB/h; trimmed +4.2, +25.2 MiB/h. Over a 7-minute window the RSS wanders by 3-4 MiB,
-# so this loop resolves a slope to about ±30 MiB/h, not the 4-hour target's 39 MiB/h (+150 MB
-# between minute 10 and hour 4: scripts/bench.py --loop-minutes checks that, docs/performance.md).
-# 80 MiB/h keeps a margin over the noise and still catches any per-utterance leak of audio (about
-# 530 utterances/h here, 5 s of float32 each: 160 MiB/h) or of anything the size of the meeting.
+# Memory in use: the C heap's bytes handed out and not returned (glibc mallinfo2, voicekit.perf.
+# heap_in_use_mb), with the interpreter on PYTHONMALLOC=malloc so that Python objects are counted
+# too. It is what a leak grows, and unlike the RSS it does not move with the pages the allocator
+# keeps: the RSS wanders by 3-4 MiB over a 7-minute window here and by up to 20 MiB on CI (two CI
+# runs read +87 and +196 MiB/h from it, one with 682 MiB both after warm-up and at 10 min), which no
+# 10-minute loop can tell from a slope. The heap's slope after warm-up must stay within the 4-hour
+# target's rate (+150 MB = 143 MiB between minute 10 and hour 4: 37 MiB/h): measured here
+# +10-15 MiB/h, nearly all of it the refinement history below and the committed turns; a leak of
+# each utterance's audio (about 530 utterances/h on this loop, 5 s of float32 each) is 160 MiB/h.
+# The RSS is printed, and bounded only by the whole 4-hour budget (the long loop of
+# scripts/bench.py --loop-minutes checks the RSS itself, docs/performance.md).
 # The window history the diarizer keeps for refinement is the one thing meant to grow (at most 4
 # windows of 1 KiB per second of speech: <= 14.3 MiB/h; measured 8.1 MiB/h on this loop): it is
-# checked exactly below, from its arrays, not through the RSS.
-RSS_SLOPE_TOLERANCE = 80.0
+# checked exactly below, from its arrays.
+HEAP_SLOPE_TOLERANCE = 37.0
+RSS_GROWTH_MAX = 143.0
 HISTORY_MIB_PER_HOUR_MAX = 14.3 * 1.05  # 4 windows/s x (256 float32 + 2 float64), 5 % for edge windows
 
 
@@ -54,29 +59,31 @@ def test_ten_minute_meeting_keeps_memory_flat_and_diarizer_state_bounded(tmp_pat
     # carries everything earlier tests allocated (1.1 GB)
     root = Path(__file__).resolve().parents[1]
     code = f"from tests.test_long_meeting import run_meeting; run_meeting({str(tmp_path)!r})"
-    child = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=1800)
+    env = dict(os.environ, PYTHONMALLOC="malloc")  # Python objects on the C heap: heap_in_use_mb counts them
+    child = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True,
+                           timeout=1800)
     print(child.stdout)
     assert child.returncode == 0, child.stderr[-4000:]
 
 
 def run_meeting(tmp: str) -> None:
     """The 10-minute meeting and its checks (AssertionError when one fails)."""
-    from voicekit.perf import loop_blocks, release_free_memory, rss_mb, slope_per_hour, state_bytes
+    from voicekit.perf import heap_in_use_mb, loop_blocks, release_free_memory, rss_mb, slope_per_hour, state_bytes
     from voicekit.pipeline import Pipeline, PipelineOptions
     from voicekit.store import MeetingStore
 
     store = MeetingStore(Path(tmp) / "meeting.sqlite")
     pipe = Pipeline(PipelineOptions(), components(), store=store)
     rss: list[tuple[float, float]] = []
-    raw: list[tuple[float, float]] = []
+    heap: list[tuple[float, float]] = []
     history: list[tuple[float, float]] = []
     mid: dict = {}
 
     def progress(seconds: float) -> None:
         if not rss or seconds - rss[-1][0] >= SAMPLE_EVERY:
-            raw.append((seconds, rss_mb()))
             release_free_memory()
             rss.append((seconds, rss_mb()))
+            heap.append((seconds, heap_in_use_mb()))
             history.append((seconds, state_bytes(pipe.diarizer.history) / 2**20))
         if not mid and seconds >= MID_SECONDS:
             mid["speakers"] = {s.label: (state_bytes(s), s.seconds) for s in pipe.diarizer.speakers}
@@ -89,27 +96,23 @@ def run_meeting(tmp: str) -> None:
         store.close()
     assert abs(result.audio_seconds - MEETING_SECONDS) < 0.1
 
-    slope = slope_per_hour(rss, after=WARM_UP_SECONDS)
-    # net growth: the median RSS of the last minute against that of the first minute after
-    # warm-up, per hour. A least-squares slope over 7 minutes reads a transient dip as growth (a CI
-    # run: 682 MiB after warm-up, 682 MiB at 10 min, slope +87.2 MiB/h); a leak moves both ends.
-    after = [(t, v) for t, v in rss if t >= WARM_UP_SECONDS]
-    first = float(np.median([v for t, v in after if t < after[0][0] + 60]))
-    last = float(np.median([v for t, v in after if t > after[-1][0] - 60]))
-    growth_per_hour = (last - first) / ((after[-1][0] - after[0][0] - 60) / 3600)
+    heap_slope = slope_per_hour(heap, after=WARM_UP_SECONDS)
     at_warm = next(v for t, v in rss if t >= WARM_UP_SECONDS)
+    heap_at_warm = next(v for t, v in heap if t >= WARM_UP_SECONDS)
     growth = slope_per_hour(history)
     speakers = pipe.diarizer.speakers
-    print(f"\n{len(result.turns)} turns; RSS {rss[0][1]:.0f} MiB at start, {at_warm:.0f} after warm-up, "
-          f"{rss[-1][1]:.0f} at 10 min; net growth after warm-up {growth_per_hour:+.1f} MiB/h (tolerance "
-          f"{RSS_SLOPE_TOLERANCE}; least-squares slope {slope:+.1f}; "
-          f"without trimming {slope_per_hour(raw, after=WARM_UP_SECONDS):+.1f}); "
+    print(f"\n{len(result.turns)} turns; heap in use {heap[0][1]:.1f} MiB at start, {heap_at_warm:.1f} after warm-up, "
+          f"{heap[-1][1]:.1f} at 10 min, slope after warm-up {heap_slope:+.1f} MiB/h (tolerance "
+          f"{HEAP_SLOPE_TOLERANCE}); RSS {rss[0][1]:.0f} MiB at start, {at_warm:.0f} after warm-up, "
+          f"{rss[-1][1]:.0f} at 10 min (slope {slope_per_hour(rss, after=WARM_UP_SECONDS):+.1f} MiB/h); "
           f"refinement history {history[-1][1]:.2f} MiB, {growth:.1f} MiB/h; speakers {len(mid['speakers'])} "
           f"at 5 min, {len(speakers)} at 10 min; live diarizer state {mid['live']} -> "
           f"{_diarizer_live_state(pipe.diarizer)} bytes")
 
-    # memory: flat after warm-up (within the tolerance above), in both directions
-    assert abs(growth_per_hour) <= RSS_SLOPE_TOLERANCE, f"RSS grew {growth_per_hour:+.1f} MiB/h after warm-up"
+    # memory in use: flat after warm-up (within the 4-hour target's rate), in both directions
+    assert abs(heap_slope) <= HEAP_SLOPE_TOLERANCE, f"heap in use grew {heap_slope:+.1f} MiB/h after warm-up"
+    # the RSS: not the whole 4-hour budget spent in 7 minutes (a leak outside malloc: mmaps, threads)
+    assert max(v for t, v in rss if t >= WARM_UP_SECONDS) - at_warm <= RSS_GROWTH_MAX
     # the refinement history grows with speech only, at its stated rate, and nothing else does
     assert 0 < growth <= HISTORY_MIB_PER_HOUR_MAX
     # per speaker: a speaker already known at 5 min, who kept talking, holds no more state at
