@@ -129,3 +129,43 @@ def test_hook_time_counts_in_the_turn_latency():
     assert len(result.turns) == len(seen) >= 2, seen
     for before, t in zip(seen, result.turns):
         assert t.emitted_at >= before + 0.3 - 0.001  # emitted_at is rounded to the millisecond
+
+
+def test_ctrl_c_while_a_hook_runs_calls_no_hook_twice_when_the_turn_is_retried():
+    # a real SIGINT to the process, as a terminal's Ctrl-C (Linux hands it to the main thread,
+    # where Python's default handler raises KeyboardInterrupt) while the runner waits for the
+    # second hook; the pipeline then runs the same turn again
+    import os
+    import signal
+    import threading
+
+    calls = {"rename": 0, "slow": 0}
+
+    def rename(t):
+        calls["rename"] += 1
+        return HookResult.rename("Diane")
+
+    def slow(t):
+        calls["slow"] += 1
+        time.sleep(0.6)
+        return t.replace(text=t.text + " [checked]")
+
+    hooks = HookRunner(timeout=5.0)
+    hooks.register(rename, name="rename")
+    hooks.register(slow, name="slow")
+    timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            hooks.run(turn())
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, old)
+    assert calls == {"rename": 1, "slow": 1}
+    final = hooks.run(turn())  # the retry: the slow hook's call is waited for, not made again
+    assert calls == {"rename": 1, "slow": 1}
+    assert final.sender_name == "Diane" and final.text == "Hi, this is Diane in New Jersey. [checked]"
+    later = hooks.run(turn(text="Yes."))  # the next turn runs every hook
+    assert calls == {"rename": 2, "slow": 2} and later.text == "Yes. [checked]"
+    hooks.close()

@@ -11,7 +11,7 @@ import soundfile as sf
 
 from _pipeline_support import EVAL, components, eval_file, needs_eval
 from voicekit.audio import StreamResampler, iter_16k_blocks, load_audio, resample
-from voicekit.evaluation import load_reference, wer
+from voicekit.evaluation import cer, load_reference, wer
 from voicekit.hooks import HookRunner
 from voicekit.outputs import clock
 from voicekit.pipeline import Pipeline, PipelineOptions, channel_speaker, run_per_channel
@@ -72,7 +72,10 @@ def test_the_same_speech_at_any_rate_gives_the_same_turns(tmp_path, at_16k, rate
     assert [t.speaker for t in turns] == [t.speaker for t in at_16k]
     for a, b in zip(turns, at_16k):
         assert abs(a.start - b.start) <= 0.3 and abs(a.end - b.end) <= 0.3
-    assert wer(_text(at_16k), _text(turns)) <= 0.05
+    # the same words, counted in characters: Whisper may write a compound either way from a
+    # resampled copy ("seat belts" at 48 kHz, "seatbelts" at 16 kHz on one host: 2 word errors of
+    # 36, CER 0.5 %); 3 % is about one word of this text wrong, as the 5 % WER allowed before
+    assert cer(_text(at_16k), _text(turns)) <= 0.03
 
 
 @pytest.fixture(scope="module")
@@ -453,3 +456,66 @@ def test_replay_second_ctrl_c_aborts_what_is_left(tmp_path, monkeypatch, capsys,
     texts = [t["text"] for t in doc["turns"]]
     expected = [t.text for t in uninterrupted[0].turns]
     assert 1 <= len(texts) < len(expected) and texts == expected[:len(texts)]
+
+
+def test_replay_second_ctrl_c_in_the_same_utterance_aborts_at_once(tmp_path, monkeypatch, capsys, uninterrupted):
+    # both Ctrl-Cs while the second utterance is in hand (a user pressing twice, quickly): nothing
+    # more is transcribed, neither that utterance again nor the open one
+    import signal
+
+    seen = []
+
+    def ctrl_c_twice(n, offset):
+        seen.append(n)
+        if n == 2:
+            signal.raise_signal(signal.SIGINT)  # stops the reading
+            signal.raise_signal(signal.SIGINT)  # aborts
+
+    err, doc, _ = _replay_17s(tmp_path, monkeypatch, capsys, ctrl_c_twice)
+    assert seen == [1, 2], seen
+    assert "while the last utterances were being committed: only the turns committed before are kept" in err
+    first = [t.text for t in uninterrupted[0].turns if t.end <= 6.6]
+    assert [t["text"] for t in doc["turns"]] == first and first
+
+
+class FailingTranscriber(CountingTranscriber):
+    """The real transcriber, except that it raises RuntimeError on the utterance starting at ``at``
+    seconds, every time it is asked (an error that a retry cannot cure)."""
+
+    def __init__(self, inner, at):
+        super().__init__(inner)
+        self.at = at
+
+    def transcribe(self, samples, offset=0.0):
+        if abs(offset - self.at) < 0.05:
+            self.calls += 1
+            raise RuntimeError("CTranslate2 failed on this utterance")
+        return super().transcribe(samples, offset)
+
+
+def test_an_error_in_one_utterance_loses_only_that_utterance_and_is_the_error_raised(tmp_path, uninterrupted,
+                                                                                   caplog):
+    whole, whole_closed = uninterrupted
+    second = whole_closed[1]
+    comp = components()
+    stt = FailingTranscriber(comp.transcriber, at=second.start)
+    pipe = Pipeline(PipelineOptions(), type(comp)(stt, comp.encoder), store=MeetingStore(tmp_path / "m.sqlite"))
+    with pytest.raises(RuntimeError, match="CTranslate2 failed on this utterance") as info:
+        pipe.run(_blocks(load_audio(EXAMPLE)[:17 * 16000], 1600))
+    assert info.value.__context__ is None  # the first error, not one raised again while finishing
+    # the error stops the reading where it happened (the failed utterance closed at 16.6 s): the
+    # utterance before it is committed as uninterrupted, the failed one is not (Whisper was asked
+    # once for it, and it is logged), and the open one, from 13.3 s, is committed up to where the
+    # reading stopped
+    def words(turns):
+        return [(w.text, w.start, w.end) for t in turns for w in t.words]
+
+    got = words(pipe.turns)
+    assert [w for w in got if w[2] <= second.start] == [w for w in words(whole.turns) if w[2] <= second.start]
+    assert not [w for w in got if second.start <= w[1] < second.end - 1e-3]  # ms-rounded word times
+    after = [w for w in got if w[1] >= second.end - 1e-3]
+    assert after and after[-1][2] <= pipe.consumed / 16000 + 1e-6, after
+    assert words(pipe.store.turns()) == got
+    assert pipe.finished and pipe.pending == 0 and stt.calls == 3
+    assert f"the utterance at {second.start:.2f}-{second.end:.2f} s was not committed" in caplog.text
+    pipe.store.close()

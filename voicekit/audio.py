@@ -369,7 +369,8 @@ def _probe_av(path: Path, sf_error: str = "") -> AudioInfo:
     try:
         with av.open(str(path)) as container:
             if not container.streams.audio:
-                raise AudioError(f"{path} holds no audio stream")
+                raise AudioError(f"{path} holds no audio stream (a video without sound, or not a recording); "
+                                 "give a recording with speech in it (WAV, FLAC, OGG, MP3, M4A)")
             stream = container.streams.audio[0]
             if stream.codec_context is None or not stream.codec_context.name:
                 tag = getattr(stream.codec_context, "codec_tag", "") if stream.codec_context else ""

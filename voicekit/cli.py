@@ -365,7 +365,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
     from voicekit.audio import RawPcm
-    from voicekit.outputs import format_line
+    from voicekit.outputs import REFINED_SUFFIX, format_line
     from voicekit.pipeline import Components, Pipeline, run_per_channel
     from voicekit.sources import FileSource
     from voicekit.store import StoreError
@@ -500,7 +500,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
                           f"to refine later with `voicekit export {out} --refine`)[/yellow]")
             else:
                 written += _write_outputs(store.turns(refined=True), out, stem, {**meta, "refined": True},
-                                          suffix=".refined")
+                                          suffix=REFINED_SUFFIX)
                 refined_line = _refined_summary(store)
         unmatched = _unmatched_names(named, store)
     finally:
@@ -759,6 +759,7 @@ def _refine_stored(store, num_speakers: int | None) -> None:  # noqa: ANN001 - M
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from voicekit.outputs import REFINED_SUFFIX
     from voicekit.store import MeetingStore
 
     out = Path(args.dir)
@@ -782,7 +783,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         written = _write_outputs(store.turns(), out, stem, meta)
         if store.has_refined():
             written += _write_outputs(store.turns(refined=True), out, stem, {**meta, "refined": True},
-                                      suffix=".refined")
+                                      suffix=REFINED_SUFFIX)
     finally:
         store.close()
     print(f"wrote {', '.join(p.name for p in written)} to {out}/")
@@ -952,7 +953,8 @@ def _fresh_store(out: Path, append: bool):
 
 
 class _GracefulStop:
-    """First SIGINT/SIGTERM calls ``stop``; the next SIGINT raises KeyboardInterrupt."""
+    """First SIGINT/SIGTERM calls ``stop``; the next SIGINT raises
+    :class:`voicekit.pipeline.MeetingAborted` (the pipeline then commits nothing more)."""
 
     def __init__(self, stop) -> None:  # noqa: ANN001
         self.stop = stop
@@ -960,7 +962,9 @@ class _GracefulStop:
 
     def _handler(self, signum, frame) -> None:  # noqa: ANN001
         if self.requested and signum == signal.SIGINT:
-            raise KeyboardInterrupt
+            from voicekit.pipeline import MeetingAborted
+
+            raise MeetingAborted
         self.requested = True
         self.stop()
 
@@ -1240,8 +1244,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("export", help="rewrite the outputs from a meeting store")
     p.add_argument("dir", help="the --out directory of a replay or a mic meeting")
     p.add_argument("--refine", action="store_true",
-                   help="write <stem>.refined.* too: the refinement already stored, else re-cluster now "
-                        "from the embeddings kept with --keep-embeddings (live labels are never changed)")
+                   help="re-cluster now from the embeddings kept with --keep-embeddings, unless the meeting "
+                        "already has a refinement, and write <stem>.refined.* (live labels are never changed); "
+                        "without it, <stem>.refined.* are rewritten only where a refinement is stored")
     p.add_argument("--num-speakers", type=int, default=None, help="with --refine: exact number of speakers")
     p.add_argument("--drop-embeddings", action="store_true",
                    help="delete the speaker embeddings kept with --keep-embeddings (after any --refine)")

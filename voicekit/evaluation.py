@@ -154,6 +154,20 @@ def wer(reference: str, hypothesis: str) -> float:
     return float(jiwer.wer(ref, hyp))
 
 
+def cer(reference: str, hypothesis: str) -> float:
+    """Character error rate (jiwer) after the same normalisation as :func:`wer`, as a fraction.
+
+    Finer than the WER where two transcripts differ only in how a compound is written ("seat
+    belts" / "seatbelts": two word errors, one character).
+    """
+    import jiwer
+
+    ref, hyp = normalize_text(reference), normalize_text(hypothesis)
+    if not ref.strip():
+        return 0.0 if not hyp.strip() else 1.0
+    return float(jiwer.cer(ref, hyp))
+
+
 def reference_text(file: EvalFile) -> str | None:
     """The reference transcript of a file (STM text in time order), or None."""
     if file.transcript is None or not file.transcript.is_file():

@@ -91,6 +91,7 @@ class _Hook:
     name: str
     fn: Callable[..., Any]
     running: Any = None  # the future of a call that timed out and has not finished yet
+    interrupted: Any = None  # (payload, future) of a call whose wait an interrupt broke off
 
 
 class _StillRunning(Exception):
@@ -116,6 +117,7 @@ class HookRunner:
         self.failures: list[tuple[str, float, str]] = []
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="voicekit-hook")
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._resume: tuple[SpeakerTurn, int, SpeakerTurn] | None = None  # see run()
 
     def register(self, fn: Callable[..., Any], trigger: HookTrigger = HookTrigger.ON_TRANSCRIPTION,
                  name: str | None = None) -> None:
@@ -148,6 +150,29 @@ class HookRunner:
         self.register(fn, name=f"{path.name}:on_transcription")
 
     def _call(self, hook: _Hook, payload: Any) -> Any:
+        future = None
+        if hook.interrupted is not None:
+            # the pipeline retries a turn after an interrupt: the hook's call for it goes on
+            # (a hook is never called twice for one turn); one for another payload counts as running
+            earlier, pending = hook.interrupted
+            hook.interrupted = None
+            if earlier == payload:
+                future = pending
+            elif not pending.done():
+                hook.running = pending
+        if future is None:
+            future = self._submit(hook, payload)
+        try:
+            return future.result(self.timeout)
+        except concurrent.futures.TimeoutError:
+            hook.running = future  # a hung hook is not called again until it returns
+            raise
+        except BaseException:
+            if not future.done():  # KeyboardInterrupt while waiting: the call goes on
+                hook.interrupted = (payload, future)
+            raise
+
+    def _submit(self, hook: _Hook, payload: Any) -> concurrent.futures.Future:
         if hook.running is not None:
             if not hook.running.done():
                 raise _StillRunning
@@ -159,11 +184,7 @@ class HookRunner:
             future = asyncio.run_coroutine_threadsafe(hook.fn(payload), self._loop)
         else:
             future = self._pool.submit(hook.fn, payload)
-        try:
-            return future.result(self.timeout)
-        except concurrent.futures.TimeoutError:
-            hook.running = future  # a hung hook is not called again until it returns
-            raise
+        return future
 
     def hooks_for(self, trigger: HookTrigger) -> list[str]:
         """The names of the hooks registered on ``trigger``, in order."""
@@ -204,14 +225,28 @@ class HookRunner:
     def run(self, turn: SpeakerTurn) -> SpeakerTurn | None:
         """Apply persistent names, then every ``ON_TRANSCRIPTION`` hook.
 
+        An interrupt (KeyboardInterrupt) while a hook runs propagates; when the same turn is
+        run again (the pipeline retries it), the hooks that had returned are not called again
+        and the interrupted hook's call is waited for rather than made twice.
+
         Returns:
             the turn to commit, or None when a hook blocked it.
         """
-        if turn.speaker in self.names:
-            turn = turn.replace(metadata={**turn.metadata, "sender_name": self.names[turn.speaker]})
-        for hook in self._hooks[HookTrigger.ON_TRANSCRIPTION]:
+        received, first = turn, 0
+        if self._resume is not None and self._resume[0] == received:
+            first, turn = self._resume[1], self._resume[2]
+        else:
+            if turn.speaker in self.names:
+                turn = turn.replace(metadata={**turn.metadata, "sender_name": self.names[turn.speaker]})
+        self._resume = None
+        hooks = self._hooks[HookTrigger.ON_TRANSCRIPTION]
+        for i in range(first, len(hooks)):
+            hook = hooks[i]
             try:
                 result = self._call(hook, turn)
+            except (KeyboardInterrupt, SystemExit):
+                self._resume = (received, i, turn)
+                raise
             except _StillRunning:
                 self._fail(hook, turn, "skipped: its previous call has not returned")
                 continue

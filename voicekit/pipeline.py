@@ -36,6 +36,15 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+class MeetingAborted(KeyboardInterrupt):
+    """Stop the meeting now (the CLI raises it from its handler of a second Ctrl-C).
+
+    Unlike a plain KeyboardInterrupt, after which :meth:`Pipeline.run` still commits every
+    utterance heard, this ends the run at once: what was committed stays committed, the
+    utterances still pending and the open one are not transcribed.
+    """
+
+
 @dataclass(frozen=True)
 class PipelineOptions:
     """Every option of a pipeline run, in one record.
@@ -162,7 +171,7 @@ class Pipeline:
     (or blocked by a hook): an interrupt (KeyboardInterrupt: Ctrl-C) or an error while it is
     transcribed, diarized or committed leaves it there, and the next :meth:`push` or
     :meth:`finish` takes it up where it stopped (:class:`_Progress`), so that it is neither lost
-    nor committed twice.
+    nor committed twice. :meth:`run` ends a stream that raised as :meth:`end_after` says.
 
     Args:
         options: :class:`PipelineOptions`.
@@ -213,6 +222,7 @@ class Pipeline:
         self.utterance_latencies: list[float] = []
         self._pending: deque[Utterance] = deque()
         self._progress: _Progress | None = None
+        self._failed: Utterance | None = None
 
     def _default_diarizer(self) -> Diarizer:
         if self.options.pyannote is not None and self.components.pyannote is not None:
@@ -235,7 +245,11 @@ class Pipeline:
             utt = self._pending[0]
             if self._progress is None or self._progress.utt is not utt:
                 self._progress = _Progress(utt)
-            self._handle(self._progress)
+            try:
+                self._handle(self._progress)
+            except Exception:
+                self._failed = utt  # an error, not an interrupt: see end_after
+                raise
             self._pending.popleft()
 
     def _handle(self, p: _Progress) -> None:
@@ -328,8 +342,11 @@ class Pipeline:
                 record the refined labels in the store.
 
         Returns:
-            :class:`MeetingResult`. On KeyboardInterrupt (or an error) :meth:`finish` runs before
-            it propagates: every utterance heard so far is committed, the open one included.
+            :class:`MeetingResult`.
+
+        Raises:
+            KeyboardInterrupt, MeetingAborted, or the error of a stage: after :meth:`end_after`
+            ended the stream as that exception asks.
         """
         self.start(channel)
         try:
@@ -337,8 +354,10 @@ class Pipeline:
                 self.push(block)
                 if progress is not None:
                     progress(self.consumed / SAMPLE_RATE)
-        finally:
-            self.finish()
+        except BaseException as exc:
+            self.end_after(exc)
+            raise
+        self.finish()
         refined = None
         if refine:
             refined = self.refine()
@@ -371,6 +390,31 @@ class Pipeline:
         self._pending.extend(self.endpointer.flush())
         self._drain()
         self.finished = True
+
+    def end_after(self, exc: BaseException) -> None:
+        """End a stream that ``exc`` stopped, before it propagates (what :meth:`run` does).
+
+        - :class:`MeetingAborted`: nothing more is transcribed; the turns committed stay.
+        - any other KeyboardInterrupt: :meth:`finish`, so every utterance heard so far is
+          committed, the interrupted one taken up where it stopped, the open one last.
+        - an error (``Exception``): the utterance whose handling raised it is dropped, with a
+          logged error (it would raise again), then :meth:`finish` commits the others; an error
+          inside that is logged too and never replaces ``exc``.
+        """
+        if isinstance(exc, MeetingAborted):
+            return
+        if isinstance(exc, Exception):
+            if self._pending and self._pending[0] is self._failed:
+                utt = self._pending.popleft()
+                self._progress = None
+                log.error("the utterance at %.2f-%.2f s was not committed: %s: %s", utt.start, utt.end,
+                          type(exc).__name__, exc)
+            try:
+                self.finish()
+            except Exception:  # noqa: BLE001 - reported; the caller sees the first error
+                log.exception("the stream could not be finished after %s", type(exc).__name__)
+            return
+        self.finish()
 
     def result(self, refined: dict[int, list[str]] | None = None) -> MeetingResult:
         """What the stream produced so far."""
@@ -443,9 +487,9 @@ def run_per_channel(source: Iterable[np.ndarray], n_channels: int, options: Pipe
             raises (``consumed``, ``finished``).
 
     Returns:
-        One :class:`MeetingResult` for the meeting (every channel's turns, in commit order). On
-        KeyboardInterrupt every channel's pipeline is finished (:meth:`Pipeline.finish`) before it
-        propagates.
+        One :class:`MeetingResult` for the meeting (every channel's turns, in commit order). On an
+        interrupt or an error every channel's pipeline is ended by :meth:`Pipeline.end_after`
+        before it propagates.
 
     Raises:
         ValueError: a block whose channel count is not ``n_channels``.
@@ -479,9 +523,12 @@ def run_per_channel(source: Iterable[np.ndarray], n_channels: int, options: Pipe
             consumed += len(block)
             if progress is not None:
                 progress(consumed / SAMPLE_RATE)
-    finally:
+    except BaseException as exc:
         for pipe in pipes:
-            pipe.finish()
+            pipe.end_after(exc)
+        raise
+    for pipe in pipes:
+        pipe.finish()
     stages = {k: sum(p.stage_seconds[k] for p in pipes) for k in pipes[0].stage_seconds} if pipes else {}
     return MeetingResult(turns, None, consumed / SAMPLE_RATE, sum(p.endpointer.speech_seconds for p in pipes),
                          time.monotonic() - t0, stages, sum(p.blocked for p in pipes))
