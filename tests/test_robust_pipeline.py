@@ -134,12 +134,38 @@ def test_48k_stream_in_10ms_blocks_gives_the_text_of_the_whole_file():
     assert wer(JFK_TEXT, _text(whole)) <= 0.1
 
 
+class RecordingTranscriber(CountingTranscriber):
+    """The real transcriber, keeping a copy of every utterance it is given."""
+
+    def __init__(self, inner):
+        super().__init__(inner)
+        self.given = []
+
+    def transcribe(self, samples, offset=0.0):
+        self.given.append((offset, np.array(samples)))
+        return super().transcribe(samples, offset)
+
+
+def _whisper_input(source):
+    comp = components()
+    stt = RecordingTranscriber(comp.transcriber)
+    turns = Pipeline(PipelineOptions(), type(comp)(stt, comp.encoder)).run(source).turns
+    return turns, stt.given
+
+
 @pytest.mark.parametrize("block", [1, 400, 512])  # one sample, 25 ms, 1024 bytes of 16-bit PCM
 def test_odd_source_blocks_give_the_same_turns(block):
+    # Whisper is given the same utterances, sample for sample, and the turns have the same times.
+    # Their words are not compared: the clip's last utterance ("not", cut at 5 s) fails Whisper's
+    # log-probability test at every temperature, so its text is whichever sample the fallback drew
+    # ("not" or "Not!"), and the random generator runs on from one call to the next in a process
     x = load_audio(JFK)[: 16000 * 5]
-    ref, _ = _run(_blocks(x, 1600))
-    turns, _ = _run(_blocks(x, block))
-    assert [(t.text, t.start, t.end) for t in turns] == [(t.text, t.start, t.end) for t in ref]
+    ref, ref_given = _whisper_input(_blocks(x, 1600))
+    turns, given = _whisper_input(_blocks(x, block))
+    assert [o for o, _ in given] == [o for o, _ in ref_given] and len(given) == 2
+    assert all(np.array_equal(a, b) for (_, a), (_, b) in zip(given, ref_given))
+    assert [(t.start, t.end) for t in turns] == [(t.start, t.end) for t in ref]
+    assert ref[0].text == "And so my fellow Americans."
 
 
 # --- degenerate content -----------------------------------------------------------------------
@@ -178,7 +204,9 @@ def test_short_clips_give_no_invented_text():
         words = re.findall(r"[a-z]+", _text(turns).lower())
         print(seconds, "s:", _text(turns), "STT calls", calls)
         assert len(turns) <= 1 and calls <= 1
-        assert set(words) <= reference
+        # every word is one of the speech's, or the start of one the clip cuts ("My fellow
+        # American." from 1.0-2.3 s, which ends inside "Americans"): nothing invented
+        assert all(w in reference or any(r.startswith(w) for r in reference) for w in words), words
 
 
 # --- one person per channel -------------------------------------------------------------------
