@@ -255,6 +255,9 @@ def test_overwrite_removes_the_replaced_meetings_outputs_and_nothing_else(named_
     for name, text in mine.items():
         (out / name).write_text(text)
     assert (out / "sample.refined.json").is_file()
+    # the replaced meeting's local session log (--session local) goes too: a new meeting's log
+    # must not start with the old meeting's events
+    (out / "session.jsonl").write_text('{"type": "session.started"}\n')
     assert main(["replay", str(SAMPLE), "--out", str(out), "--quiet", "--overwrite"]) == 0
     names = sorted(p.name for p in out.iterdir())
     assert names == sorted([*mine, "meeting.sqlite", *(f"sample.{ext}" for ext in FORMATS)]), names

@@ -674,14 +674,15 @@ def _check_existing_meeting(store_path: Path, args: argparse.Namespace) -> None:
 
 
 def _remove_meeting(store_path: Path) -> None:
-    """Remove the meeting a new one replaces: its store and the outputs voicekit wrote from it
-    (``<stem>.<ext>`` and ``<stem>.refined.<ext>`` of its stem), nothing else."""
+    """Remove the meeting a new one replaces: its store, the outputs voicekit wrote from it
+    (``<stem>.<ext>`` and ``<stem>.refined.<ext>`` of its stem, ``meeting`` when none is stored,
+    as ``export`` names them) and the local session's default log, nothing else."""
     from voicekit.outputs import remove_outputs
 
     stem = _stored_meta(store_path).get("stem")
-    if isinstance(stem, str) and stem:
-        remove_outputs(store_path.parent, stem)
-    for path in (store_path, Path(f"{store_path}-wal"), Path(f"{store_path}-shm")):
+    remove_outputs(store_path.parent, stem if isinstance(stem, str) and stem else "meeting")
+    for path in (store_path, Path(f"{store_path}-wal"), Path(f"{store_path}-shm"),
+                 store_path.parent / "session.jsonl"):
         path.unlink(missing_ok=True)
 
 
