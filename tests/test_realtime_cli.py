@@ -1,4 +1,5 @@
-"""``voicekit replay … --session``: the options and the broadcaster they start (no models)."""
+"""``voicekit replay … --session``: the options and the broadcaster they start (no models, but for one
+replay of a real recording that is interrupted while it waits for its session)."""
 
 from __future__ import annotations
 
@@ -49,3 +50,29 @@ def test_session_log_that_is_a_folder_is_a_clear_error(tmp_path, monkeypatch):
     args = build_parser().parse_args(["replay", "m.wav", "--session", "openai", "--session-log", str(tmp_path)])
     with pytest.raises(CliError, match="is a folder: give a file name"):
         _make_session(args, tmp_path)
+
+
+def test_ctrl_c_while_the_replay_waits_for_its_session_still_writes_the_outputs(tmp_path, monkeypatch, capsys):
+    # the broadcaster's close waits up to --session-timeout for the session to take what is queued;
+    # a user who presses Ctrl-C then still gets every output file of the turns committed
+    from _pipeline_support import EVAL
+
+    from voicekit.cli import main
+    from voicekit.realtime.broadcaster import Broadcaster
+
+    real_close = Broadcaster.close
+
+    def impatient(self, timeout=10.0):
+        real_close(self, timeout=0.5)
+        raise KeyboardInterrupt  # the Ctrl-C lands in the wait
+
+    monkeypatch.setattr(Broadcaster, "close", impatient)
+    out = tmp_path / "out"
+    rc = main(["replay", str(EVAL / "picovoice_falcon" / "test.wav"), "--out", str(out), "--quiet",
+               "--session", "local"])
+    err = capsys.readouterr().err
+    print(err)
+    assert rc == 130 and "stopped waiting for the live session" in err
+    doc = json.loads((out / "test.json").read_text())
+    assert len(doc["turns"]) == 3 and "crocodile" in doc["turns"][1]["text"]
+    assert all((out / f"test.{ext}").is_file() for ext in ("rttm", "srt", "vtt", "txt"))

@@ -486,7 +486,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
             logging.getLogger("voicekit.cli").warning("%s", exc)
         hooks.close()
         if broadcaster is not None:
-            broadcaster.close(timeout=args.session_timeout)
+            try:
+                broadcaster.close(timeout=args.session_timeout)
+            except KeyboardInterrupt:  # Ctrl-C while waiting for the session: the outputs still come
+                interrupted = True
+                err.print("[yellow]stopped waiting for the live session: the turns it was not sent stay in "
+                          "the store and go out the next time this session runs; writing outputs[/yellow]")
     try:
         written = _write_outputs(store.turns(), out, stem, meta)
         refined_line = None
