@@ -490,8 +490,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
                 broadcaster.close(timeout=args.session_timeout)
             except KeyboardInterrupt:  # Ctrl-C while waiting for the session: the outputs still come
                 interrupted = True
-                err.print("[yellow]stopped waiting for the live session: the turns it was not sent stay in "
-                          "the store and go out the next time this session runs; writing outputs[/yellow]")
+                err.print("[yellow]stopped waiting for the live session (the turns it was not sent are in the store); "
+                          "writing outputs[/yellow]")
     try:
         written = _write_outputs(store.turns(), out, stem, meta)
         refined_line = None
