@@ -399,7 +399,7 @@ def test_ctrl_c_inside_an_utterance_commits_each_turn_once(tmp_path, uninterrupt
     assert len(uninterrupted[0].turns) > 2 and pipe.turns[2].text == uninterrupted[0].turns[2].text
 
 
-def _replay_17s(tmp_path, monkeypatch, capsys, interrupt):
+def _replay_17s(tmp_path, monkeypatch, capsys, interrupt, extra=()):
     """``voicekit replay --quiet`` of diarizationExample's first 17 s, with ``interrupt(n, offset)``
     called before Whisper's n-th call (1-based; it may raise KeyboardInterrupt or a SIGINT).
 
@@ -420,7 +420,7 @@ def _replay_17s(tmp_path, monkeypatch, capsys, interrupt):
 
     monkeypatch.setattr(Transcriber, "transcribe", transcribe)
     out = tmp_path / "out"
-    assert main(["replay", str(src), "--out", str(out), "--quiet"]) == 130
+    assert main(["replay", str(src), "--out", str(out), "--quiet", *extra]) == 130
     err = capsys.readouterr().err
     print(err)
     return err, json.loads((out / "example17.json").read_text()), out
@@ -547,3 +547,26 @@ def test_an_error_in_one_utterance_loses_only_that_utterance_and_is_the_error_ra
     assert pipe.finished and pipe.pending == 0 and stt.calls == 3
     assert f"the utterance at {second.start:.2f}-{second.end:.2f} s was not committed" in caplog.text
     pipe.store.close()
+
+
+def test_replay_ctrl_c_before_refine_says_there_are_no_refined_outputs_and_how_to_get_them(tmp_path, monkeypatch,
+                                                                                          capsys):
+    # --refine runs after the stream; a Ctrl-C before it ends the replay without refining: the
+    # message says so, and with --keep-embeddings `voicekit export --refine` makes them later
+    import signal
+
+    from voicekit.cli import main
+
+    def ctrl_c(n, _offset):
+        if n == 2:
+            signal.raise_signal(signal.SIGINT)
+
+    err, doc, out = _replay_17s(tmp_path, monkeypatch, capsys, ctrl_c, extra=("--refine", "--keep-embeddings"))
+    assert f"the replay was interrupted: no refined outputs (refine later with `voicekit export {out} --refine`)" in err
+    assert not list(out.glob("*.refined.*")) and len(doc["turns"]) >= 3
+    assert main(["export", str(out), "--refine"]) == 0
+    refined = json.loads((out / "example17.refined.json").read_text())
+    def words(d):
+        return [w["word"] for t in d["turns"] for w in t["words"]]
+
+    assert words(refined) == words(doc)  # the same meeting, re-clustered

@@ -495,14 +495,18 @@ def cmd_replay(args: argparse.Namespace) -> int:
     try:
         written = _write_outputs(store.turns(), out, stem, meta)
         refined_line = None
-        if args.refine and not interrupted:
+        later = (f"refine later with `voicekit export {out} --refine`" if options.keep_embeddings else
+                 f"run the replay again with --refine, or with --keep-embeddings to refine later with "
+                 f"`voicekit export {out} --refine`")
+        if args.refine and interrupted:
+            err.print(f"[yellow]the replay was interrupted: no refined outputs ({later})[/yellow]")
+        elif args.refine:
             try:
                 pipe.refine()
             except KeyboardInterrupt:
                 interrupted = True
-                err.print(f"[yellow]refinement interrupted: the live outputs are written; no refined ones (run "
-                          f"the replay again with --refine, or keep the embeddings with --keep-embeddings "
-                          f"to refine later with `voicekit export {out} --refine`)[/yellow]")
+                err.print(f"[yellow]refinement interrupted: the live outputs are written; no refined ones "
+                          f"({later})[/yellow]")
             else:
                 written += _write_outputs(store.turns(refined=True), out, stem, {**meta, "refined": True},
                                           suffix=REFINED_SUFFIX)
