@@ -516,12 +516,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         store.close()
     _enrol_voices(args, [pipe], err)
     if result is not None:
-        lat = sorted(result.latencies)
-        p50 = lat[len(lat) // 2] if lat else 0.0
-        n_turns, n_speakers = len(result.turns), len({t.speaker for t in result.turns})
-        err.print(f"[dim]{_plural(n_turns, 'turn')}, {_plural(n_speakers, 'speaker')}, "
-                  f"{result.audio_seconds:.1f} s of audio in {result.processing_seconds:.1f} s "
-                  f"(RTF {result.rtf:.3f}), median turn latency {p50:.2f} s"
+        err.print(f"[dim]{_turns_summary(result, speed=True)}"
                   + (f", {result.blocked} blocked by hooks" if result.blocked else "")
                   + (f", {len(hooks.failures)} hook failures" if hooks.failures else "") + "[/dim]")
     if refined_line:
@@ -701,6 +696,18 @@ def _check_stem(stem: str | None) -> str | None:
         raise CliError(f"--stem {stem!r} must be a file name without a folder (e.g. meeting); "
                        "the folder is --out")
     return stem
+
+
+def _turns_summary(result, speed: bool = False) -> str:  # noqa: ANN001 - MeetingResult
+    """``N turns, M speakers[, audio in time (RTF)][, median turn latency]`` (no latency without turns)."""
+    lat = sorted(result.latencies)
+    parts = [_plural(len(result.turns), "turn"), _plural(len({t.speaker for t in result.turns}), "speaker")]
+    if speed:
+        parts.append(f"{result.audio_seconds:.1f} s of audio in {result.processing_seconds:.1f} s "
+                     f"(RTF {result.rtf:.3f})")
+    if lat:
+        parts.append(f"median turn latency {lat[len(lat) // 2]:.2f} s")
+    return ", ".join(parts)
 
 
 def _plural(n: int, word: str) -> str:
@@ -1059,11 +1066,7 @@ def cmd_mic(args: argparse.Namespace) -> int:
     _enrol_voices(args, [pipe], err)
     err.print(f"[dim]{source.report()}[/dim]")
     if result is not None:
-        lat = sorted(result.latencies)
-        p50 = lat[len(lat) // 2] if lat else 0.0
-        n_turns, n_speakers = len(result.turns), len({t.speaker for t in result.turns})
-        err.print(f"[dim]{_plural(n_turns, 'turn')}, {_plural(n_speakers, 'speaker')}, "
-                  f"median turn latency {p50:.2f} s[/dim]")
+        err.print(f"[dim]{_turns_summary(result)}[/dim]")
     err.print(f"wrote {', '.join(p.name for p in written)} to {out}/")
     return 0 if result is not None else 130
 
