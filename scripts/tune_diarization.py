@@ -31,14 +31,16 @@ from voicekit.vad import Endpointer, EndpointerOptions, make_vad
 HELD_OUT = {"sample"}
 
 
-def transcribe_all(files, vad: str, hangover: float, cache: Path, threshold: float):
-    path = cache / f"stt-{vad}-{hangover}-t{threshold}.pkl"
+def transcribe_all(files, vad: str, hangover: float, cache: Path, threshold: float, max_utterance: float):
+    default = max_utterance == EndpointerOptions().max_utterance
+    path = cache / f"stt-{vad}-{hangover}-t{threshold}{'' if default else f'-max{max_utterance}'}.pkl"
     if path.exists():
         return pickle.loads(path.read_bytes())
     stt = Transcriber()
     data = {}
     for f in files:
-        ep = Endpointer(make_vad(vad), EndpointerOptions(hangover=hangover, threshold=threshold))
+        ep = Endpointer(make_vad(vad), EndpointerOptions(hangover=hangover, threshold=threshold,
+                                                         max_utterance=max_utterance))
         utts = []
         for block in FileSource(f.audio):
             utts.extend(ep.push(block))
@@ -56,6 +58,9 @@ def main() -> int:
     ap.add_argument("--hangover", type=float, default=0.6)
     ap.add_argument("--vad-threshold", type=float, default=EndpointerOptions().threshold,
                     help="speech probability threshold of the endpointer (default: the endpointer's)")
+    ap.add_argument("--max-utterance", type=float, default=EndpointerOptions().max_utterance,
+                    help="seconds at which the endpointer closes an utterance while speech goes on "
+                         "(default: the endpointer's)")
     ap.add_argument("--window", type=float, default=1.0)
     ap.add_argument("--hop", type=float, default=0.25)
     ap.add_argument("--cache", default="/tmp/voicekit-tune")
@@ -72,7 +77,7 @@ def main() -> int:
     cache = Path(args.cache)
     cache.mkdir(parents=True, exist_ok=True)
     files = [f for f in load_index(args.eval_dir) if f.file_id not in HELD_OUT]
-    data = transcribe_all(files, args.vad, args.hangover, cache, args.vad_threshold)
+    data = transcribe_all(files, args.vad, args.hangover, cache, args.vad_threshold, args.max_utterance)
     encoder = SpeakerEncoder(window=args.window, hop=args.hop)
     refs = {f.file_id: load_reference(f, probe(f.audio).duration) for f in files}
     names, values = [], []
@@ -105,7 +110,8 @@ def main() -> int:
         print(f"{dict(zip(names, combo))}: live {100*pl.der:.1f} (conf {100*pl.confusion/pl.total:.1f}) "
               f"refined {100*pr.der:.1f} (conf {100*pr.confusion/pr.total:.1f}) exact {exact_l}/{exact_r}",
               file=sys.stderr)
-    print(f"\nrefine {' '.join(args.refine) or 'defaults'}; window {args.window} hop {args.hop} vad {args.vad} hangover {args.hangover}; "
+    print(f"\nrefine {' '.join(args.refine) or 'defaults'}; window {args.window} hop {args.hop} vad {args.vad} hangover {args.hangover} "
+          f"max utterance {args.max_utterance}; "
           f"{len(files)} files (held out: {sorted(HELD_OUT)}); DER c0.5 pooled")
     for pl_der, pr_der, combo, el, er, pl, pr in sorted(rows, key=lambda r: r[0] + r[1]):
         print(f"live {100*pl_der:5.1f}  refined {100*pr_der:5.1f}  exact#spk {el}/{er}  miss {100*pl.missed/pl.total:.1f}  {combo}")
