@@ -119,7 +119,12 @@ def test_load_errors_name_the_fix(tmp_path, monkeypatch):
     # the known trap: a plda entry naming a folder that does not exist is taken for a hub id
     from pyannote.audio.models.embedding import XVectorSincNet
 
-    write_random_pipeline(tmp_path / "noplda", XVectorSincNet(), plda=False)
+    import torch
+
+    embedding = XVectorSincNet()
+    state = torch.random.get_rng_state()
+    write_random_pipeline(tmp_path / "noplda", embedding, plda=False)
+    assert torch.equal(torch.random.get_rng_state(), state), "writing checkpoints reseeded the caller's torch generator"
     with pytest.raises(ModelError, match="`plda` must be an existing directory"):
         PyannoteModels(str(tmp_path / "noplda"))
     # pyannote.audio missing

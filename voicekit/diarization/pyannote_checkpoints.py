@@ -55,8 +55,9 @@ def save_checkpoint(model, path: str | Path) -> None:
 def write_random_pipeline(root: str | Path, embedding_model, plda: bool = True, segmentation: str = "small") -> Path:
     """Write a speaker-diarization pipeline directory with random weights.
 
-    The segmentation model is built after ``torch.manual_seed(0)``; the embedding model is the
-    caller's (seed it before building it for reproducible weights).
+    The segmentation model is built with torch's generator seeded 0 (inside ``torch.random.fork_rng``,
+    so the caller's random state is left as it was); the embedding model is the caller's (seed it
+    before building it for reproducible weights).
 
     Args:
         root: the directory to write (``config.yaml``, ``segmentation/``, ``embedding/``, ``plda/``).
@@ -83,13 +84,14 @@ def write_random_pipeline(root: str | Path, embedding_model, plda: bool = True, 
 
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
-    torch.manual_seed(0)
-    seg = PyanNet(**SEGMENTATION_SIZES[segmentation])
-    seg.specifications = Specifications(  # as pyannote/segmentation-3.0: powerset, 3 speakers, 2 at once
-        problem=Problem.MONO_LABEL_CLASSIFICATION, resolution=Resolution.FRAME, duration=10.0,
-        min_duration=10.0, classes=["speaker#1", "speaker#2", "speaker#3"], powerset_max_classes=2,
-        permutation_invariant=True)
-    seg.build()
+    with torch.random.fork_rng(devices=[]):  # seeded weights without touching the caller's generator
+        torch.manual_seed(0)
+        seg = PyanNet(**SEGMENTATION_SIZES[segmentation])
+        seg.specifications = Specifications(  # as pyannote/segmentation-3.0: powerset, 3 speakers, 2 at once
+            problem=Problem.MONO_LABEL_CLASSIFICATION, resolution=Resolution.FRAME, duration=10.0,
+            min_duration=10.0, classes=["speaker#1", "speaker#2", "speaker#3"], powerset_max_classes=2,
+            permutation_invariant=True)
+        seg.build()
     save_checkpoint(seg, root / "segmentation" / "pytorch_model.bin")
     embedding_model.specifications = Specifications(problem=Problem.REPRESENTATION,
                                                     resolution=Resolution.CHUNK, duration=5.0)
