@@ -246,6 +246,8 @@ def test_a_name_for_a_label_only_refinement_found_is_not_reported_unmatched(name
     assert "Speaker B matched" not in err and "Speaker B, Speaker Z matched" not in err
     doc = json.loads((out / "sample.refined.json").read_text())
     assert {t["name"] for t in doc["turns"] if t["speaker"] == "Speaker B"} == {"Sheila"}
+    # the refinement summary names a named speaker as the outputs do
+    assert "Speaker A → Speaker B (Sheila)" in err
 
 
 def test_overwrite_removes_the_replaced_meetings_outputs_and_nothing_else(named_refined, tmp_path):

@@ -746,12 +746,18 @@ def _unmatched_names(named: set[str], store) -> str | None:  # noqa: ANN001 - Me
 
 
 def _refined_summary(store) -> str:  # noqa: ANN001 - MeetingStore
-    """One line on a refinement: speakers found, live turns whose main speaker changed."""
+    """One line on a refinement: speakers found, live turns whose main speaker changed (a speaker
+    with a persistent name is shown with it, as the outputs show it)."""
     live, refined = store.turns(), store.turns(refined=True)
     changed = store.changed_turns()
+    names = store.speaker_names()
+
+    def shown(label: str) -> str:
+        return f"{label} ({names[label]})" if label in names else label
+
     return (f"refined: {_plural(len({t.speaker for t in refined}), 'speaker')} "
             f"(live: {len({t.speaker for t in live})}); {len(changed)} of {_plural(len(live), 'live turn')} "
-            "changed main speaker" + (" (" + ", ".join(f"#{tid} {a} → {b}" for tid, a, b in changed[:6])
+            "changed main speaker" + (" (" + ", ".join(f"#{tid} {shown(a)} → {shown(b)}" for tid, a, b in changed[:6])
                                       + (" …" if len(changed) > 6 else "") + ")" if changed else "")
             + "; the .refined files split turns whose words go to different speakers")
 
