@@ -168,12 +168,28 @@ def test_t7_first_object_inside_prose_and_fences(chat_server):
     assert (d.decided_by, d.responders) == ("director", ("Elena",))
 
 
-@pytest.mark.parametrize("chime", ['"true"', "1", "null", '"yes"'])
+@pytest.mark.parametrize("chime", ['"true"', "1", "0", "null", '"yes"'])
 def test_t7_chime_in_only_on_a_real_boolean(chime):
-    v = parse_director_output('{"responder": "A", "chime_in": %s}' % chime, ("A", "B"))
-    assert v is not None and v.responder == "A" and v.chime_in is False
-    v = parse_director_output('{"responder": "A", "chime_in": true}', ("A", "B"))
-    assert v.chime_in is True
+    """T7: anything but a JSON boolean for chime_in is no decision (the ladder falls to T5)."""
+    assert parse_director_output('{"responder": "A", "chime_in": %s}' % chime, ("A", "B")) is None
+    assert parse_director_output('{"scores": {"A": 0.9}, "chime_in": %s}' % chime, ("A", "B", "C")) is None
+    assert parse_director_output('{"responder": "A", "chime_in": true}', ("A", "B")).chime_in is True
+    assert parse_director_output('{"responder": "A", "chime_in": false}', ("A", "B")).chime_in is False
+    assert parse_director_output('{"responder": "A"}', ("A", "B")).chime_in is False  # absent: no chime-in
+
+
+def test_t7_a_chime_in_that_is_not_a_boolean_falls_back(chat_server):
+    chat_server.push('{"responder": "B", "chime_in": "true"}')
+    d = taker(chat_server, "Iris", "Elena").decide(AMBIGUOUS, ALICE)
+    assert (d.decided_by, d.director_error) == ("fallback", "unparseable output")
+
+
+def test_t7_deeply_nested_output_falls_back_instead_of_raising():
+    """The JSON decoder raises RecursionError on ~1,000 nested brackets; T7 never raises."""
+    nested = '{"responder": ' + "[" * 5000 + "]" * 5000 + "}"
+    assert parse_director_output(nested, ("A", "B")) is None
+    d = TurnTaker(members("Iris", "Elena"), director=lambda r: nested).decide(AMBIGUOUS, ALICE)
+    assert (d.decided_by, d.director_error) == ("fallback", "unparseable output")
 
 
 @pytest.mark.parametrize(

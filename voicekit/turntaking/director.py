@@ -116,7 +116,7 @@ def first_json_object(raw: str) -> dict | None:
     while start != -1:
         try:
             obj, _ = decoder.raw_decode(raw, start)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: about 1,000 nested brackets
             obj = None
         if isinstance(obj, dict):
             return obj
@@ -138,8 +138,10 @@ def parse_director_output(raw: str | None, keys: Sequence[str]) -> DirectorVerdi
 
     Takes the first ``{...}`` object. With two keys the object must hold ``"responder"`` equal to
     one of ``keys`` (exactly, as a string); with more it must hold ``"scores"``, a mapping whose
-    keys are all in ``keys`` and whose values are numbers in [0, 1] (at least one). ``chime_in``
-    counts only as a real JSON boolean ``true``; anything else reads as False.
+    keys are all in ``keys`` and whose values are numbers in [0, 1] (at least one). ``chime_in``,
+    when present, must be a real JSON boolean: ``"true"``, ``1`` or ``null`` reject the answer
+    (T7: "accept chime-in only on a real boolean; anything else → no decision"); absent, it is
+    False.
 
     Returns:
         The verdict, or None when the output gives no valid decision (the ladder then falls to
@@ -150,7 +152,9 @@ def parse_director_output(raw: str | None, keys: Sequence[str]) -> DirectorVerdi
     obj = first_json_object(raw)
     if obj is None:
         return None
-    chime = obj.get("chime_in") is True
+    chime = obj.get("chime_in", False)
+    if not isinstance(chime, bool):
+        return None
     if len(keys) <= 2:
         responder = obj.get("responder")
         if not isinstance(responder, str) or responder not in keys:
