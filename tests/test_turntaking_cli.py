@@ -99,6 +99,28 @@ def test_decisions_reach_on_speak_decision_hooks(members: Path):
     assert [(d.decided_by.value, d.responders, d.speaker) for d in seen] == [("mention", ("Elena",), "Diane")]
 
 
+def test_a_hook_script_on_the_command_line_receives_speak_decisions(members: Path, tmp_path: Path):
+    """T8 from the CLI: `--hook` registers a script's on_speak_decision (beside on_transcription),
+    and a replay of a real recording with --members delivers every decision to it."""
+    log = tmp_path / "decisions.txt"
+    script = tmp_path / "decisions.py"
+    script.write_text("from pathlib import Path\n"
+                      f"LOG = Path({str(log)!r})\n"
+                      "def on_speak_decision(decision):\n"
+                      "    with LOG.open('a') as f:\n"
+                      "        f.write(f'{decision.speaker}|{decision.decided_by.value}|{\",\".join(decision.responders)}\\n')\n",
+                      encoding="utf-8")
+    falcon = ROOT.parent / "shared" / "eval" / "picovoice_falcon" / "test.wav"
+    assert main(["replay", str(falcon), "--out", str(tmp_path / "out"), "--quiet",
+                 "--members", str(members), "--hook", str(script)]) == 0
+    lines = log.read_text(encoding="utf-8").splitlines()
+    print(lines)
+    assert len(lines) == 3  # the recording's three turns, one decision each
+    assert [line.split("|")[0] for line in lines] == ["Speaker A", "Speaker B", "Speaker C"]
+    assert all(line.split("|")[1] in {"mention", "group_address", "continuation", "fallback", "silence"}
+               for line in lines)
+
+
 def test_bad_members_file_is_a_cli_error(tmp_path: Path):
     with pytest.raises(CliError, match="cannot read"):
         speak_decisions(tmp_path / "missing.yaml")

@@ -95,7 +95,8 @@ def _hook_args(p: argparse.ArgumentParser, names_scope: str = "") -> None:
                    help=f"'Speaker A=Diane,Speaker B=Sheila'{names_scope}, or a file with one "
                         "'Speaker A = Diane' per line")
     g.add_argument("--hook", action="append", metavar="SCRIPT.py",
-                   help="a Python file defining on_transcription(turn) (repeatable)")
+                   help="a Python file defining on_transcription(turn), and/or on_speak_decision(decision) "
+                        "for --members (repeatable; docs/hooks.md)")
     g.add_argument("--hook-timeout", type=float, default=2.0, help="seconds a hook may run (default 2)")
 
 

@@ -129,11 +129,13 @@ class HookRunner:
         self.names.update({k.strip(): v.strip() for k, v in names.items() if k.strip() and v.strip()})
 
     def load_script(self, path: str | Path) -> None:
-        """Register ``on_transcription`` from a hook script.
+        """Register the hooks a hook script defines: ``on_transcription(turn)`` on
+        ``ON_TRANSCRIPTION``, ``on_speak_decision(decision)`` on ``ON_SPEAK_DECISION`` (one or both;
+        a function's name is its trigger's value).
 
         Raises:
-            HookError: missing file, a script that fails to import, or one without
-                ``on_transcription``.
+            HookError: missing file, a script that fails to import, or one that defines neither
+                function.
         """
         path = Path(path)
         if not path.is_file():
@@ -144,10 +146,13 @@ class HookRunner:
             spec.loader.exec_module(module)  # type: ignore[union-attr]
         except Exception as exc:  # noqa: BLE001
             raise HookError(f"hook script {path} failed to load: {type(exc).__name__}: {exc}") from exc
-        fn = getattr(module, "on_transcription", None)
-        if not callable(fn):
-            raise HookError(f"hook script {path} defines no on_transcription(turn) function")
-        self.register(fn, name=f"{path.name}:on_transcription")
+        found = [(trigger, fn) for trigger in HookTrigger
+                 if callable(fn := getattr(module, trigger.value, None))]
+        if not found:
+            raise HookError(f"hook script {path} defines no on_transcription(turn) function "
+                            "(nor on_speak_decision(decision))")
+        for trigger, fn in found:
+            self.register(fn, trigger, name=f"{path.name}:{trigger.value}")
 
     def _call(self, hook: _Hook, payload: Any) -> Any:
         future = None
