@@ -12,6 +12,8 @@ from _realtime_meeting import SCRIPT, open_store, turn
 
 from voicekit.attribution import RUNTIME_NOTE
 from voicekit.realtime import Broadcaster, DeliveryLog, LocalSession, RealtimeSession, SessionEvent
+from voicekit.realtime.session import ProviderError
+from voicekit.turns import SpeakerTurn
 
 
 class SlowSession(RealtimeSession):
@@ -135,3 +137,70 @@ def test_assistant_turns_in_the_store_are_not_sent(tmp_path):
     assert b.close(timeout=5)
     assert [e["item"]["id"] for e in local.sent if e["type"] == "conversation.item.create"] == [f"vk-t{a.turn_id}"]
     assert DeliveryLog(store.path, "s").statuses() == {a.turn_id: "delivered", r.turn_id: "skipped"}
+
+
+def _sent_items(local: LocalSession) -> list[dict]:
+    return [e["item"] for e in local.sent if e["type"] == "conversation.item.create"]
+
+
+def test_a11_without_a_store_alike_names_of_different_sources_are_ranked_across_turns():
+    """A broadcaster with no store keeps one register for the meeting: the second "Alice" (another
+    source) and "ALICE" get ranks, as with a store (they used to be ranked one turn at a time)."""
+    local = LocalSession(None, echo=None)
+    b = Broadcaster(local, None, session_id="nostore").start()
+    for i, (speaker, channel, name, text) in enumerate([("Speaker A", "mic", "Alice", "I am Alice"),
+                                                        ("Speaker B", "room1/1", "Alice", "me too"),
+                                                        ("Speaker C", "room1/2", "ALICE", "and me")], start=1):
+        b.on_turn(SpeakerTurn(speaker, text, i, i + 1, channel=channel, metadata={"sender_name": name}, turn_id=i))
+    assert b.close(timeout=5)
+    first_parts = [item["content"][0]["text"] for item in _sent_items(local)]
+    assert first_parts == ["I am Alice", 'Alice (2): "me too"', 'ALICE (3): "and me"']
+
+
+class RejectingSession(SlowSession):
+    """A provider that rejects the item with one client key."""
+
+    def __init__(self, reject: str) -> None:
+        super().__init__()
+        self.gate.set()
+        self.reject = reject
+
+    async def send_item(self, item, key) -> None:
+        if key == self.reject:
+            raise ProviderError("item too large", event_id="e1", code="invalid_request_error")
+        self.items.append((key, item))
+
+
+def test_a3_a_rejected_item_does_not_count_in_the_sessions_window():
+    """Bob's only line is rejected: the session has still heard one speaker, so Alice's next line
+    goes bare, without the note (it used to arrive labelled, as if Bob had been heard)."""
+    session = RejectingSession(reject="vk-t2")
+    b = Broadcaster(session, None, session_id="rejected").start()
+    for i, name, text in [(1, "Alice", "hello"), (2, "Bob", "a line the provider rejects"),
+                          (3, "Alice", "still only me"), (4, "Bob", "now I am heard")]:
+        b.on_turn(SpeakerTurn(f"Speaker {name[0]}", text, i, i + 1, channel="mic",
+                              metadata={"sender_name": name}, turn_id=i))
+    assert b.close(timeout=5)
+    assert b.stats["rejected"] == 1
+    sent = {key: [p["text"] for p in item["content"]] for key, item in session.items}
+    assert sent["vk-t1"] == ["hello"] and sent["vk-t3"] == ["still only me"]
+    assert sent["vk-t4"] == ['Bob: "now I am heard"', RUNTIME_NOTE]  # the second speaker heard: labels, note once
+
+
+def test_a2_one_speaker_multimodal_turn_is_the_same_with_attribution_on_or_off():
+    """A2: a one-speaker window is byte for byte what attribution off sends, multimodal parts too
+    (attribution off used to send the turn's text alone)."""
+    parts = [{"type": "input_text", "text": "look at this"},
+             {"type": "input_image", "image_url": "data:image/png;base64,AAAA"}]
+
+    def run(attribution: bool) -> list[str]:
+        local = LocalSession(None, echo=None)
+        b = Broadcaster(local, None, session_id="mm", attribution=attribution).start()
+        b.on_turn(SpeakerTurn("Speaker A", "look at this", 0, 1, channel="mic",
+                              metadata={"sender_name": "Alice", "parts": parts}, turn_id=1))
+        assert b.close(timeout=5)
+        return [json.dumps(item, ensure_ascii=False) for item in _sent_items(local)]
+
+    on, off = run(True), run(False)
+    assert on == off
+    assert json.loads(off[0])["content"] == parts

@@ -421,22 +421,44 @@ class AuthorRegister:
                        through_turn_id=None if row[2] is None else int(row[2]))
 
 
+class MemoryRegister:
+    """The author register of a meeting that keeps no store, in memory: each turn recorded in turn,
+    its rank fixed when it is recorded, as a store fixes it at commit (A11, A12).
+
+    Runs :class:`AuthorRegister` on a private in-memory SQLite database, so two sources whose
+    names read alike are told apart across every turn recorded, not only within one call.
+    """
+
+    def __init__(self) -> None:
+        self._conn = sqlite3.connect(":memory:", check_same_thread=False)
+        AuthorRegister.ensure_schema(self._conn)
+        self._register = AuthorRegister("memory")
+        self._recorded = 0
+
+    def record(self, turn: SpeakerTurn, participants: Sequence[Participant] = (), *,
+               assistant_id: str | None = None) -> SpeakerLabel | None:
+        """Record one turn and return its label (None for a turn that is not a speaker's)."""
+        self._recorded += 1
+        with meeting_lock(self._conn):
+            return self._register.record_turn(self._conn, self._recorded, turn, participants,
+                                              assistant_id=assistant_id)
+
+    def close(self) -> None:
+        """Free the in-memory database."""
+        self._conn.close()
+
+
 def rank_labels(turns: Sequence[SpeakerTurn], participants: Sequence[Participant] = (), *,
                 assistant_id: str | None = None) -> list[SpeakerLabel | None]:
-    """Labels for turns without a store: ranks given in the order of ``turns``.
+    """Labels for turns without a store: ranks given in the order of ``turns``
+    (a fresh :class:`MemoryRegister` over them).
 
-    Runs the same register as the stores on a private in-memory SQLite database. Meant for
-    tests and for callers that keep no store; a meeting with a store reads
-    :meth:`AuthorRegister.labels_for` instead, whose ranks were fixed at commit.
+    Meant for tests and for callers that keep no store; a meeting with a store reads
+    :meth:`AuthorRegister.labels_for` instead, whose ranks were fixed at commit, and a caller
+    that labels turns one at a time keeps one :class:`MemoryRegister` for the meeting.
     """
-    conn = sqlite3.connect(":memory:")
+    register = MemoryRegister()
     try:
-        AuthorRegister.ensure_schema(conn)
-        reg = AuthorRegister("memory")
-        out: list[SpeakerLabel | None] = []
-        with meeting_lock(conn):
-            for i, t in enumerate(turns, start=1):
-                out.append(reg.record_turn(conn, i, t, participants, assistant_id=assistant_id))
-        return out
+        return [register.record(t, participants, assistant_id=assistant_id) for t in turns]
     finally:
-        conn.close()
+        register.close()

@@ -58,6 +58,16 @@ def _parts(parts: Sequence[Any], labelled: bool) -> list[Any]:
     return out
 
 
+def unlabelled_content(turn: SpeakerTurn) -> list[Any]:
+    """The ``input_text`` parts of a turn sent without a label: its multimodal parts
+    (``metadata["parts"]``) when it has them, else its text; what a session receives from a
+    one-speaker window and with attribution switched off, byte for byte (A2)."""
+    parts = turn.metadata.get(PARTS_KEY)
+    if isinstance(parts, list):
+        return _parts(parts, False)
+    return [{"type": "input_text", "text": turn.text}]
+
+
 def _resolve(turns: Sequence[SpeakerTurn], labels: Sequence[SpeakerLabel | None] | None,
              participants: Sequence[Participant], assistant_id: str | None) -> Sequence[SpeakerLabel | None]:
     if labels is None:
@@ -190,19 +200,27 @@ class RealtimeAttribution:
         self._speakers.add(label.speaker_key)
         if len(self._speakers) >= 2:
             self.labelled = True
-        if isinstance(parts, list):
-            content = _parts(parts, self.labelled)
-            if self.labelled:
-                content = [{"type": "input_text", "text": f"{label.text}:"}] + content
-        elif self.labelled:
+        if not self.labelled:
+            content = unlabelled_content(turn)
+        elif isinstance(parts, list):
+            content = [{"type": "input_text", "text": f"{label.text}:"}] + _parts(parts, True)
+        else:
             content = [{"type": "input_text",
                         "text": label_lines(label.text, replace_mark_copies(turn.text))}]
-        else:
-            content = [{"type": "input_text", "text": turn.text}]
         if self.labelled and not self.note_sent:
             content.insert(1, {"type": "input_text", "text": RUNTIME_NOTE})
             self.note_sent = True
         return {"type": "message", "role": "user", "content": content}
+
+    def snapshot(self) -> tuple[frozenset, bool, bool]:
+        """The session's attribution state (speakers sent, labelled, note sent), for :meth:`restore`."""
+        return frozenset(self._speakers), self.labelled, self.note_sent
+
+    def restore(self, state: tuple[frozenset, bool, bool]) -> None:
+        """Go back to a :meth:`snapshot`: an item the provider rejected never reached the session's
+        window, so its speaker does not count and its note was not delivered (A1, A3)."""
+        speakers, self.labelled, self.note_sent = state
+        self._speakers = set(speakers)
 
     def line(self, turn: SpeakerTurn, label: SpeakerLabel | None) -> str:
         """The text of :meth:`item`'s first part (the labelled line), and note it as sent."""

@@ -36,8 +36,9 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from voicekit.attribution import Participant, RealtimeAttribution, SpeakerLabel, turn_role
+from voicekit.attribution.register import MemoryRegister
+from voicekit.attribution.views import unlabelled_content
 from voicekit.attribution.labels import is_speaker_turn
-from voicekit.attribution.note import RUNTIME_NOTE
 from voicekit.realtime.delivery import DELIVERED, REJECTED, SKIPPED, DeliveryLog
 from voicekit.realtime.session import ProviderError, RealtimeSession, SessionClosed, SessionEvent, log
 from voicekit.turns import SpeakerTurn
@@ -95,6 +96,7 @@ class Broadcaster:
         self._pending: collections.deque[tuple[str, Any]] = collections.deque()
         self._sent_speakers: list[SpeakerLabel] = []
         self._attr: RealtimeAttribution | None = None
+        self._register: MemoryRegister | None = None  # labels when there is no store
         self._dropped_conn = False
         self._log: DeliveryLog | None = None
         self.error: BaseException | None = None
@@ -289,26 +291,26 @@ class Broadcaster:
             if self._log is not None and turn.turn_id is not None:
                 self._log.mark(turn.turn_id, SKIPPED)
             return
+        state = self._attr.snapshot()
         if self.attribution:
             label = (self._log.label(turn, self.participants, self.assistant_id) if self._log is not None
                      and turn.turn_id is not None else None)
-            if label is None:
-                from voicekit.attribution import rank_labels
-
-                label = rank_labels([turn], self.participants, assistant_id=self.assistant_id)[0]
-            note_before = self._attr.note_sent
+            if label is None:  # no store: this broadcaster's own register ranks every turn it sends
+                if self._register is None:
+                    self._register = MemoryRegister()
+                label = self._register.record(turn, self.participants, assistant_id=self.assistant_id)
             item = self._attr.item(turn, label)
         else:
-            label, note_before = None, True
-            item = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": turn.text}]}
+            label = None
+            item = {"type": "message", "role": "user", "content": unlabelled_content(turn)}
         key = f"vk-t{turn.turn_id}" if turn.turn_id is not None else f"vk-x{id(turn)}"
         try:
             await self.session.send_item(item, key)
         except ProviderError as exc:
             log.error("realtime session %s rejected turn %s (client event %s, code %s): %s",
                       self.session_id, turn.turn_id, exc.event_id, exc.code, exc)
-            if not note_before and _has_note(item):
-                self._attr.note_sent = False  # the note did not arrive: it goes with the next item
+            # the item never reached the session: neither its speaker nor its note counts
+            self._attr.restore(state)
             if self._log is not None and turn.turn_id is not None:
                 self._log.mark(turn.turn_id, REJECTED)
             self.stats["rejected"] += 1
@@ -327,6 +329,3 @@ class Broadcaster:
         self.stats["replies_requested"] += 1
         await self.session.request_reply()
 
-
-def _has_note(item: dict[str, Any]) -> bool:
-    return any(p.get("text") == RUNTIME_NOTE for p in item.get("content", []) if isinstance(p, dict))
