@@ -66,6 +66,25 @@ def test_raising_and_slow_hooks_are_logged_and_the_turn_goes_on(caplog):
     assert "database down" in caplog.text and "timed out" in caplog.text
 
 
+def test_a_hooks_rename_for_the_speaker_stays_on_its_channel():
+    """A4/A5: in a LiveKit room each room-microphone lane has its own "Speaker A"; a hook's
+    rename for the speaker names that lane's Speaker A only, while --speaker-names (set_names)
+    name a label on every channel."""
+    hooks = HookRunner()
+    hooks.register(lambda t: HookResult.rename("Diane") if "I'm Diane" in t.text else None)
+    try:
+        first = hooks.run(turn(text="I'm Diane.").replace(channel="room/1"))
+        again = hooks.run(turn(text="Later, on lane one.").replace(channel="room/1"))
+        other = hooks.run(turn(text="I'm Omar.").replace(channel="room/2"))
+        hooks.set_names({"Speaker B": "Sheila"})
+        b1 = hooks.run(turn(speaker="Speaker B", text="Hello.").replace(channel="room/1"))
+        b2 = hooks.run(turn(speaker="Speaker B", text="Hello.").replace(channel="room/2"))
+    finally:
+        hooks.close()
+    assert [t.sender_name for t in (first, again, other, b1, b2)] == ["Diane", "Diane", "Speaker A", "Sheila", "Sheila"]
+    assert hooks.names == {"Speaker A": "Diane", "Speaker B": "Sheila"}  # what the store keeps, by label
+
+
 def test_hook_script(tmp_path):
     script = tmp_path / "rename.py"
     script.write_text("from voicekit.hooks import HookResult\n"

@@ -105,7 +105,11 @@ class HookRunner:
         timeout: seconds a hook may run before it is abandoned (default 2.0).
 
     Attributes:
-        names: persistent renames, speaker label -> name, applied to every turn before hooks run.
+        names: persistent renames, speaker label -> name (``--speaker-names`` and hooks' renames
+            ``for_speaker``), as the store keeps them. Applied to every turn before hooks run: a
+            name from :meth:`set_names` on every channel, a hook's rename only on the channel
+            of the turn it was given for (in a LiveKit room each room microphone lane has its
+            own "Speaker A").
         failures: ``(hook name, turn start, reason)`` of every hook that failed or timed out;
             for an event without a start time (a speak decision) the start is None.
     """
@@ -114,6 +118,8 @@ class HookRunner:
         self.timeout = timeout
         self._hooks: dict[HookTrigger, list[_Hook]] = {t: [] for t in HookTrigger}
         self.names: dict[str, str] = {}
+        self._given: dict[str, str] = {}  # set_names: label -> name, on every channel
+        self._renamed: dict[tuple[str, str], str] = {}  # a hook's for_speaker rename: (channel, label) -> name
         self.failures: list[tuple[str, float, str]] = []
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="voicekit-hook")
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -125,8 +131,10 @@ class HookRunner:
         self._hooks[trigger].append(_Hook(name or getattr(fn, "__qualname__", repr(fn)), fn))
 
     def set_names(self, names: dict[str, str]) -> None:
-        """Persistent renames, e.g. ``{"Speaker A": "Diane"}``."""
-        self.names.update({k.strip(): v.strip() for k, v in names.items() if k.strip() and v.strip()})
+        """Persistent renames, e.g. ``{"Speaker A": "Diane"}``, on every channel."""
+        given = {k.strip(): v.strip() for k, v in names.items() if k.strip() and v.strip()}
+        self._given.update(given)
+        self.names.update(given)
 
     def load_script(self, path: str | Path) -> None:
         """Register the hooks a hook script defines: ``on_transcription(turn)`` on
@@ -241,8 +249,9 @@ class HookRunner:
         if self._resume is not None and self._resume[0] == received:
             first, turn = self._resume[1], self._resume[2]
         else:
-            if turn.speaker in self.names:
-                turn = turn.replace(metadata={**turn.metadata, "sender_name": self.names[turn.speaker]})
+            name = self._renamed.get((turn.channel, turn.speaker)) or self._given.get(turn.speaker)
+            if name is not None:
+                turn = turn.replace(metadata={**turn.metadata, "sender_name": name})
         self._resume = None
         hooks = self._hooks[HookTrigger.ON_TRANSCRIPTION]
         for i in range(first, len(hooks)):
@@ -276,6 +285,7 @@ class HookRunner:
                 if result.name is not None and result.name.strip():
                     turn = turn.replace(metadata={**turn.metadata, "sender_name": result.name.strip()})
                     if result.for_speaker:
+                        self._renamed[(turn.channel, turn.speaker)] = result.name.strip()
                         self.names[turn.speaker] = result.name.strip()
                 if result.text is not None:
                     turn = turn.replace(text=result.text)
