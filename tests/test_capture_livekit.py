@@ -461,3 +461,47 @@ def test_lane_failures_are_isolated(tmp_path, monkeypatch):
     assert "fellow americans" in text and "your country" in text
     assert {t.speaker for t in store.turns()} <= {"Diane", "Bob"}
     assert all(t.speaker == "Diane" and t.sender_name == "Diane" for t in diane.turns)
+
+
+def test_a11_a_livekit_identity_keeps_its_name_against_a_renamed_room_speaker(tmp_path, monkeypatch):
+    """attribution.md A11: a LiveKit identity is a registered participant. A hook renames the room
+    microphone's speakers "Alice" and their turn is committed before the real Alice (her own
+    lane, already in the room) says anything: she still reads "Alice", the room speaker
+    "Alice (2)" (before, the first to commit took the bare name)."""
+    _sdk_or_skip()
+    from livekit import rtc
+
+    from _capture_common import FALCON
+    from voicekit.capture.livekit_bot import ROOM_MIC_ATTRIBUTE, LiveKitBot
+    from voicekit.hooks import HookResult, HookRunner
+    from voicekit.store import MeetingStore
+
+    monkeypatch.setattr(rtc, "AudioStream", FakeStream)
+    store = MeetingStore(tmp_path / "meeting.sqlite")
+    hooks = HookRunner()
+    hooks.register(lambda t: HookResult(name="Alice") if t.channel == "r/1" else None)
+    room_spoke = threading.Event()
+    bot = LiveKitBot("ws://unused", "unused", components=components(), store=store, hooks=hooks,
+                     max_queue_seconds=120, on_turn=lambda t: t.channel == "r/1" and room_spoke.set())
+    bot.room_name = "r"
+
+    async def scenario():
+        _subscribe(bot, 0, "conference-room", "Room 4", _pcm16(FALCON), attributes={ROOM_MIC_ATTRIBUTE: "true"})
+        _subscribe(bot, 1, "alice-identity", "Alice", _pcm16(JFK))
+        alice = bot.lanes["TR_1"].pipeline.endpointer
+        push = alice.push
+        alice.push = lambda block: (room_spoke.wait(60), push(block))[1]  # Alice speaks after the room
+        await until(lambda: all(l.closed for l in bot.lanes.values()), 90, "both lanes to end")
+        await bot.close()
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        hooks.close()
+    turns = store.turns()
+    labels = {(t.channel, lab.text) for t, lab in zip(turns, store.labels(turns))}
+    store.close()
+    print(sorted(labels))
+    assert min(turns, key=lambda t: t.turn_id).channel == "r/1"  # the renamed room speaker committed first
+    assert {text for channel, text in labels if channel == "r/2"} == {"Alice"}
+    assert {text for channel, text in labels if channel == "r/1"} == {"Alice (2)"}

@@ -31,6 +31,7 @@ from voicekit.vad import Endpointer, EndpointerOptions, Utterance, make_vad
 from voicekit.voiceprints import VoiceIdentifier
 
 if TYPE_CHECKING:
+    from voicekit.attribution import Participant
     from voicekit.diarization.pyannote_backend import PyannoteModels, PyannoteOptions
 
 log = logging.getLogger(__name__)
@@ -290,7 +291,6 @@ class Pipeline:
         """Hooks, store, sinks for one turn of the utterance at the head of the pending queue."""
         t = time.perf_counter()
         progress = self._progress
-        participants = ()
         if self.voices is not None:
             turn = turn.replace(metadata=self.voices.stamp(turn.metadata, turn.speaker))
         final = self.hooks.run(turn)
@@ -300,12 +300,11 @@ class Pipeline:
             return
         if self.voices is not None:
             final = self._check_identity(final)
-            participants = self.voices.participants
         if final.emitted_at is not None:
             # the turn goes out after its hooks: their time is part of the turn's latency
             final = final.replace(emitted_at=round(final.emitted_at + time.perf_counter() - t, 3))
         if self.store is not None:
-            final = self.store.commit(final, participants)
+            final = self.store.commit(final, self.participants())
         self.turns.append(final)
         # committed: counted before the sinks, so that an interrupt inside one never commits it again
         progress.done += 1
@@ -315,6 +314,12 @@ class Pipeline:
                 self.on_turn(final)
             except Exception:  # noqa: BLE001 - a sink never stops the meeting
                 log.exception("a turn sink failed; the turn is committed")
+
+    def participants(self) -> tuple[Participant, ...]:
+        """The meeting's registered participants, given to the store's author register with each
+        turn (A11: they keep their bare names against look-alikes): the enrolled voices matched so
+        far."""
+        return tuple(self.voices.participants) if self.voices is not None else ()
 
     def _check_identity(self, turn: SpeakerTurn) -> SpeakerTurn:
         """A turn a hook renamed away from its voice's name no longer claims the voice's identity."""

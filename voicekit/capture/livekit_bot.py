@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from voicekit.attribution import Participant
 from voicekit.audio import SAMPLE_RATE
 from voicekit.capture import CaptureError
 from voicekit.hooks import HookRunner
@@ -168,6 +169,12 @@ class _LanePipeline(Pipeline):
         if not lane.room_mic:
             self.diarizer = SingleSpeaker(lane.label)
 
+    def participants(self) -> tuple[Participant, ...]:
+        """The enrolled voices matched on this lane, and every named person's lane of the room:
+        a LiveKit identity is a registered participant (A11), whose display name a hook's rename
+        or another source cannot take."""
+        return (*super().participants(), *self.bot.participants())
+
     def _commit(self, turn: SpeakerTurn) -> None:
         lane = self.lane
         shift = lane.offset or 0.0
@@ -298,6 +305,13 @@ class LiveKitBot:
                     pass
         finally:
             await self.close()
+
+    def participants(self) -> tuple[Participant, ...]:
+        """One registered participant per lane of a named person (not a room microphone, which
+        many people share): ``id`` the LiveKit identity, the display name, the lane's channel
+        (attribution.md A11: a LiveKit identity keeps the bare name against look-alikes)."""
+        return tuple(Participant(id=lane.identity, display_name=lane.name, channels=(lane.channel,))
+                     for lane in list(self.lanes.values()) if lane.name and not lane.room_mic)
 
     # --- lanes ----------------------------------------------------------------------------
     def _is_room_mic(self, participant) -> bool:  # noqa: ANN001
