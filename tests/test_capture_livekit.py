@@ -348,7 +348,8 @@ def test_cli_transcribes_a_room_and_ends_on_ctrl_c(tmp_path):
 
 class FakeStream:
     """Stands in for ``rtc.AudioStream``: yields a track's recording (``track.pcm``, 16 kHz int16) in
-    100 ms frames as fast as the lane takes them; raises mid-way when ``track.breaks``."""
+    100 ms frames as fast as the lane takes them, once ``track.hold`` (a threading.Event, when
+    given) is set; raises mid-way when ``track.breaks``."""
 
     def __init__(self, track, **kw) -> None:  # noqa: ANN003
         self.track = track
@@ -360,6 +361,9 @@ class FakeStream:
         from types import SimpleNamespace
 
         pcm = self.track.pcm
+        hold = getattr(self.track, "hold", None)
+        while hold is not None and not hold.is_set():
+            await asyncio.sleep(0.01)
         for i in range(0, len(pcm), 1600):
             if self.track.breaks and i >= 5 * 1600:
                 raise RuntimeError("transport broke")
@@ -378,12 +382,12 @@ def _pcm16(path) -> np.ndarray:
 
 
 def _subscribe(bot, n: int, identity: str, name: str, pcm: np.ndarray, breaks: bool = False,
-               attributes: dict | None = None) -> None:
+               attributes: dict | None = None, hold: threading.Event | None = None) -> None:
     from types import SimpleNamespace
 
     from livekit import rtc
 
-    track = SimpleNamespace(kind=rtc.TrackKind.KIND_AUDIO, breaks=breaks, pcm=pcm)
+    track = SimpleNamespace(kind=rtc.TrackKind.KIND_AUDIO, breaks=breaks, pcm=pcm, hold=hold)
     bot._on_track_subscribed(track, SimpleNamespace(sid=f"TR_{n}"),
                              SimpleNamespace(identity=identity, name=name, attributes=attributes or {}))
 
@@ -487,10 +491,7 @@ def test_a11_a_livekit_identity_keeps_its_name_against_a_renamed_room_speaker(tm
 
     async def scenario():
         _subscribe(bot, 0, "conference-room", "Room 4", _pcm16(FALCON), attributes={ROOM_MIC_ATTRIBUTE: "true"})
-        _subscribe(bot, 1, "alice-identity", "Alice", _pcm16(JFK))
-        alice = bot.lanes["TR_1"].pipeline.endpointer
-        push = alice.push
-        alice.push = lambda block: (room_spoke.wait(60), push(block))[1]  # Alice speaks after the room
+        _subscribe(bot, 1, "alice-identity", "Alice", _pcm16(JFK), hold=room_spoke)  # speaks after the room
         await until(lambda: all(l.closed for l in bot.lanes.values()), 90, "both lanes to end")
         await bot.close()
 
@@ -503,5 +504,6 @@ def test_a11_a_livekit_identity_keeps_its_name_against_a_renamed_room_speaker(tm
     store.close()
     print(sorted(labels))
     assert min(turns, key=lambda t: t.turn_id).channel == "r/1"  # the renamed room speaker committed first
+    assert bot.lanes["TR_1"].offset > bot.lanes["TR_0"].offset  # Alice's audio began after the room's turn
     assert {text for channel, text in labels if channel == "r/2"} == {"Alice"}
     assert {text for channel, text in labels if channel == "r/1"} == {"Alice (2)"}
