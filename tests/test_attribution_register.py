@@ -178,3 +178,42 @@ def test_a12_sqlite_lock_two_processes_get_distinct_stable_ranks(tmp_path):
         ranks.setdefault(src, set()).add(rank)
     assert all(len(r) == 1 for r in ranks.values())  # stable
     assert sorted(r.pop() for r in ranks.values()) == [1, 2, 3, 4]  # distinct
+
+
+def test_a12_through_the_pipeline_a_blocked_turn_takes_no_rank_a_private_one_does(tmp_path):
+    """A12 on the real path (Pipeline → HookRunner → MeetingStore), not a minimal store: on a
+    recording with four turns a hook names them Alice / ALICE (a private aside) / alice (blocked)
+    / aLiCe; the blocked turn is not stored and took no rank, the aside kept its own."""
+    from _pipeline_support import EVAL, components
+
+    from voicekit.hooks import HookResult, HookRunner
+    from voicekit.pipeline import Pipeline, PipelineOptions
+    from voicekit.sources import FileSource
+    from voicekit.store import MeetingStore
+
+    names = iter(["Alice", "ALICE", "alice", "aLiCe"])
+
+    def name_each_turn(t):  # noqa: ANN001, ANN202
+        name = next(names, None)
+        if name is None:
+            return None
+        if name == "alice":
+            return HookResult.blocked()
+        meta = {**t.metadata, "sender_name": name, **({"visibility": "private"} if name == "ALICE" else {})}
+        return t.replace(metadata=meta)
+
+    hooks = HookRunner()
+    hooks.register(name_each_turn)
+    store = MeetingStore(tmp_path / "meeting.sqlite")
+    try:
+        result = Pipeline(PipelineOptions(), components(), hooks=hooks, store=store).run(
+            FileSource(EVAL / "pyaudioanalysis" / "diarizationExample.wav"))
+        turns = store.turns()
+        labels = [lab.text for lab in store.labels(turns)]
+    finally:
+        hooks.close()
+        store.close()
+    print(labels)
+    assert result.blocked == 1
+    assert labels[:3] == ["Alice", "ALICE (2)", "aLiCe (3)"]
+    assert all(t.sender_name != "alice" for t in turns)
