@@ -36,9 +36,9 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from voicekit.attribution import Participant, RealtimeAttribution, SpeakerLabel, turn_role
+from voicekit.attribution.labels import is_speaker_turn
 from voicekit.attribution.register import MemoryRegister
 from voicekit.attribution.views import unlabelled_content
-from voicekit.attribution.labels import is_speaker_turn
 from voicekit.realtime.delivery import DELIVERED, REJECTED, SKIPPED, DeliveryLog
 from voicekit.realtime.session import ProviderError, RealtimeSession, SessionClosed, SessionEvent, log
 from voicekit.turns import SpeakerTurn
