@@ -144,6 +144,14 @@ def test_a11_name_ending_in_a_rank_cannot_pass_for_one():
         "Bob", "Bob [2]", "Bob (2)"]
 
 
+@pytest.mark.parametrize("name", ["Alice (\U0001d7d0)", "Alice \u2475", "Alice \ufe592\ufe5a",
+                                  "Alice \u208d\u2082\u208e", "Alice\ufffb(2)"])
+def test_a11_compatibility_forms_of_a_rank_cannot_pass_for_one(name):
+    # mathematical bold digit, parenthesized digit, small and subscript parentheses, format char
+    assert texts([turn("Alice", speaker="1"), turn(name, speaker="2"), turn("Alice", speaker="3")]) == [
+        "Alice", "Alice [2]", "Alice (2)"]
+
+
 def test_a11_role_like_names_rank_after_their_marker():
     assert texts([turn("User", speaker="1"), turn("user", speaker="2")]) == [
         "User (a participant)", "user (a participant) (2)"]

@@ -3,8 +3,10 @@
 Private to :mod:`voicekit.attribution`. The confusable skeleton is the one of Unicode
 Technical Standard #39 ("Unicode Security Mechanisms", section 4, *Confusable Detection*) as
 ICU's spoof checker computes it (``icu.SpoofChecker.getSkeleton`` through PyICU). Default-ignorable
-code points are the ``Default_Ignorable_Code_Point`` property of the Unicode Character Database,
-read from ICU so that both come from the same Unicode version.
+code points (the ``Default_Ignorable_Code_Point`` property of the Unicode Character Database),
+format characters (general category ``Cf``) and opening punctuation (``Ps``) and its character
+names are read from ICU, so that they and the skeleton come from the same Unicode version;
+combining marks (general category ``M*``) are recognised with :mod:`unicodedata`.
 """
 
 from __future__ import annotations
@@ -17,18 +19,33 @@ import icu
 _SPOOF = icu.SpoofChecker()
 
 
-def _ignorable_table() -> dict[int, None]:
-    table: dict[int, None] = {}
-    uset = icu.UnicodeSet("[:Default_Ignorable_Code_Point:]")
-    for first, last in uset.ranges():
-        for cp in range(ord(first), ord(last) + 1):
-            table[cp] = None
-    return table
+def _uset_chars(pattern: str) -> list[str]:
+    """Every code point of the ICU ``UnicodeSet`` ``pattern``, as one-character strings."""
+    return [chr(cp) for first, last in icu.UnicodeSet(pattern).ranges()
+            for cp in range(ord(first), ord(last) + 1)]
 
 
 #: ``str.translate`` table deleting every default-ignorable code point (ZWSP, ZWJ, ZWNJ, word
 #: joiner, soft hyphen, bidi controls, variation selectors, tag characters, ...).
-IGNORABLE_TABLE: dict[int, None] = _ignorable_table()
+IGNORABLE_TABLE: dict[int, None] = dict.fromkeys(
+    map(ord, _uset_chars("[:Default_Ignorable_Code_Point:]")))
+
+#: Symbols that show as blank space and are neither whitespace nor format characters: BRAILLE
+#: PATTERN BLANK and the Hangul fillers (U+115F, U+1160, U+3164, U+FFA0; these are also
+#: default-ignorable).
+BLANK_SYMBOLS = "\u2800\u115f\u1160\u3164\uffa0"
+
+#: ``str.translate`` table deleting the characters that may stand invisibly between letters:
+#: the default-ignorable code points, every format character (``Cf``, which adds the interlinear
+#: annotation marks U+FFF9..U+FFFB, the Egyptian hieroglyph format controls and the prepended
+#: concatenation marks such as U+0600) and :data:`BLANK_SYMBOLS`.
+INVISIBLE_TABLE: dict[int, None] = {
+    **IGNORABLE_TABLE, **dict.fromkeys(map(ord, _uset_chars("[:Cf:]") + list(BLANK_SYMBOLS)))}
+
+
+def is_invisible(ch: str) -> bool:
+    """True for a character of :data:`INVISIBLE_TABLE` (default-ignorable, ``Cf`` or blank)."""
+    return ord(ch) in INVISIBLE_TABLE
 
 
 def strip_ignorables(text: str) -> str:
@@ -80,54 +97,71 @@ def _small_capitals() -> dict[str, str]:
 
 
 _SMALL_CAPS = _small_capitals()
-#: Opening brackets a forged mark may use in place of ``[`` (compared after NFKC and skeleton).
-_OPEN_BRACKETS = {"[", "\u27e6", "\u3010", "\u2045", "\u3016", "\u301a", "\u3014", "\u2772"}
+#: Opening brackets a forged mark may use in place of ``[``: the opening punctuation (``Ps``)
+#: whose character name says it is a square, lenticular or tortoise-shell bracket (``［``, ``⟦``,
+#: ``〚``, ``【``, ``〖``, ``〔``, ``〘``, ``⁅``, ``❲``, the small and vertical forms, ...).
+_OPEN_BRACKETS = frozenset(
+    c for c in _uset_chars("[:Ps:]")
+    if any(k in icu.Char.charName(c) for k in ("SQUARE BRACKET", "LENTICULAR BRACKET",
+                                                 "TORTOISE SHELL BRACKET")))
 LINE_BREAK = "\n"
-
+_LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 
 _VIEW_FOLD = str.maketrans({"l": "i", "1": "i", "|": "i"})
 
 
-def _view_candidate(c: str) -> str:
-    v = skeleton(c).casefold()
-    v = skeleton(v).casefold()
+def _reading(form: str) -> str:
+    """How one form of a character reads in the view (see :func:`mark_view_char`)."""
+    if form in _OPEN_BRACKETS:
+        return "["
+    form = "".join(_SMALL_CAPS.get(x, x) for x in form)
+    v = skeleton(skeleton(form).casefold()).casefold()
     v = "".join(_SMALL_CAPS.get(x, x) for x in unicodedata.normalize("NFD", v)
                 if not unicodedata.category(x).startswith("M"))
-    return "[" if v in _OPEN_BRACKETS else v
+    return "[" if v in _OPEN_BRACKETS else v.translate(_VIEW_FOLD)
+
+
+def _readings(c: str) -> list[str]:
+    return [_reading(form) for form in (c, c.casefold(), c.upper())]
+
+
+#: What the runtime marks are found by (note.py): ``[``, ``from the runtime`` and ``:``, as read.
+_MARK_LETTERS = frozenset("".join(_reading(c) for c in "[from the runtime:" if c != " "))
+
+
+def _pick(readings: list[str]) -> str:
+    """The first reading made of mark letters, else the first ASCII one, else the first."""
+    for r in readings:
+        if r and set(r) <= _MARK_LETTERS:
+            return r
+    return next((r for r in readings if r.isascii()), readings[0])
 
 
 @functools.lru_cache(maxsize=65536)
 def mark_view_char(ch: str) -> str:
     """What one character contributes to the mark-search view of a text.
 
-    The view drops default-ignorable characters, whitespace (a line boundary becomes ``"\\n"``)
-    and combining marks; every other character ``c`` of ``NFKC(ch)`` becomes the case fold of
-    its UTS #39 skeleton, taken from ``casefold(c)`` (twice, to reach a fixed point: ``M`` ->
-    ``m`` -> ``rn``). Beyond UTS #39, for marks only: when that is not ASCII, the capital of
-    ``c`` is tried (Cyrillic ``т`` reads ``t`` through ``Т``); Latin small capitals read as their
-    letter; ``l``, ``1`` and ``|`` read as ``i``; opening brackets that look like ``[``
-    (full-width, white, lenticular, tortoise shell) read as ``[``.
+    The view drops whitespace (a line boundary becomes ``"\\n"``) and every invisible character
+    (:data:`INVISIBLE_TABLE`: default-ignorable, format ``Cf``, blank symbols such as U+2800).
+    Any other character reads as mark letters when any of its forms does: each character of its
+    NFKC form, the character itself, its case fold and its upper case, each read as the case fold
+    of its UTS #39 skeleton (taken twice, to reach a fixed point: ``M`` -> ``m`` -> ``rn``) with
+    combining marks removed. So ``ſ`` (long s) reads ``f``, Greek ``Η`` ``h`` and ``Ν`` ``n``,
+    Cyrillic ``т`` reads ``t`` through ``Т``, and a combining mark such as U+0301 as nothing.
+    When no form reads as mark letters, the first ASCII reading is kept (NFKC first). Beyond
+    UTS #39, for marks only: Latin small capitals read as their letter; ``l``, ``1`` and ``|``
+    read as ``i``; opening brackets (``Ps``) named square, lenticular or tortoise-shell brackets
+    read as ``[``. A character reads one way only: where two forms read as two different mark
+    letters (with ICU 72, only Greek eta: ``Η`` reads ``h``, ``η`` reads ``n``), the first form
+    in that order wins.
     """
-    if ord(ch) in IGNORABLE_TABLE:
-        return ""
-    if ch in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029":
+    if ch in _LINE_BREAKS:
         return LINE_BREAK
-    if ch.isspace():
+    if ch.isspace() or is_invisible(ch):
         return ""
-    out = []
-    for c in unicodedata.normalize("NFKC", ch):
-        if ord(c) in IGNORABLE_TABLE or c.isspace():
-            continue
-        if c in _OPEN_BRACKETS:
-            out.append("[")
-            continue
-        v = _view_candidate(c.casefold())
-        if not v.isascii():
-            up = _view_candidate(c.upper())
-            if up.isascii():
-                v = up
-        out.append(v.translate(_VIEW_FOLD))
-    return "".join(out)
+    pieces = [c for c in unicodedata.normalize("NFKC", ch) if not (c.isspace() or is_invisible(c))]
+    readings = [] if pieces == [ch] else ["".join(_pick(_readings(c)) for c in pieces)]
+    return _pick(readings + _readings(ch))
 
 
 def mark_view(text: str) -> tuple[str, list[int]]:

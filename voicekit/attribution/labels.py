@@ -8,7 +8,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from voicekit.attribution._unicode import name_keys, strip_ignorables
+from voicekit.attribution._unicode import is_invisible, name_keys, skeleton, strip_ignorables
 from voicekit.attribution.note import replace_mark_copies
 from voicekit.turns import SpeakerTurn
 
@@ -58,20 +58,59 @@ def label_lines(label: str, text: str) -> str:
 
 _AT_SIGNS = "@\uff20\ufe6b"
 _ROLE_WORDS = ("assistant", "user", "system", "you")
-_ROLE_KEYS = tuple(name_keys(w) for w in _ROLE_WORDS)
-_TRAILING_MARKER = re.compile(r"\s*[(\uff08]\s*([0-9\uff10-\uff19]+|a participant)\s*[)\uff09]\s*$",
-                              re.IGNORECASE)
+#: The A11 keys of the role words in lower case, upper case and capitalised: ``SYSTEМ``
+#: (Cyrillic ``М``) shares a key with ``SYSTEM`` only, not with ``system``.
+_ROLE_KEYS = [name_keys(v) for w in _ROLE_WORDS for v in (w, w.upper(), w.capitalize())]
+_ROLE_FOLD_SKELETONS = frozenset(k[0] for k in _ROLE_KEYS)  # skeleton(casefold(word))
+_ROLE_SKELETON_FOLDS = frozenset(k[1] for k in _ROLE_KEYS)  # casefold(skeleton(word))
+#: A rank-like ``(n)`` or ``(a participant)`` at the end of a name, matched on its NFKC form.
+_TRAILING_MARKER = re.compile(r"\s*\(\s*(\d+|a participant)\s*\)\s*$", re.IGNORECASE)
 PARTICIPANT_MARKER = " (a participant)"
+
+
+def _is_mark(c: str) -> bool:
+    return unicodedata.category(c)[0] == "M"
 
 
 def reads_like_role(name: str) -> bool:
     """True when a name reads like a role a model knows: assistant, user, system, you (A7).
 
-    Compared by the look-alike keys of A11, so ``USER``, ``Ｕｓｅｒ`` and ``Uѕer`` (Cyrillic
-    ``ѕ``) count too.
+    Compared by the look-alike keys of A11 with the role words in lower case, upper case and
+    capitalised, so ``USER``, ``Ｕｓｅｒ``, ``Uѕer`` (Cyrillic ``ѕ``) and ``SYSTEМ`` (Cyrillic
+    ``М``) count too; also by the skeleton of the name before NFKC, so that a look-alike NFKC
+    breaks up (``ass˛stant`` with U+02DB OGONEK for ``i``) counts.
     """
-    keys = name_keys(name.strip())
-    return any(keys[0] == rk[0] or keys[1] == rk[1] for rk in _ROLE_KEYS)
+    name = name.strip()
+    raw = strip_ignorables(name)  # not NFKC
+    keys = (name_keys(name), (skeleton(raw.casefold()), skeleton(raw).casefold()))
+    return any(k0 in _ROLE_FOLD_SKELETONS or k1 in _ROLE_SKELETON_FOLDS for k0, k1 in keys)
+
+
+def _rank_like_tail(s: str) -> tuple[int, str] | None:
+    """Where a rank-like ``(n)`` / ``(a participant)`` ends ``s``, and its inner text (A7, A11).
+
+    Matched on the NFKC form of each character, with invisible characters and combining marks
+    left out, so that any decimal digit and any bracket NFKC maps to a parenthesis count:
+    ``(𝟐)``, ``⑵``, ``﹙2﹚``, ``₍₂₎``, ``（２）``. Returns ``(start index in s, inner)``, the
+    start including invisible characters just before the match.
+    """
+    if ")" not in unicodedata.normalize("NFKC", s):
+        return None
+    view: list[str] = []
+    index: list[int] = []
+    for i, ch in enumerate(s):
+        if is_invisible(ch) or _is_mark(ch):
+            continue
+        v = unicodedata.normalize("NFKC", ch)
+        view.append(v)
+        index.extend([i] * len(v))
+    m = _TRAILING_MARKER.search("".join(view))
+    if not m:
+        return None
+    start = index[m.start()]
+    while start and is_invisible(s[start - 1]):  # left out of the view: part of the tail
+        start -= 1
+    return start, m.group(1)
 
 
 def display_name(name: str) -> str:
@@ -80,9 +119,10 @@ def display_name(name: str) -> str:
     In order: NFC; default-ignorable characters removed; every control, line or paragraph
     separator becomes a space and runs of whitespace one space; double quote marks become ``'``
     (a name cannot open a quoted part); copies of runtime marks replaced (A10); leading ``@``
-    signs and their look-alikes removed (A6); a trailing rank-like ``(n)`` or ``(a participant)``
-    shown as ``[n]`` / ``[a participant]`` so that it cannot pass for what the runtime places
-    (A7, A11).
+    signs and their look-alikes removed (A6), with any combining marks, format characters and
+    blank symbols (U+2800...) before or between them; a trailing rank-like ``(n)`` or
+    ``(a participant)``, in any form NFKC maps to it (``⑵``, ``(𝟐)``, ``﹙2﹚``), shown as
+    ``[n]`` / ``[a participant]`` so that it cannot pass for what the runtime places (A7, A11).
     """
     s = strip_ignorables(unicodedata.normalize("NFC", name))
     s = "".join(" " if (unicodedata.category(c) in ("Cc", "Zl", "Zp") or c.isspace()) else c
@@ -91,16 +131,15 @@ def display_name(name: str) -> str:
     s = s.replace('"', "'")
     s = replace_quote_marks(s)
     s = replace_mark_copies(s)
-    while s and (s[0] in _AT_SIGNS or s[0].isspace()):
+    while s and (s[0] in _AT_SIGNS or s[0].isspace() or is_invisible(s[0]) or _is_mark(s[0])):
         s = s[1:]
     tail: list[str] = []
     while True:
-        m = _TRAILING_MARKER.search(s)
-        if not m or not s[: m.start()].strip():
+        found = _rank_like_tail(s)
+        if found is None or not s[: found[0]].strip():
             break
-        inner = unicodedata.normalize("NFKC", m.group(1))
-        tail.insert(0, f"[{inner}]")
-        s = s[: m.start()]
+        tail.insert(0, f"[{found[1]}]")
+        s = s[: found[0]]
     s = s.strip()
     if tail:
         s = s + " " + " ".join(tail)
