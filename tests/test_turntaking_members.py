@@ -70,6 +70,23 @@ def test_members_file_errors(data):
         parse_members(data)
 
 
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"members": [{"name": "Iris", "instruction": "x"}]},
+         "member 'Iris': unknown key 'instruction' (did you mean 'instructions'?"),
+        ({"member": ["Iris"]}, "members file: unknown key 'member' (did you mean 'members'?"),
+        ({"members": ["Iris"], "continuation": {"max_char": 10}}, "continuation: unknown key 'max_char'"),
+        ({"members": ["Iris"], "director": {"timeout": 2}}, "director: unknown key 'timeout'"),
+    ],
+)
+def test_a_misspelled_key_is_an_error_naming_the_key_it_resembles(data, message):
+    """A typo in members.yaml used to be ignored (the member silently had no instructions)."""
+    with pytest.raises(MembersError) as info:
+        parse_members(data)
+    assert message in str(info.value)
+
+
 def test_members_file_bad_yaml(tmp_path):
     path = tmp_path / "members.yaml"
     path.write_text("members: [unclosed", encoding="utf-8")

@@ -192,6 +192,24 @@ def _as_str_list(value: Any, what: str) -> list[str]:
     raise MembersError(f"{what} must be a string or a list of strings")
 
 
+_ROOM_KEYS = ("members", "floor", "continuation", "director")
+_MEMBER_KEYS = ("name", "instructions", "aliases", "answer_only", "answer_only_participants")
+_CONTINUATION_KEYS = ("max_chars", "max_words")
+_DIRECTOR_KEYS = ("timeout_s",)
+
+
+def _check_keys(mapping: Mapping, known: Sequence[str], where: str) -> None:
+    """Raise :class:`MembersError` for a key of ``mapping`` not in ``known`` (a typo would
+    otherwise be ignored without a word), naming the closest known key."""
+    import difflib
+
+    for key in mapping:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), known, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise MembersError(f"{where}: unknown key {key!r} ({hint}known: {', '.join(known)})")
+
+
 def parse_members(data: Any) -> RoomConfig:
     """Build a :class:`RoomConfig` from parsed YAML/JSON data.
 
@@ -201,12 +219,14 @@ def parse_members(data: Any) -> RoomConfig:
     ``instructions``, ``aliases``, ``answer_only`` (names) and ``answer_only_participants``.
 
     Raises:
-        MembersError: on a missing or wrongly typed field, an unknown floor, or bad names.
+        MembersError: on a missing or wrongly typed field, an unknown key (a typo such as
+            ``instruction:``), an unknown floor, or bad names.
     """
     if isinstance(data, list):
         data = {"members": data}
     if not isinstance(data, Mapping):
         raise MembersError("members file: expected a list or a mapping with 'members'")
+    _check_keys(data, _ROOM_KEYS, "members file")
     raw_members = data.get("members")
     if not isinstance(raw_members, list):
         raise MembersError("members file: 'members' must be a list")
@@ -219,6 +239,7 @@ def parse_members(data: Any) -> RoomConfig:
         name = raw.get("name")
         if not isinstance(name, str) or not name.strip():
             raise MembersError(f"member #{i + 1}: 'name' is required")
+        _check_keys(raw, _MEMBER_KEYS, f"member {name.strip()!r}")
         instructions = raw.get("instructions", "") or ""
         if not isinstance(instructions, str):
             raise MembersError(f"member {name!r}: 'instructions' must be text")
@@ -245,6 +266,8 @@ def parse_members(data: Any) -> RoomConfig:
     director = data.get("director") or {}
     if not isinstance(cont, Mapping) or not isinstance(director, Mapping):
         raise MembersError("'continuation' and 'director' must be mappings")
+    _check_keys(cont, _CONTINUATION_KEYS, "continuation")
+    _check_keys(director, _DIRECTOR_KEYS, "director")
     try:
         max_chars = int(cont.get("max_chars", 25))
         max_words = int(cont.get("max_words", 3))
