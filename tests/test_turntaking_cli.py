@@ -121,6 +121,15 @@ def test_a_hook_script_on_the_command_line_receives_speak_decisions(members: Pat
                for line in lines)
 
 
+def test_an_on_speak_decision_hook_without_members_is_reported_unused(tmp_path: Path, capsys):
+    script = tmp_path / "decisions.py"
+    script.write_text("def on_speak_decision(decision):\n    print(decision)\n", encoding="utf-8")
+    falcon = ROOT.parent / "shared" / "eval" / "picovoice_falcon" / "test.wav"
+    assert main(["replay", str(falcon), "--out", str(tmp_path / "out"), "--quiet", "--hook", str(script)]) == 0
+    err = capsys.readouterr().err
+    assert "decisions.py:on_speak_decision will not be called: speak decisions are made only with" in err
+
+
 def test_bad_members_file_is_a_cli_error(tmp_path: Path):
     with pytest.raises(CliError, match="cannot read"):
         speak_decisions(tmp_path / "missing.yaml")

@@ -173,8 +173,8 @@ def _diarizer_name(options) -> str:  # noqa: ANN001 - PipelineOptions
     return "speaker encoder" if p is None else f"pyannote {p.source}, {p.mode}"
 
 
-def _hooks(args: argparse.Namespace):
-    from voicekit.hooks import HookRunner, parse_speaker_names
+def _hooks(args: argparse.Namespace, err):  # noqa: ANN001 - rich Console
+    from voicekit.hooks import HookRunner, HookTrigger, parse_speaker_names
 
     if args.hook_timeout <= 0:
         raise CliError(f"--hook-timeout must be a positive number of seconds, got {args.hook_timeout}")
@@ -193,6 +193,10 @@ def _hooks(args: argparse.Namespace):
         hooks.set_names(names)
     for script in args.hook or []:
         hooks.load_script(script)
+    unused = hooks.registered(HookTrigger.ON_SPEAK_DECISION)
+    if unused and not getattr(args, "members", None):
+        err.print(f"[yellow]{', '.join(unused)} will not be called: speak decisions are made only with "
+                  "`voicekit replay --members members.yaml` (docs/turn-taking.md)[/yellow]")
     return hooks
 
 
@@ -394,7 +398,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if options.pyannote is not None and args.refine:
         raise CliError("--refine re-clusters the embedded diarizer's speaker embeddings; with --diarizer "
                        "pyannote drop --refine (offline mode already diarizes the whole recording)")
-    hooks = _hooks(args)
+    hooks = _hooks(args, err)
     named = set(hooks.names)  # --speaker-names, before any hook renames
     voices = _voice_identifier(args)
     decide = speak_decisions(args.members, explain=args.explain, hooks=hooks) if args.members else None
@@ -1030,7 +1034,7 @@ def cmd_mic(args: argparse.Namespace) -> int:
     source = MicSource(args.input_device, duration=args.seconds, channels=args.channels)
     stem = _check_stem(args.stem)
     options = _options(args)
-    hooks = _hooks(args)
+    hooks = _hooks(args, err)
     voices = _voice_identifier(args)
     _check_existing_meeting(out / "meeting.sqlite", args)
     err.print(f"[dim]loading models ({args.model}, {_diarizer_name(options)})…[/dim]")
@@ -1118,7 +1122,7 @@ def cmd_livekit(args: argparse.Namespace) -> int:
     _check_writable(out)
     _check_stem(args.stem)
     options = _options(args)
-    hooks = _hooks(args)
+    hooks = _hooks(args, err)
     voices = _voice_list(args)
     _check_existing_meeting(out / "meeting.sqlite", args)
     err.print(f"[dim]loading models ({args.model}, {_diarizer_name(options)})…[/dim]")

@@ -130,6 +130,10 @@ class HookRunner:
         """Register a sync or async callable on a trigger."""
         self._hooks[trigger].append(_Hook(name or getattr(fn, "__qualname__", repr(fn)), fn))
 
+    def registered(self, trigger: HookTrigger) -> list[str]:
+        """The names of the hooks registered on ``trigger``, in order."""
+        return [hook.name for hook in self._hooks[trigger]]
+
     def set_names(self, names: dict[str, str]) -> None:
         """Persistent renames, e.g. ``{"Speaker A": "Diane"}``, on every channel."""
         given = {k.strip(): v.strip() for k, v in names.items() if k.strip() and v.strip()}
