@@ -76,3 +76,4 @@ def test_ctrl_c_while_the_replay_waits_for_its_session_still_writes_the_outputs(
     doc = json.loads((out / "test.json").read_text())
     assert len(doc["turns"]) == 3 and "crocodile" in doc["turns"][1]["text"]
     assert all((out / f"test.{ext}").is_file() for ext in ("rttm", "srt", "vtt", "txt"))
+    assert f"the local session's events (what a live model would have received): {out / 'session.jsonl'}" in err

@@ -531,6 +531,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if decide is not None and args.explain:
         print(decide.summary())  # type: ignore[attr-defined]
     err.print(f"wrote {', '.join(p.name for p in written)} to {out}/")
+    session_log = getattr(session, "path", None)
+    if session_log is not None and Path(session_log).is_file():
+        err.print(f"the local session's events (what a live model would have received): {session_log}")
     if interrupted:
         return 130
     if source.info.declared_duration is not None:
@@ -747,7 +750,9 @@ def _unmatched_names(named: set[str], store) -> str | None:  # noqa: ANN001 - Me
     if not unmatched:
         return None
     return (f"--speaker-names: {', '.join(unmatched)} matched no speaker of this meeting (its speakers"
-            f"{', live and refined' if refined else ''}: {', '.join(sorted(speakers)) or 'none'})")
+            f"{', live and refined' if refined else ''}: {', '.join(sorted(speakers)) or 'none'}); "
+            "the name is kept in the store and names that label if a later `voicekit export OUT "
+            "--refine --num-speakers N` finds it")
 
 
 def _refined_summary(store) -> str:  # noqa: ANN001 - MeetingStore
@@ -1265,13 +1270,19 @@ def build_parser() -> argparse.ArgumentParser:
     _session_args(p)
     p.set_defaults(func=cmd_replay)
 
-    p = sub.add_parser("export", help="rewrite the outputs from a meeting store")
-    p.add_argument("dir", help="the --out directory of a replay or a mic meeting")
+    p = sub.add_parser("export", help="rewrite the outputs from a meeting store",
+                       description="Rewrite OUT/<stem>.{json,rttm,srt,vtt,txt} (and <stem>.refined.* where a "
+                                   "refinement is stored) from OUT/meeting.sqlite: after a crash, a Ctrl-C, or to "
+                                   "refine a meeting later. Re-clustering needs the speaker embeddings, which "
+                                   "only --keep-embeddings keeps (`replay --refine` alone does not).")
+    p.add_argument("dir", metavar="OUT", help="the --out directory of a replay or a mic meeting")
     p.add_argument("--refine", action="store_true",
-                   help="re-cluster now from the embeddings kept with --keep-embeddings, unless the meeting "
-                        "already has a refinement, and write <stem>.refined.* (live labels are never changed); "
-                        "without it, <stem>.refined.* are rewritten only where a refinement is stored")
-    p.add_argument("--num-speakers", type=int, default=None, help="with --refine: exact number of speakers")
+                   help="write <stem>.refined.*: re-cluster from the embeddings kept with --keep-embeddings "
+                        "when the meeting has no refinement yet or --num-speakers is given, else use the "
+                        "refinement stored (live labels are never changed); without --refine, "
+                        "<stem>.refined.* are rewritten only where a refinement is stored")
+    p.add_argument("--num-speakers", type=int, default=None,
+                   help="with --refine: re-cluster into exactly this many speakers (needs the kept embeddings)")
     p.add_argument("--drop-embeddings", action="store_true",
                    help="delete the speaker embeddings kept with --keep-embeddings (after any --refine)")
     p.set_defaults(func=cmd_export)
