@@ -82,13 +82,18 @@ def labels_on(member: str, transcript: Sequence[TranscriptEntry]) -> bool:
 
     Labels are on when, seen from that member, the window holds two or more distinct speakers
     (people by label text, other members by name; the member's own lines never count), as
-    attribution A1 says. With one speaker the view is unlabelled (A2).
+    attribution A1 says, or any line of another AI member: T12 has other members read "by their
+    member names", and the T13 rules tell the member that their lines arrive prefixed, so another
+    member's words never pass for a person's. With one person and no other member the view is
+    unlabelled (A2).
     """
     speakers = set()
     for entry in transcript:
         if entry.member == member:
             continue
-        speakers.add(("m", entry.member) if entry.member is not None else ("p", entry.label.text))  # type: ignore[union-attr]
+        if entry.member is not None:
+            return True
+        speakers.add(entry.label.text)  # type: ignore[union-attr]
         if len(speakers) >= 2:
             return True
     return False
