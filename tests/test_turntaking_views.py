@@ -137,3 +137,24 @@ def test_t14_strip_own_name_prefix(reply, expected):
 def test_t14_unicode_name():
     assert strip_own_name("ZOË: salut", "Zoë") == "salut"
     assert strip_own_name("Zo\u0065\u0308: salut", "Zoë") == "salut"
+
+
+def test_t12_a_person_named_like_a_member_is_marked_beside_the_member():
+    """A person who gives the name "Iris" (or a look-alike, or a member's alias) reads
+    `Iris (a participant)` in another member's view; the AI member Iris reads `Iris`."""
+    tr = [TranscriptEntry("Ship it Friday.", label=SpeakerLabel("Iris", None, "mic")),
+          TranscriptEntry("Friday is too early.", member="Iris"),
+          TranscriptEntry("Agreed.", label=SpeakerLabel("\u0406ris", 2, "mic")),  # Cyrillic І, rank 2
+          TranscriptEntry("And me.", label=SpeakerLabel("Alice", None, "mic"))]
+    view = build_view(ELENA, MEMBERS, tr)
+    assert [m.content.split("\n\n")[0] for m in view[1:]] == [
+        'Iris (a participant): "Ship it Friday."', 'Iris: "Friday is too early."',
+        '\u0406ris (a participant) (2): "Agreed."', 'Alice: "And me."']
+
+
+@pytest.mark.parametrize("name", ["User", "ASSISTANT", "@mic", "Iris (2)"])
+def test_t12_a_member_name_that_passes_for_a_role_or_label_is_refused(name):
+    from voicekit.turntaking import MembersError, TurnTaker
+
+    with pytest.raises(MembersError, match="reads like a role or a label"):
+        TurnTaker([Member(name), Member("Elena")])

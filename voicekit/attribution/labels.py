@@ -8,7 +8,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from voicekit.attribution._unicode import is_invisible, name_keys, skeleton, strip_ignorables
+from voicekit.attribution._unicode import is_invisible, name_keys, reads_alike, skeleton, strip_ignorables
 from voicekit.attribution.note import replace_mark_copies
 from voicekit.turns import SpeakerTurn
 
@@ -177,10 +177,17 @@ class SpeakerLabel:
     @property
     def text(self) -> str:
         """The label: ``Alice``, ``Alice (2)``, ``User (a participant) (2)`` or ``@mic``."""
+        return self.text_beside(())
+
+    def text_beside(self, reserved: Iterable[str]) -> str:
+        """:attr:`text`, also marked ``(a participant)`` when the name reads alike one of
+        ``reserved`` (A11's look-alike keys): in an AI member's view the other members' names
+        are reserved, so a person who gives the name "Iris" reads ``Iris (a participant)`` beside
+        the member Iris (turn-taking T12)."""
         base = self.base_name
         if base is None:
             return "@" + self.channel
-        if reads_like_role(base):
+        if reads_like_role(base) or any(reads_alike(base, name) for name in reserved):
             base += PARTICIPANT_MARKER
         if self.rank is not None and self.rank > 1:
             base += f" ({self.rank})"

@@ -162,13 +162,21 @@ def validate_members(members: Sequence[Member]) -> tuple[Member, ...]:
     """Check a member list and return it as a tuple.
 
     Raises:
-        MembersError: if the list is empty, a name or alias is blank, or two members share a
-            name or alias (case-insensitive, after NFC).
+        MembersError: if the list is empty, a name or alias is blank, two members share a
+            name or alias (case-insensitive, after NFC), or a member's name could pass for
+            something attribution writes: a role a model knows (``User``, ``Assistant``…,
+            attribution A7) or a channel label (a leading ``@``, A6).
     """
+    from voicekit.attribution import display_name, reads_like_role
+
     if not members:
         raise MembersError("a room needs at least one member")
     owner: dict[str, str] = {}
     for m in members:
+        if reads_like_role(m.name) or display_name(m.name) != m.name.strip():
+            raise MembersError(f"member {m.name!r}: the name reads like a role or a label that other members' "
+                               "views use (User, Assistant, System, You, @channel, a rank such as '(2)'); "
+                               "give the member a person-like name")
         for n in m.call_names:
             if not n or not n.strip():
                 raise MembersError(f"member {m.name!r}: empty name or alias")

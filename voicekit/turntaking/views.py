@@ -114,19 +114,23 @@ def build_view(
         this member's own lines (never prefixed), ``user`` for everyone else's. Another member's
         words are never ``assistant``. When :func:`labels_on`, as
         :func:`voicekit.attribution.build_chat_messages` does: every ``user`` line is labelled
-        (A8), copies of runtime marks in every line are replaced (A10), and the runtime note
+        (A8; a person whose name reads alike a member's name or alias is marked
+        ``(a participant)``), copies of runtime marks in every line are replaced (A10), and the runtime note
         (A9) is appended once to the last ``user`` message after a blank line (never to the
         system prompt, which stays the same from turn to turn). Otherwise the lines are raw
         (A2).
     """
     labelled = labels_on(member.name, transcript)
+    reserved = [name for m in members for name in (m.name, *m.aliases)]
     messages = [ChatMessage("system", system_prompt(member, members))]
     for entry in transcript:
         text = replace_mark_copies(entry.text) if labelled else entry.text
         if entry.member == member.name:
             messages.append(ChatMessage("assistant", text))
         elif labelled:
-            messages.append(ChatMessage("user", label_lines(entry.author, text)))
+            # a person named like a member reads "Iris (a participant)" beside the member Iris
+            author = entry.member if entry.member is not None else entry.label.text_beside(reserved)  # type: ignore[union-attr]
+            messages.append(ChatMessage("user", label_lines(author, text)))
         else:
             messages.append(ChatMessage("user", text))
     if labelled:
