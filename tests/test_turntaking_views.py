@@ -128,6 +128,8 @@ def test_t13_three_members_names_all_others():
         ("Elena, I think so.", "Elena, I think so."),
         ("Elenas: plural", "Elenas: plural"),
         ("I said Elena: yes", "I said Elena: yes"),
+        ('Elena: "One."\nElena: "Two."', "One.\nTwo."),  # every line mirrors the labelled format
+        ('Elena: "One."\nthen more', '"One."\nthen more'),  # only the first line does
     ],
 )
 def test_t14_strip_own_name_prefix(reply, expected):
@@ -158,3 +160,9 @@ def test_t12_a_member_name_that_passes_for_a_role_or_label_is_refused(name):
 
     with pytest.raises(MembersError, match="reads like a role or a label"):
         TurnTaker([Member(name), Member("Elena")])
+
+
+def test_t14_a_name_of_two_words_matches_with_any_whitespace_between():
+    assert strip_own_name("Mei  Ling: hello", "Mei Ling") == "hello"
+    assert strip_own_name("Mei\u00a0Ling: hello", "Mei Ling") == "hello"
+    assert strip_own_name("MeiLing: hello", "Mei Ling") == "MeiLing: hello"

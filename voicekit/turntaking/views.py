@@ -145,28 +145,41 @@ def build_view(
 def strip_own_name(reply: str, name: str) -> str:
     """Remove a leading ``Name:`` that is the member's own name (T14).
 
-    The name matches case-insensitively after NFC, optionally wrapped in markdown emphasis
-    (``**Elena:**``), followed by ``:`` or a full-width ``：``. When what remains is exactly one
-    JSON string (the model mirrored the attribution format, ``Elena: "Hi"``), it is unquoted.
-    Replies that do not open with the own name are returned unchanged; another member's name is
-    never stripped.
+    The name matches case-insensitively after NFC, with any run of whitespace between its words
+    (``Mei  Ling:``), optionally wrapped in markdown emphasis (``**Elena:**``), followed by ``:``
+    or a full-width ``：``. When what remains is exactly one JSON string (the model mirrored the
+    attribution format, ``Elena: "Hi"``), it is unquoted; when every line mirrors it
+    (``Elena: "one"`` / ``Elena: "two"``, as labelled lines arrive), each line is unquoted and
+    the lines are kept. Replies that do not open with the own name are returned unchanged;
+    another member's name is never stripped.
     """
     text = unicodedata.normalize("NFC", reply)
+    words = unicodedata.normalize("NFC", name.strip()).split()
     pattern = regex.compile(
         r"^[\ufeff\u200b\u200c\u200d\u2060\s]*(?:\*\*|__|\*|_)?"
-        + regex.escape(unicodedata.normalize("NFC", name.strip()))
+        + r"\s+".join(regex.escape(w) for w in words)
         + r"(?:\*\*|__|\*|_)?\s*[:：](?:\*\*|__|\*|_)?[ \t]*",
         regex.V1 | regex.IGNORECASE,
     )
     match = pattern.match(text)
     if match is None:
         return reply
+    lines = [line for line in text.splitlines() if line.strip()]
+    if len(lines) > 1:
+        quoted = [_json_string(line[m.end():].strip()) if (m := pattern.match(line)) else None for line in lines]
+        if all(q is not None for q in quoted):
+            return "\n".join(quoted)  # type: ignore[arg-type]
     rest = text[match.end() :].lstrip()
-    if len(rest) >= 2 and rest.startswith('"') and rest.endswith('"'):
-        try:
-            unquoted = json.loads(rest)
-        except ValueError:
-            unquoted = None
-        if isinstance(unquoted, str):
-            return unquoted
-    return rest
+    unquoted = _json_string(rest)
+    return unquoted if unquoted is not None else rest
+
+
+def _json_string(text: str) -> str | None:
+    """``text`` decoded when it is exactly one JSON string, else None."""
+    if len(text) < 2 or not (text.startswith('"') and text.endswith('"')):
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, str) else None
