@@ -77,3 +77,21 @@ def test_ctrl_c_while_the_replay_waits_for_its_session_still_writes_the_outputs(
     assert len(doc["turns"]) == 3 and "crocodile" in doc["turns"][1]["text"]
     assert all((out / f"test.{ext}").is_file() for ext in ("rttm", "srt", "vtt", "txt"))
     assert f"the local session's events (what a live model would have received): {out / 'session.jsonl'}" in err
+
+
+def test_session_instructions_from_a_file_reach_the_session_update(tmp_path):
+    """--session-instructions (text or a file) is the session's system prompt: the first event."""
+    from _pipeline_support import EVAL
+
+    from voicekit.cli import main
+
+    prompt = tmp_path / "iris.txt"
+    prompt.write_text("You are Iris, the meeting's note taker.\nAnswer in one sentence.", encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["replay", str(EVAL / "picovoice_falcon" / "test.wav"), "--out", str(out), "--quiet",
+                 "--session", "local", "--session-instructions", str(prompt)]) == 0
+    first = json.loads((out / "session.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    assert first["type"] == "session.update"
+    assert first["session"]["instructions"] == prompt.read_text(encoding="utf-8")
+    assert main(["replay", str(EVAL / "picovoice_falcon" / "test.wav"), "--out", str(tmp_path / "o2"),
+                 "--session", "local", "--session-instructions", "  "]) == 2

@@ -589,10 +589,18 @@ def _make_session(args: argparse.Namespace, out: Path):
         out / "session.jsonl" if args.session == "local" else None)
     if log_path is not None and log_path.is_dir():
         raise CliError(f"--session-log {log_path} is a folder: give a file name, e.g. {log_path / 'session.jsonl'}")
+    instructions = args.session_instructions
+    if instructions is not None and "\n" not in instructions and Path(instructions).is_file():
+        try:
+            instructions = Path(instructions).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CliError(f"--session-instructions {instructions}: cannot read it as UTF-8 text ({exc})") from exc
+    if instructions is not None and not instructions.strip():
+        raise CliError("--session-instructions is empty: give the assistant's instructions, or leave it out")
     try:
         return make_session(args.session, model=args.session_model, base_url=args.session_base_url,
                             log_path=str(log_path) if args.session == "local" and log_path else None,
-                            echo=stdout_echo)
+                            echo=stdout_echo, instructions=instructions)
     except ValueError as exc:
         raise CliError(f"--session {args.session}: {exc}") from exc
 
@@ -643,6 +651,10 @@ def _session_args(p: argparse.ArgumentParser) -> None:
                         "session's events as JSON lines")
     g.add_argument("--session-timeout", type=float, default=10.0, metavar="SECONDS",
                    help="at the end, how long to wait for the session to take what is queued (default 10)")
+    g.add_argument("--session-instructions", default=None, metavar="TEXT|FILE",
+                   help="the session's instructions (the assistant's system prompt: OpenAI's session "
+                        "instructions, Gemini's system_instruction), as text or a UTF-8 file; the "
+                        "attribution note never goes here (docs/attribution.md A9)")
 
 
 def _committed_turns(store_path: Path) -> int:
