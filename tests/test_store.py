@@ -54,3 +54,31 @@ def test_turns_of_one_utterance_share_the_gap_and_never_overlap():
     out = extend_to_speech([a, b], lambda lo, hi: (max(lo, 0.5), min(hi, 3.0)))
     assert out[0].start == 0.5 and out[1].end == 3.0
     assert out[0].end == out[1].start == round((1.55 + 2.0) / 2, 3)
+
+
+def test_a_store_written_before_refined_words_existed_is_read_and_exported(tmp_path):
+    """A meeting store of voicekit's first version (its `turns` table has no refined_words
+    column) used to fail `voicekit export` with "no such column: refined_words"."""
+    from voicekit.cli import main
+
+    out = tmp_path / "old"
+    out.mkdir()
+    conn = sqlite3.connect(out / "meeting.sqlite")
+    conn.executescript("""
+        CREATE TABLE meeting (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE turns (id INTEGER PRIMARY KEY AUTOINCREMENT, channel TEXT NOT NULL,
+            speaker TEXT NOT NULL, sender_name TEXT NOT NULL, text TEXT NOT NULL, start REAL NOT NULL,
+            "end" REAL NOT NULL, words TEXT NOT NULL, metadata TEXT NOT NULL, emitted_at REAL,
+            committed_at REAL NOT NULL, refined_speaker TEXT, sent INTEGER NOT NULL DEFAULT 0);
+        CREATE TABLE speaker_names (speaker TEXT PRIMARY KEY, name TEXT NOT NULL);
+        INSERT INTO meeting VALUES ('stem', '"meeting"');
+        INSERT INTO turns (channel, speaker, sender_name, text, start, "end", words, metadata, committed_at)
+            VALUES ('replay', 'Speaker A', 'Speaker A', 'hello there', 1.0, 2.0,
+                    '[[1.0, 1.5, " hello", 0.9, "Speaker A"], [1.5, 2.0, " there", 0.9, "Speaker A"]]', '{}', 0);
+    """)
+    conn.close()
+    assert main(["export", str(out)]) == 0
+    assert (out / "meeting.txt").read_text(encoding="utf-8").strip().endswith("Speaker A: hello there")
+    store = MeetingStore(out / "meeting.sqlite")
+    assert [(t.speaker, t.text) for t in store.turns(refined=True)] == [("Speaker A", "hello there")]
+    store.close()

@@ -211,3 +211,57 @@ def test_user_name_wins_then_enrolment_names_the_voice_next_meeting(library, tmp
         assert voice is not None and voice.name == "Diane"
         assert sim == pytest.approx(0.954, abs=0.015)
     hooks.close()
+
+
+def test_a_name_is_one_voice_whatever_its_unicode_form_or_case(tmp_path):
+    """"Zoë" typed precomposed (NFC) or decomposed (NFD), or in another case, is one voice: it
+    used to be two rows, and `voices delete Zoë` removed one of them only."""
+    lib = VoiceLibrary(tmp_path / "voices.sqlite")
+    try:
+        vector, seconds = speech_of("dev00", "MEE009")
+        lib.enrol("Zo\u00eb", vector, seconds)
+        lib.enrol("zoe\u0308", vector, seconds)  # NFD, lower case: the same name
+        assert [(v.name, v.meetings) for v in lib.voices()] == [("Zo\u00eb", 2)]
+        assert lib.delete("ZOE\u0308") and lib.voices() == []
+    finally:
+        lib.close()
+
+
+def test_enrolling_a_different_voice_under_a_known_name_is_refused(library):
+    """Two people called Marcus (or the wrong speaker named Marcus) are not merged into one print
+    that would match neither: the second enrolment is refused and names the way out."""
+    before = library.get("Marcus")
+    other, seconds = speech_of("tst00", "MEE071")  # another man, another meeting (cosine 0.82)
+    with pytest.raises(VoiceprintError, match=r"does not match the voice enrolled as 'Marcus' \(similarity 0\.\d+"):
+        library.enrol("Marcus", other, seconds)
+    after = library.get("Marcus")
+    assert after.meetings == before.meetings and np.array_equal(after.vector, before.vector)
+    # the same person in another meeting (cosine 0.96) is merged
+    library.enrol("Marcus", *speech_of("dev01", "MEE009"))
+    assert library.get("Marcus").meetings == before.meetings + 1
+
+
+def test_a_file_that_is_not_a_voice_library_is_refused_and_left_untouched(tmp_path):
+    import sqlite3
+
+    from voicekit.store import MeetingStore
+
+    MeetingStore(tmp_path / "meeting.sqlite").close()
+    tables = lambda: {r[0] for r in sqlite3.connect(tmp_path / "meeting.sqlite").execute(  # noqa: E731
+        "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    before = tables()
+    with pytest.raises(VoiceprintError, match="is another SQLite database .* not a voice library"):
+        VoiceLibrary(tmp_path / "meeting.sqlite")
+    assert tables() == before  # no voiceprint table written into a meeting store
+    (tmp_path / "junk.sqlite").write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(VoiceprintError, match="is not a voice library"):
+        VoiceLibrary(tmp_path / "junk.sqlite")
+
+
+def test_a_damaged_voiceprint_is_a_clear_error_and_can_be_deleted(tmp_path):
+    lib = VoiceLibrary(tmp_path / "voices.sqlite")
+    lib.conn.execute("INSERT INTO voiceprint VALUES ('Diane', ?, 10, 1, 0, 0)", (b"\x00" * 100,))
+    with pytest.raises(VoiceprintError, match="damaged voiceprint for 'Diane'.*voicekit voices delete"):
+        lib.voices()
+    assert lib.delete("Diane") and lib.voices() == []
+    lib.close()

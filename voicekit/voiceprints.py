@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -163,10 +164,16 @@ def default_library_path() -> Path:
 
 
 def _check_name(name: str) -> str:
-    name = " ".join(str(name).split())
+    name = unicodedata.normalize("NFC", " ".join(str(name).split()))
     if not name:
         raise VoiceprintError("a voice needs a name: give the person's name")
     return name
+
+
+def _name_key(name: str) -> str:
+    """What makes two voice names the same name: NFC, whitespace collapsed, case folded
+    ("Zoë" typed precomposed or decomposed, "diane" and "Diane" are one voice)."""
+    return _check_name(name).casefold()
 
 
 class VoiceLibrary:
@@ -193,21 +200,42 @@ class VoiceLibrary:
                                         check_same_thread=False)
             # deleted rows are overwritten with zeros, not left in free pages (biometric data)
             self.conn.execute("PRAGMA secure_delete=ON")
+            tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        except sqlite3.DatabaseError as exc:
+            raise VoiceprintError(f"{self.path} is not a voice library ({exc}): give the library's own file, "
+                                  f"or a new path (--voices / voices --library, or ${ENV_LIBRARY})") from exc
+        except OSError as exc:
+            raise VoiceprintError(f"cannot open the voice library {self.path} ({exc}); choose a writable "
+                                  f"path (--voices / voices --library, or ${ENV_LIBRARY})") from exc
+        if tables and "voiceprint" not in tables:
+            self.conn.close()
+            raise VoiceprintError(f"{self.path} is another SQLite database (tables: {', '.join(sorted(tables))}), "
+                                  "not a voice library: voiceprints are never written into it; give the "
+                                  "library's own file or a new path")
+        try:
             self.conn.executescript(_SCHEMA)
-        except (OSError, sqlite3.Error) as exc:
-            raise VoiceprintError(f"cannot open the voice library {self.path} ({exc}); "
-                                  f"choose a writable path with --voices or ${ENV_LIBRARY}") from exc
+        except sqlite3.Error as exc:
+            raise VoiceprintError(f"cannot write the voice library {self.path} ({exc}); choose a writable "
+                                  f"path (--voices / voices --library, or ${ENV_LIBRARY})") from exc
         if create:
             try:
                 os.chmod(self.path, 0o600)  # biometric data: readable by its owner only
             except OSError:
                 pass
 
-    @staticmethod
-    def _row(row: Sequence) -> Voiceprint:
+    def _row(self, row: Sequence) -> Voiceprint:
         name, blob, seconds, meetings, created, updated = row
-        return Voiceprint(name, np.frombuffer(blob, dtype="<f4").astype(np.float32), float(seconds),
-                          int(meetings), float(created), float(updated))
+        vector = np.frombuffer(blob, dtype="<f4").astype(np.float32) if isinstance(blob, bytes) else None
+        if vector is None or vector.shape != (DIMENSION,) or not np.isfinite(vector).all():
+            raise VoiceprintError(f"the voice library {self.path} holds a damaged voiceprint for {name!r} "
+                                  f"(not {DIMENSION} finite numbers): delete it with `voicekit voices delete "
+                                  f"{name!r} --library {self.path}` and enrol it again")
+        return Voiceprint(name, vector, float(seconds), int(meetings), float(created), float(updated))
+
+    def _stored_name(self, name: str) -> str | None:
+        """The spelling under which ``name``'s voice is stored (see :func:`_name_key`), or None."""
+        key = _name_key(name)
+        return next((n for (n,) in self.conn.execute("SELECT name FROM voiceprint") if _name_key(n) == key), None)
 
     def voices(self) -> list[Voiceprint]:
         """Every voiceprint, by name."""
@@ -217,8 +245,11 @@ class VoiceLibrary:
 
     def get(self, name: str) -> Voiceprint | None:
         """The voiceprint of ``name``, or None."""
+        stored = self._stored_name(name)
+        if stored is None:
+            return None
         row = self.conn.execute("SELECT name, vector, seconds, meetings, created, updated "
-                                "FROM voiceprint WHERE name = ?", (_check_name(name),)).fetchone()
+                                "FROM voiceprint WHERE name = ?", (stored,)).fetchone()
         return None if row is None else self._row(row)
 
     def enrol(self, name: str, vector: np.ndarray, seconds: float,
@@ -236,16 +267,27 @@ class VoiceLibrary:
 
         Raises:
             VoiceprintError: when ``seconds < min_seconds`` (the message says how much is
-                needed), or for a bad name or vector.
+                needed), for a bad name or vector, or when ``name`` is enrolled already and the new
+                voice does not match it (cosine below :data:`MATCH_THRESHOLD`: another person of
+                the same name, or a mislabelled speaker; merging would spoil both).
         """
         name = _check_name(name)
         v = unit(vector)
         if not seconds >= min_seconds:
             raise VoiceprintError(f"{name}: {seconds:.1f} s of speech is too little for a voiceprint; "
-                                  f"at least {min_seconds:g} s of their speech is needed")
+                                  f"at least {min_seconds:g} s of their speech is needed (counted as the "
+                                  "diarizer counts it: its embedding windows, a little less than the VAD's speech)")
         now = time.time()
         old = self.get(name)
         if old is not None:
+            similarity = float(unit(old.vector) @ v)
+            if similarity < MATCH_THRESHOLD:
+                raise VoiceprintError(
+                    f"{name}: this voice does not match the voice enrolled as {old.name!r} (similarity "
+                    f"{similarity:.3f}, below {MATCH_THRESHOLD}): another person of the same name, or the "
+                    f"wrong speaker named {name!r}? Enrol them under another name, or delete the old "
+                    "voice first (voicekit voices delete)")
+            name = old.name  # the stored spelling
             v = unit(old.vector.astype(np.float64) * old.seconds + v.astype(np.float64) * seconds)
             seconds, meetings, created = old.seconds + seconds, old.meetings + 1, old.created
         else:
@@ -259,7 +301,9 @@ class VoiceLibrary:
     def delete(self, name: str) -> bool:
         """Delete ``name``'s voiceprint and scrub it from the file. Returns whether it existed."""
         with self.conn:
-            n = self.conn.execute("DELETE FROM voiceprint WHERE name = ?", (_check_name(name),)).rowcount
+            stored = self._stored_name(name)
+            n = 0 if stored is None else self.conn.execute("DELETE FROM voiceprint WHERE name = ?",
+                                                           (stored,)).rowcount
         self._scrub()
         return n > 0
 

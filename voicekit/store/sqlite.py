@@ -100,10 +100,22 @@ class MeetingStore:
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
             self.conn.executescript(SCHEMA)
+            self._add_missing_columns()
             AuthorRegister.ensure_schema(self.conn)
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"cannot open the meeting store {self.path} ({exc}); "
                              "choose a writable --out directory") from exc
+
+    def _add_missing_columns(self) -> None:
+        """A store written by an earlier voicekit lacks the columns added since (``CREATE TABLE IF
+        NOT EXISTS`` keeps the old table): add each one, as ``SCHEMA`` declares it, so that
+        ``voicekit export`` reads old meetings too. The added columns are empty (NULL / 0)."""
+        have = {row[1] for row in self.conn.execute("PRAGMA table_info(turns)")}
+        for column, decl in (("emitted_at", "REAL"), ("committed_at", "REAL NOT NULL DEFAULT 0"),
+                             ("refined_speaker", "TEXT"), ("refined_words", "TEXT"),
+                             ("sent", "INTEGER NOT NULL DEFAULT 0")):
+            if column not in have:
+                self.conn.execute(f"ALTER TABLE turns ADD COLUMN {column} {decl}")
 
     # --- meeting metadata -------------------------------------------------------------------
     def _write_error(self, exc: sqlite3.Error) -> StoreError:
