@@ -50,6 +50,13 @@ def test_session_log_that_is_a_folder_is_a_clear_error(tmp_path, monkeypatch):
     args = build_parser().parse_args(["replay", "m.wav", "--session", "openai", "--session-log", str(tmp_path)])
     with pytest.raises(CliError, match="is a folder: give a file name"):
         _make_session(args, tmp_path)
+    # a path under a file (used to die later: a FileExistsError traceback after the models loaded)
+    (tmp_path / "afile").write_text("x")
+    for kind in ("local", "openai"):
+        args = build_parser().parse_args(["replay", "m.wav", "--session", kind, "--session-log",
+                                          str(tmp_path / "afile" / "session.jsonl")])
+        with pytest.raises(CliError, match="afile is a file, not a folder"):
+            _make_session(args, tmp_path)
 
 
 def test_ctrl_c_while_the_replay_waits_for_its_session_still_writes_the_outputs(tmp_path, monkeypatch, capsys):

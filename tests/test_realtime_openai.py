@@ -192,3 +192,17 @@ def test_secret_never_logged_on_connection_failure(caplog):
     assert KEY not in str(exc.value)
     assert KEY not in caplog.text
     assert KEY not in json.dumps([r.getMessage() for r in caplog.records])
+
+
+def test_the_api_key_never_reaches_a_debug_log(caplog):
+    """`--debug` sets the root logger to DEBUG, where websockets logs every handshake header: the
+    Authorization header's key is blanked (docs/realtime.md: keys are never logged)."""
+    key = "sk-SECRET-0123456789"
+    caplog.set_level(logging.DEBUG)
+    with FakeOpenAIRealtime() as server:
+        s = OpenAIRealtimeSession(api_key=key, websocket_base_url=f"ws://127.0.0.1:{server.port}/v1")
+        b = Broadcaster(s, None, session_id="debug-log").start()
+        b.on_turn(turn("Alice", "a line", "confidential budget", 0))
+        assert b.close(5)
+    assert "Authorization: [redacted]" in caplog.text  # the header was logged, without its value
+    assert key not in caplog.text

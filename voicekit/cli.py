@@ -589,6 +589,12 @@ def _make_session(args: argparse.Namespace, out: Path):
         out / "session.jsonl" if args.session == "local" else None)
     if log_path is not None and log_path.is_dir():
         raise CliError(f"--session-log {log_path} is a folder: give a file name, e.g. {log_path / 'session.jsonl'}")
+    if log_path is not None:
+        blocked = next((d for d in log_path.parents if d.exists() and not d.is_dir()), None)
+        if blocked is not None:
+            raise CliError(f"--session-log {log_path}: {blocked} is a file, not a folder; give a path in a folder")
+        if log_path.exists() and not os.access(log_path, os.W_OK):
+            raise CliError(f"--session-log {log_path} cannot be written (permissions); give another path")
     instructions = args.session_instructions
     if instructions is not None and "\n" not in instructions and Path(instructions).is_file():
         try:

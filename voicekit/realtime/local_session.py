@@ -26,7 +26,8 @@ class LocalSession(RealtimeSession):
         path: a file to append the lines to (None: none).
         echo: where to print each line (default stdout; None: do not print).
         instructions: as in ``session.update``.
-        model: recorded in ``session.update`` (informative only).
+        model: the model a real session would use; kept on the object (``.model``) but not written,
+            since the OpenAI adapter names it in the connection URL, not in ``session.update``.
     """
 
     name = "local"
@@ -48,7 +49,7 @@ class LocalSession(RealtimeSession):
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fh = self.path.open("a", encoding="utf-8")
         self._closed = asyncio.Event()
-        self._write(session_update(self._ids.next(), self.instructions, ("text",), self.model))
+        self._write(session_update(self._ids.next(), self.instructions, ("text",)))
 
     def _write(self, event: dict[str, Any]) -> None:
         line = json.dumps(event, ensure_ascii=False)

@@ -15,10 +15,31 @@ from __future__ import annotations
 import abc
 import asyncio
 import logging
+import re
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator
 
 log = logging.getLogger("voicekit.realtime")
+
+_SECRET_HEADERS = re.compile(r"^(\s*[<>]?\s*(?:authorization|x-goog-api-key|api-key)\s*:\s*).*$",
+                             re.IGNORECASE | re.MULTILINE)
+_SECRET_QUERY = re.compile(r"([?&](?:key|api_key|access_token)=)[^&\s]+", re.IGNORECASE)
+
+
+class _RedactSecrets(logging.Filter):
+    """Blank API keys in the websockets client's DEBUG log (it logs every handshake header and
+    the request URL): an API key never reaches a log (docs/realtime.md)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        redacted = _SECRET_QUERY.sub(r"\1[redacted]", _SECRET_HEADERS.sub(r"\1[redacted]", message))
+        if redacted != message:
+            record.msg, record.args = redacted, None
+        return True
+
+
+for _name in ("websockets.client", "websockets.server", "websockets"):
+    logging.getLogger(_name).addFilter(_RedactSecrets())
 
 
 class SessionClosed(Exception):

@@ -24,12 +24,11 @@ class EventIds:
         return f"vk-{self.prefix}-{next(self._n)}"
 
 
-def session_update(event_id: str, instructions: str | None, modalities: tuple[str, ...] = ("text",),
-                   model: str | None = None) -> dict[str, Any]:
-    """``session.update`` (GA): a ``realtime`` session with the given output modalities."""
+def session_update(event_id: str, instructions: str | None,
+                   modalities: tuple[str, ...] = ("text",)) -> dict[str, Any]:
+    """``session.update`` (GA): a ``realtime`` session with the given output modalities (the model
+    is named in the connection URL, not here)."""
     session: dict[str, Any] = {"type": "realtime", "output_modalities": list(modalities)}
-    if model:
-        session["model"] = model
     if instructions:
         session["instructions"] = instructions
     return {"type": "session.update", "event_id": event_id, "session": session}
