@@ -204,3 +204,21 @@ def test_a2_one_speaker_multimodal_turn_is_the_same_with_attribution_on_or_off()
     on, off = run(True), run(False)
     assert on == off
     assert json.loads(off[0])["content"] == parts
+
+
+def test_an_instruction_goes_between_the_turns_it_was_queued_between(tmp_path):
+    """The store's undelivered turns used to be sent all at once when the first queued turn came
+    up, so an instruction queued after turn 1 went out after turn 2 as well."""
+    store = open_store(tmp_path)
+    local = LocalSession(None, echo=None)
+    b = Broadcaster(local, store.path, session_id="order")
+    b.on_turn(store.commit(turn("Speaker A", "Alice", "Turn one.", 0)))
+    b.instruct("AFTER TURN ONE")
+    b.on_turn(store.commit(turn("Speaker A", "Alice", "Turn two.", 1)))
+    b.request_reply()
+    b.on_turn(store.commit(turn("Speaker B", "Bob", "Turn three.", 2)))
+    b.start()
+    assert b.close(timeout=5)
+    order = [e["item"]["content"][0]["text"] if e["type"] == "conversation.item.create" else e["type"]
+             for e in local.sent if e["type"] != "session.update"]
+    assert order == ["Turn one.", "AFTER TURN ONE", "Turn two.", "response.create", 'Bob: "Turn three."']

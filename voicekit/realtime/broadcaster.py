@@ -97,6 +97,7 @@ class Broadcaster:
         self._sent_speakers: list[SpeakerLabel] = []
         self._attr: RealtimeAttribution | None = None
         self._register: MemoryRegister | None = None  # labels when there is no store
+        self._catch_up_through: int | None = None  # the last turn a full queue dropped (it is in the store)
         self._dropped_conn = False
         self._log: DeliveryLog | None = None
         self.error: BaseException | None = None
@@ -131,6 +132,8 @@ class Broadcaster:
             durable = item[0] == _TURN and self.store_path is not None
             if durable:
                 self._catch_up = True
+                if item[1].turn_id is not None:  # sent from the store once the queue has drained
+                    self._catch_up_through = max(self._catch_up_through or 0, item[1].turn_id)
             else:
                 self.stats["dropped"] += 1
             if n == 1 or n % 100 == 0:
@@ -254,12 +257,17 @@ class Broadcaster:
             if first or self._catch_up:
                 self._catch_up = False
                 first = False
-                await self._send_from_store()
+                # what the store holds from before the queued items: an instruction or a reply
+                # request queued before a turn must not go after it
+                queued = [p.turn_id for k, p in self._pending if k == _TURN and p.turn_id is not None]
+                await self._send_from_store(before=min(queued) if queued else None)
             while self._pending:
                 kind, payload = self._pending[0]
                 if kind == _TURN:
                     if self._log is not None:
-                        await self._send_from_store()
+                        # this turn and those committed before it that are not delivered yet
+                        # (dropped from a full queue, or committed by another process)
+                        await self._send_from_store(before=None if payload.turn_id is None else payload.turn_id + 1)
                     else:
                         await self._send_turn(payload)
                 elif kind == _INSTRUCTION:
@@ -268,6 +276,9 @@ class Broadcaster:
                 else:
                     await self._reply()
                 self._pending.popleft()
+            if self._catch_up_through is not None:  # turns dropped from a full queue, after those queued
+                through, self._catch_up_through = self._catch_up_through, None
+                await self._send_from_store(before=through + 1)
             if self._stopping and self._q.empty() and (
                     not self.session.reply_in_flight or time.monotonic() > self._deadline):
                 return  # a reply in flight is waited for (up to the close timeout)
@@ -278,10 +289,12 @@ class Broadcaster:
                 except asyncio.TimeoutError:
                     pass
 
-    async def _send_from_store(self) -> None:
+    async def _send_from_store(self, before: int | None = None) -> None:
+        """Send the store's undelivered turns, in commit order (only those with ids below
+        ``before`` when given)."""
         if self._log is None:
             return
-        for turn in self._log.undelivered():
+        for turn in self._log.undelivered(before):
             await self._send_turn(turn)
 
     async def _send_turn(self, turn: SpeakerTurn) -> None:

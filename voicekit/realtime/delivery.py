@@ -61,12 +61,14 @@ class DeliveryLog:
         self.conn.executescript(SCHEMA)
         AuthorRegister.ensure_schema(self.conn)
 
-    def undelivered(self) -> list[SpeakerTurn]:
-        """Committed turns this session has no row for, in commit order."""
+    def undelivered(self, before: int | None = None) -> list[SpeakerTurn]:
+        """Committed turns this session has no row for, in commit order (with ``before``: only
+        turn ids below it)."""
         columns = ", ".join(f"t.{c.strip()}" for c in TURN_COLUMNS.split(","))
         rows = self.conn.execute(
             f"SELECT {columns} FROM turns t LEFT JOIN realtime_delivery d ON d.session_id = ? AND d.turn_id = t.id"
-            " WHERE d.turn_id IS NULL ORDER BY t.id", (self.session_id,)).fetchall()
+            " WHERE d.turn_id IS NULL AND t.id < ? ORDER BY t.id",
+            (self.session_id, before if before is not None else 2**62)).fetchall()
         return [turn_from_row(row) for row in rows]
 
     def mark(self, turn_id: int, status: str) -> None:
