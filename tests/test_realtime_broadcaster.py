@@ -222,3 +222,33 @@ def test_an_instruction_goes_between_the_turns_it_was_queued_between(tmp_path):
     order = [e["item"]["content"][0]["text"] if e["type"] == "conversation.item.create" else e["type"]
              for e in local.sent if e["type"] != "session.update"]
     assert order == ["Turn one.", "AFTER TURN ONE", "Turn two.", "response.create", 'Bob: "Turn three."']
+
+
+class DroppingSession(SlowSession):
+    """A provider that drops the connection on every item (a stall with reconnects)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate.set()
+
+    async def send_item(self, item, key) -> None:
+        from voicekit.realtime.session import SessionClosed
+
+        await asyncio.sleep(0.01)
+        raise SessionClosed("dropped")
+
+
+def test_a_provider_that_keeps_dropping_never_grows_the_backlog_past_the_queue():
+    """Each reconnect used to move another queue's worth into the in-memory backlog (it grew by
+    `queue_size` per reconnect); now the backlog and the queue together hold 2 x queue_size."""
+    session = DroppingSession()
+    b = Broadcaster(session, None, session_id="drops", queue_size=8, attribution=False,
+                    backoff_initial=0.01, backoff_max=0.01).start()
+    for i in range(300):
+        b.on_turn(SpeakerTurn("Speaker A", f"line {i}", i, i + 1, channel="mic", turn_id=i + 1))
+        if i % 50 == 49:
+            time.sleep(0.2)
+    assert b.stats["reconnects"] >= 3
+    assert len(b._pending) <= 8 and b._q.qsize() <= 8
+    assert b.stats["dropped"] >= 300 - 16
+    b.close(timeout=0.5)

@@ -249,7 +249,10 @@ class Broadcaster:
         while True:
             if self._dropped_conn:
                 raise SessionClosed("the provider closed the connection")
-            while True:
+            # items leave the bounded queue only as far as they can be held: with a stalled
+            # provider the queue fills and its full-queue policy applies, instead of an
+            # unbounded backlog in memory
+            while len(self._pending) < self._queue_size:
                 try:
                     self._pending.append(self._q.get_nowait())
                 except queue.Empty:
