@@ -206,3 +206,28 @@ def test_the_api_key_never_reaches_a_debug_log(caplog):
         assert b.close(5)
     assert "Authorization: [redacted]" in caplog.text  # the header was logged, without its value
     assert key not in caplog.text
+
+
+def test_close_keeps_its_timeout_when_the_server_never_answers_the_handshake():
+    """A server that accepts TCP and never answers the WebSocket upgrade held close(1) for 6 s
+    (websockets' own 10 s open timeout) and left the broadcaster's thread running."""
+    import socket
+    import threading
+
+    from voicekit.turns import SpeakerTurn
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    accepted = []
+    threading.Thread(target=lambda: accepted.append(listener.accept()), daemon=True).start()
+    s = OpenAIRealtimeSession(api_key=KEY, websocket_base_url=f"ws://127.0.0.1:{listener.getsockname()[1]}/v1")
+    b = Broadcaster(s, None, session_id="silent").start()
+    b.on_turn(SpeakerTurn("Speaker A", "hello", 0, 1, channel="mic", metadata={"sender_name": "Alice"}))
+    time.sleep(0.3)
+    t0 = time.monotonic()
+    assert b.close(timeout=1.0) is False  # nothing was delivered
+    elapsed = time.monotonic() - t0
+    print(f"close(1.0) returned after {elapsed:.2f} s")
+    assert elapsed < 3.0 and not b._thread.is_alive()
+    listener.close()

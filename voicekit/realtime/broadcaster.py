@@ -190,7 +190,7 @@ class Broadcaster:
                 if self._stopping and time.monotonic() > self._deadline:
                     return
                 try:
-                    await self.session.connect()
+                    await self._within_close_deadline(self.session.connect())
                 except SessionClosed as exc:
                     log.warning("realtime session %s: %s; retrying in %.1f s", self.session_id, exc, delay)
                     await self._sleep(delay)
@@ -216,12 +216,32 @@ class Broadcaster:
                         await pump
                     except (asyncio.CancelledError, Exception):  # noqa: BLE001
                         pass
-                    await self.session.close()
+                    try:
+                        await self._within_close_deadline(self.session.close())
+                    except SessionClosed:
+                        log.warning("realtime session %s: the provider did not close in time; the "
+                                    "connection was dropped", self.session_id)
                 await self._sleep(delay)
                 delay = min(delay * 2, self.backoff_max)
         finally:
             if self._log is not None:
                 self._log.close()
+
+    async def _within_close_deadline(self, coro):  # noqa: ANN001, ANN202
+        """Await ``coro`` (a connect or close), but give it up with :class:`SessionClosed` once
+        :meth:`close` was called and its timeout has passed: a server that never answers the
+        handshake or the close cannot hold ``close(timeout)`` past its timeout."""
+        task = asyncio.ensure_future(coro)
+        while not task.done():
+            if self._stopping and time.monotonic() > self._deadline:
+                task.cancel()
+                try:
+                    await task
+                except BaseException:  # noqa: BLE001 - cancelled or failed: given up either way
+                    pass
+                raise SessionClosed("given up: the close timeout passed")
+            await asyncio.wait({task}, timeout=0.05)
+        return task.result()
 
     async def _sleep(self, seconds: float) -> None:
         end = time.monotonic() + seconds
