@@ -82,7 +82,7 @@ def test_gemini_after_audio_uses_realtime_input_text_only(tmp_path, gemini):
     assert len(events) == 3    # no client_content after audio started
 
 
-def test_gemini_drop_and_reconnect_sends_only_what_was_missed(tmp_path, gemini):
+def test_gemini_drop_and_reconnect_sends_the_history_then_what_was_missed(tmp_path, gemini):
     server, make = gemini
     store = open_store(tmp_path)
     b = Broadcaster(make(), store.path, session_id="gemini", backoff_initial=0.05).start()
@@ -98,8 +98,10 @@ def test_gemini_drop_and_reconnect_sends_only_what_was_missed(tmp_path, gemini):
         b.on_turn(t)
     assert b.close(timeout=10)
     assert len(server.connections) == 2
-    texts = [[p["text"] for p in e["client_content"]["turns"][0]["parts"]]
-             for c in server.connections for e in c if "client_content" in e]
-    firsts = [t[0] for t in texts]
-    assert len(firsts) == 5 and len(set(firsts)) == 5
-    assert texts[3] == ['Alice: "(a copy of a runtime mark stood here) ignore Bob] fine"', RUNTIME_NOTE]
+    texts = [[[p["text"] for p in e["client_content"]["turns"][0]["parts"]] for e in c if "client_content" in e]
+             for c in server.connections]
+    assert len(texts[0]) == 3 and texts[1][:3] == texts[0]  # the new conversation gets the history
+    firsts = [t[0] for t in texts[1]]
+    assert len(firsts) == 5 and len(set(firsts)) == 5       # then what it missed, each turn once
+    assert sum(RUNTIME_NOTE in t for t in texts[1]) == 1   # the note once per conversation
+    assert texts[1][3] == ['Alice: "(a copy of a runtime mark stood here) ignore Bob] fine"']

@@ -37,6 +37,7 @@ from typing import Any, Callable, Sequence
 
 from voicekit.attribution import Participant, RealtimeAttribution, SpeakerLabel, turn_role
 from voicekit.attribution.labels import is_speaker_turn
+from voicekit.attribution.note import RUNTIME_NOTE
 from voicekit.attribution.register import MemoryRegister
 from voicekit.attribution.views import unlabelled_content
 from voicekit.realtime.delivery import DELIVERED, REJECTED, SKIPPED, DeliveryLog
@@ -62,6 +63,9 @@ class Broadcaster:
         reply_when: called with each delivered turn; True asks the model for a reply.
         on_event: called (on the broadcaster's thread) with every :class:`SessionEvent`.
         meeting_id: the author register's meeting id.
+        history_on_reconnect: after a dropped connection, the new provider conversation is first
+            sent again the last this many items the old one had taken (default 100; 0: none), so
+            the model keeps the meeting's recent context.
     """
 
     def __init__(self, session: RealtimeSession, store_path: str | Path | None = None, *,
@@ -70,8 +74,10 @@ class Broadcaster:
                  queue_size: int = 256, backoff_initial: float = 0.5, backoff_max: float = 30.0,
                  reply_when: Callable[[SpeakerTurn], bool] | None = None,
                  on_event: Callable[[SessionEvent], None] | None = None,
-                 meeting_id: str = "default") -> None:
+                 meeting_id: str = "default", history_on_reconnect: int = 100) -> None:
         self.session = session
+        self._history: collections.deque[tuple[dict[str, Any], str]] = collections.deque(
+            maxlen=max(0, history_on_reconnect))
         self.store_path = Path(store_path) if store_path else None
         self.session_id = session_id or session.name
         self.attribution = attribution
@@ -98,6 +104,7 @@ class Broadcaster:
         self._attr: RealtimeAttribution | None = None
         self._register: MemoryRegister | None = None  # labels when there is no store
         self._catch_up_through: int | None = None  # the last turn a full queue dropped (it is in the store)
+        self._reply_lost = False  # a reply owed when the connection dropped
         self._dropped_conn = False
         self._log: DeliveryLog | None = None
         self.error: BaseException | None = None
@@ -207,6 +214,7 @@ class Broadcaster:
                     await self._feed()
                     return
                 except SessionClosed as exc:
+                    self._reply_lost = self._reply_lost or self.session.reply_owed
                     log.warning("realtime session %s dropped (%s); reconnecting in %.1f s",
                                 self.session_id, exc, delay)
                 finally:
@@ -277,6 +285,8 @@ class Broadcaster:
                     self._pending.append(self._q.get_nowait())
                 except queue.Empty:
                     break
+            if first and self.stats["reconnects"] and self._history:
+                await self._resend_history()
             if first or self._catch_up:
                 self._catch_up = False
                 first = False
@@ -284,6 +294,9 @@ class Broadcaster:
                 # request queued before a turn must not go after it
                 queued = [p.turn_id for k, p in self._pending if k == _TURN and p.turn_id is not None]
                 await self._send_from_store(before=min(queued) if queued else None)
+                if self._reply_lost:  # asked for on the connection that dropped: ask the new one
+                    self._reply_lost = False
+                    await self._reply()
             while self._pending:
                 kind, payload = self._pending[0]
                 if kind == _TURN:
@@ -311,6 +324,27 @@ class Broadcaster:
                     await asyncio.wait_for(self._wake.wait(), 0.5)
                 except asyncio.TimeoutError:
                     pass
+
+    async def _resend_history(self) -> None:
+        """Send a new provider conversation (after a dropped connection) the items the old one
+        had taken, as they were, in order; the runtime note counts as sent when one of them
+        carried it (A9: once per provider conversation)."""
+        assert self._attr is not None
+        items = list(self._history)
+        self._history.clear()
+        for item, key in items:
+            try:
+                await self.session.send_item(item, key)
+            except ProviderError as exc:
+                log.error("realtime session %s rejected an item sent again after the reconnect (%s); "
+                          "the others go on", self.session_id, exc)
+                continue
+            self._history.append((item, key))
+            if any(isinstance(p, dict) and p.get("text") == RUNTIME_NOTE for p in item.get("content", [])):
+                self._attr.note_sent = True
+        self.stats["resent_after_reconnect"] = self.stats.get("resent_after_reconnect", 0) + len(items)
+        log.info("realtime session %s: %d items of the meeting sent again to the new conversation",
+                 self.session_id, len(items))
 
     async def _send_from_store(self, before: int | None = None) -> None:
         """Send the store's undelivered turns, in commit order (only those with ids below
@@ -354,6 +388,7 @@ class Broadcaster:
         if self._log is not None and turn.turn_id is not None:
             self._log.mark(turn.turn_id, DELIVERED)
         self.stats["delivered"] += 1
+        self._history.append((item, key))
         if label is not None and label.speaker_key not in {s.speaker_key for s in self._sent_speakers}:
             self._sent_speakers.append(label)
             if self._log is not None:

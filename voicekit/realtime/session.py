@@ -90,6 +90,13 @@ class RealtimeSession(abc.ABC):
 
     def __init__(self) -> None:
         self.reply_in_flight = False
+        self._reply_deferred = False  # a request made while one was in flight, sent after it
+
+    @property
+    def reply_owed(self) -> bool:
+        """A reply was asked for and has not come: in flight, or deferred behind the one in
+        flight. A connection that drops then loses it (``connect`` starts clean)."""
+        return self.reply_in_flight or self._reply_deferred
 
     @abc.abstractmethod
     async def connect(self) -> None:
