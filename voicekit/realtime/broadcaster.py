@@ -89,7 +89,7 @@ class Broadcaster:
         self.on_event = on_event
         self.meeting_id = meeting_id
         self.stats = {"delivered": 0, "rejected": 0, "dropped": 0, "queue_full": 0, "connects": 0,
-                      "reconnects": 0, "instructions": 0, "replies_requested": 0}
+                      "reconnects": 0, "instructions": 0, "replies_requested": 0, "resent_after_reconnect": 0}
         self.connected = threading.Event()
         self._q: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=queue_size)
         self._queue_size = queue_size
@@ -342,7 +342,7 @@ class Broadcaster:
             self._history.append((item, key))
             if any(isinstance(p, dict) and p.get("text") == RUNTIME_NOTE for p in item.get("content", [])):
                 self._attr.note_sent = True
-        self.stats["resent_after_reconnect"] = self.stats.get("resent_after_reconnect", 0) + len(items)
+        self.stats["resent_after_reconnect"] += len(items)
         log.info("realtime session %s: %d items of the meeting sent again to the new conversation",
                  self.session_id, len(items))
 

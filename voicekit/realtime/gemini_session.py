@@ -48,7 +48,6 @@ class GeminiLiveSession(StreamingSession):
         self.audio_started = False
         self._stack: contextlib.AsyncExitStack | None = None
         self._session: Any = None
-        self._reply_deferred = False
         self._reply_text: list[str] = []
 
     async def connect(self) -> None:

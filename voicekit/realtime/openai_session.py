@@ -56,7 +56,6 @@ class OpenAIRealtimeSession(StreamingSession):
         self._acks: dict[str, asyncio.Future] = {}      # item id -> future
         self._by_event: dict[str, str] = {}              # client event id -> item id
         self._reply_event: str | None = None
-        self._reply_deferred = False
         self._closed = True
 
     async def connect(self) -> None:
