@@ -33,7 +33,7 @@ HELD_OUT = {"sample"}
 
 def transcribe_all(files, vad: str, hangover: float, cache: Path, threshold: float, max_utterance: float):
     default = max_utterance == EndpointerOptions().max_utterance
-    path = cache / f"stt-{vad}-{hangover}-t{threshold}{'' if default else f'-max{max_utterance}'}.pkl"
+    path = cache / f"stt2-{vad}-{hangover}-t{threshold}{'' if default else f'-max{max_utterance}'}.pkl"
     if path.exists():
         return pickle.loads(path.read_bytes())
     stt = Transcriber()
@@ -45,7 +45,8 @@ def transcribe_all(files, vad: str, hangover: float, cache: Path, threshold: flo
         for block in FileSource(f.audio):
             utts.extend(ep.push(block))
         utts.extend(ep.flush())
-        data[f.file_id] = [(u, stt.transcribe(u.samples, u.start)) for u in utts]
+        data[f.file_id] = [(u, stt.transcribe(u.samples, u.start, speech=u.speech, frame_seconds=u.frame_seconds))
+                           for u in utts]
         print(f"stt {f.file_id}: {len(utts)} utterances", file=sys.stderr)
     path.write_bytes(pickle.dumps(data))
     return data

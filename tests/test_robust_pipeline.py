@@ -33,9 +33,9 @@ class CountingTranscriber:
         self.inner = inner
         self.calls = 0
 
-    def transcribe(self, samples, offset=0.0):
+    def transcribe(self, samples, offset=0.0, **vad):
         self.calls += 1
-        return self.inner.transcribe(samples, offset)
+        return self.inner.transcribe(samples, offset, **vad)
 
 
 def _run(source):
@@ -141,9 +141,9 @@ class RecordingTranscriber(CountingTranscriber):
         super().__init__(inner)
         self.given = []
 
-    def transcribe(self, samples, offset=0.0):
+    def transcribe(self, samples, offset=0.0, **vad):
         self.given.append((offset, np.array(samples)))
-        return super().transcribe(samples, offset)
+        return super().transcribe(samples, offset, **vad)
 
 
 def _whisper_input(source):
@@ -265,11 +265,11 @@ class InterruptingTranscriber(CountingTranscriber):
         super().__init__(inner)
         self.at = at
 
-    def transcribe(self, samples, offset=0.0):
+    def transcribe(self, samples, offset=0.0, **vad):
         if self.calls + 1 == self.at:
             self.calls += 1
             raise KeyboardInterrupt
-        return super().transcribe(samples, offset)
+        return super().transcribe(samples, offset, **vad)
 
 
 def _closed_utterances(endpointer):
@@ -413,10 +413,10 @@ def _replay_17s(tmp_path, monkeypatch, capsys, interrupt, extra=()):
     sf.write(src, load_audio(EXAMPLE)[:17 * 16000], 16000)
     real, calls = Transcriber.transcribe, []
 
-    def transcribe(self, samples, offset=0.0):
+    def transcribe(self, samples, offset=0.0, **vad):
         calls.append(offset)
         interrupt(len(calls), offset)
-        return real(self, samples, offset)
+        return real(self, samples, offset, **vad)
 
     monkeypatch.setattr(Transcriber, "transcribe", transcribe)
     out = tmp_path / "out"
@@ -514,11 +514,11 @@ class FailingTranscriber(CountingTranscriber):
         super().__init__(inner)
         self.at = at
 
-    def transcribe(self, samples, offset=0.0):
+    def transcribe(self, samples, offset=0.0, **vad):
         if abs(offset - self.at) < 0.05:
             self.calls += 1
             raise RuntimeError("CTranslate2 failed on this utterance")
-        return super().transcribe(samples, offset)
+        return super().transcribe(samples, offset, **vad)
 
 
 def test_an_error_in_one_utterance_loses_only_that_utterance_and_is_the_error_raised(tmp_path, uninterrupted,

@@ -50,6 +50,25 @@ def test_same_audio_gives_the_same_words_from_run_to_run(tmp_path):
     assert runs[0].stdout.strip() not in ("", "[]") and runs[1].stdout == runs[0].stdout
 
 
+def test_words_after_an_early_end_of_text_are_decoded_from_the_last_word():
+    # diarizationExample's utterance at 31.1-40.2 s: tiny.en ends its output after "the south of
+    # Spain." at 34.6 s, with 5.4 s of speech left; the rest is decoded again from that word
+    from voicekit.vad import Endpointer, make_vad
+
+    ep = Endpointer(make_vad("silero"))
+    x = load_audio(EVAL / "pyaudioanalysis" / "diarizationExample.wav")
+    utt = next(u for u in [*ep.push(x), *ep.flush()] if u.start <= 33.0 < u.end)
+    stt = components().transcriber
+    alone = stt.transcribe(utt.samples, utt.start)
+    words = stt.transcribe(utt.samples, utt.start, speech=utt.speech, frame_seconds=utt.frame_seconds)
+    text = "".join(w.text for w in words)
+    print(f"{utt.start:.2f}-{utt.end:.2f}", "".join(w.text for w in alone), "|", text)
+    assert words[:len(alone)] == alone and alone[-1].end < utt.end - 4.0
+    assert len(words) >= len(alone) + 15 and words[-1].end > utt.end - 1.0
+    assert "pension" in text.lower()
+    assert all(a.end <= b.start + 1e-3 for a, b in zip(words, words[1:]))
+
+
 def test_silence_gives_no_words():
     assert components().transcriber.transcribe(np.zeros(16000 * 5, np.float32)) == []
 

@@ -257,7 +257,8 @@ class Pipeline:
         utt = p.utt
         t = time.perf_counter()
         if p.words is None:
-            p.words = self.components.transcriber.transcribe(utt.samples, utt.start)
+            p.words = self.components.transcriber.transcribe(utt.samples, utt.start, speech=utt.speech,
+                                                             frame_seconds=utt.frame_seconds)
         t_stt = time.perf_counter()
         self.stage_seconds["stt"] += t_stt - t
         if p.diarized is None:
