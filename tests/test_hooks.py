@@ -116,6 +116,10 @@ def test_speaker_names_map_and_file():
                          ("speaker ab", "Speaker AB")):
         with pytest.raises(ValueError, match=f"label '{wrong}' is written '{right}'"):
             parse_speaker_names(f"{wrong}=Ana")
+    # entries run together, or a second '=' on a names-file line, are not names
+    for bad in ("Speaker A=Ana;Speaker B=Ben", "Speaker B = Sheila = X"):
+        with pytest.raises(ValueError, match="holds '='"):
+            parse_speaker_names(bad)
     # other speakers of a turn (LiveKit participants: their name, or '@room/2') are kept as written
     assert parse_speaker_names("Speaker AA=Ana, @standup/2 = Ben, Sheila Smith=Sheila, speakerphone=Room") == \
         {"Speaker AA": "Ana", "@standup/2": "Ben", "Sheila Smith": "Sheila", "speakerphone": "Room"}

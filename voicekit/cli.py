@@ -16,6 +16,7 @@ import argparse
 import logging
 import os
 import platform
+import re
 import signal
 import sys
 import threading
@@ -190,6 +191,13 @@ def _hooks(args: argparse.Namespace, err):  # noqa: ANN001 - rich Console
             names = parse_speaker_names(text)
         except ValueError as exc:
             raise CliError(f"--speaker-names: {exc}") from exc
+        if args.command != "livekit":
+            # only a LiveKit room's turns carry other speakers (its participants' names)
+            other = [label for label in names if not re.fullmatch(r"Speaker [A-Z]+", label)]
+            if other:
+                raise CliError(f"--speaker-names: {', '.join(map(repr, other))} can never name a speaker of "
+                               f"`voicekit {args.command}`: its speakers are labelled 'Speaker A', 'Speaker B'… "
+                               "(write 'Speaker A=Diane')")
         hooks.set_names(names)
     for script in args.hook or []:
         hooks.load_script(script)

@@ -351,9 +351,10 @@ def parse_speaker_names(text: str) -> dict[str, str]:
     participant's name); it must match the turns' ``speaker`` exactly.
 
     Raises:
-        ValueError: for an entry without ``=``, without a label or a name; a label given twice; a
-            label spelled like a diarization label but not exactly (``speaker a``, ``Speaker_A``):
-            the message gives the right spelling.
+        ValueError: for an entry without ``=``, without a label or a name, or whose name holds
+            another ``=`` (entries run together: ``Speaker A=Ana;Speaker B=Ben``); a label given
+            twice; a label spelled like a diarization label but not exactly (``speaker a``,
+            ``Speaker_A``): the message gives the right spelling.
     """
     names: dict[str, str] = {}
     for raw in text.replace("\n", ",").split(","):
@@ -365,6 +366,9 @@ def parse_speaker_names(text: str) -> dict[str, str]:
         label, name = (part.strip() for part in item.split("=", 1))
         if not label or not name:
             raise ValueError(f"speaker name entry {item!r} is missing a label or a name")
+        if "=" in name:
+            raise ValueError(f"the name {name!r} given to {label} holds '=': separate entries with ',' "
+                             "('Speaker A=Ana,Speaker B=Ben'), or write one per line in a names file")
         m = _DIARIZATION_LIKE.fullmatch(label)
         if m and label != (right := f"Speaker {m.group(1).upper()}"):
             raise ValueError(f"label {label!r} is written {right!r}: a capital S, one space, capital letters"
