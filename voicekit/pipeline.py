@@ -417,8 +417,12 @@ class Pipeline:
                           type(exc).__name__, exc)
             try:
                 self.finish()
-            except Exception:  # noqa: BLE001 - reported; the caller sees the first error
-                log.exception("the stream could not be finished after %s", type(exc).__name__)
+            except Exception as again:  # noqa: BLE001 - reported; the caller sees the first error
+                # the caller reports the first error with its fix; the same kind of error again
+                # (a full disk) adds nothing to it (--debug: the traceback)
+                log.log(logging.DEBUG if type(again) is type(exc) else logging.ERROR,
+                        "the stream could not be finished after %s: %s: %s", type(exc).__name__,
+                        type(again).__name__, again, exc_info=log.isEnabledFor(logging.DEBUG))
             return
         self.finish()
 
