@@ -93,8 +93,8 @@ def test_list_and_delete_really_remove(library, tmp_path):
     assert names == ["Fiona", "Marcus", "Olivier"]
     marcus = library.get("Marcus").vector.astype("<f4").tobytes()
     assert marcus in (tmp_path / "voices.sqlite").read_bytes()
-    assert library.delete("Marcus") is True
-    assert library.delete("Marcus") is False
+    assert library.delete("Marcus") == "Marcus"
+    assert library.delete("Marcus") is None
     assert [v.name for v in library.voices()] == ["Fiona", "Olivier"]
     # the bytes of the deleted voiceprint are gone from the file, not just unlinked
     assert marcus not in (tmp_path / "voices.sqlite").read_bytes()
@@ -111,7 +111,8 @@ def test_cli_list_and_delete(library, tmp_path, capsys):
     assert main(["voices", "list", "--library", path]) == 0
     out = capsys.readouterr().out
     assert "3 voices" in out and "Marcus" in out
-    assert main(["voices", "delete", "Marcus", "--library", path]) == 0
+    assert main(["voices", "delete", "marcus", "--library", path]) == 0
+    assert f"deleted the voice of Marcus from {path}" in capsys.readouterr().out  # as enrolled, not as typed
     assert main(["voices", "delete", "Marcus", "--library", path]) == 2
     assert "no voice named 'Marcus'" in capsys.readouterr().err
     assert main(["voices", "delete", "--all", "--library", path]) == 0
@@ -222,7 +223,7 @@ def test_a_name_is_one_voice_whatever_its_unicode_form_or_case(tmp_path):
         lib.enrol("Zo\u00eb", vector, seconds)
         lib.enrol("zoe\u0308", vector, seconds)  # NFD, lower case: the same name
         assert [(v.name, v.meetings) for v in lib.voices()] == [("Zo\u00eb", 2)]
-        assert lib.delete("ZOE\u0308") and lib.voices() == []
+        assert lib.delete("ZOE\u0308") == "Zo\u00eb" and lib.voices() == []
     finally:
         lib.close()
 

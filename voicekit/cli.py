@@ -922,11 +922,12 @@ def cmd_voices(args: argparse.Namespace) -> int:
                 n = library.delete_all()
                 print(f"deleted {n} voice{'s' if n != 1 else ''} from {path}")
                 return 0
-            if not library.delete(args.name):
+            deleted = library.delete(args.name)
+            if deleted is None:
                 raise CliError(f"no voice named {args.name!r} in {path}; see voicekit voices list")
         finally:
             library.close()
-        print(f"deleted the voice of {args.name} from {path}")
+        print(f"deleted the voice of {deleted} from {path}")
         return 0
     # enrol
     from voicekit.audio import SAMPLE_RATE, load_audio

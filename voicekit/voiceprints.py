@@ -298,14 +298,19 @@ class VoiceLibrary:
                               (name, v.astype("<f4").tobytes(), float(seconds), meetings, created, now))
         return Voiceprint(name, v, float(seconds), meetings, created, now)
 
-    def delete(self, name: str) -> bool:
-        """Delete ``name``'s voiceprint and scrub it from the file. Returns whether it existed."""
+    def delete(self, name: str) -> str | None:
+        """Delete ``name``'s voiceprint and scrub it from the file.
+
+        Returns:
+            the name as it was enrolled (``"Carla"`` for ``delete("carla")``), or None when no
+            voice has that name.
+        """
         with self.conn:
             stored = self._stored_name(name)
             n = 0 if stored is None else self.conn.execute("DELETE FROM voiceprint WHERE name = ?",
                                                            (stored,)).rowcount
         self._scrub()
-        return n > 0
+        return stored if n > 0 else None
 
     def delete_all(self) -> int:
         """Delete every voiceprint and scrub the file. Returns how many were deleted."""
