@@ -109,6 +109,18 @@ def test_bad_files_and_arguments_give_one_line_and_exit_2(tmp_path, name, make, 
     assert not (tmp_path / "out").exists()  # a failed command leaves no (empty) meeting directory
 
 
+def test_voices_written_before_the_recording_says_it_took_the_recording(tmp_path, capsys):
+    # --voices takes an optional LIBRARY, so `replay --voices meeting.wav` gave it the recording and
+    # then said only "the following arguments are required: audio"
+    from voicekit.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["replay", "--voices", str(FALCON), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "took" in err and "a recording, as the voice library" in err, err
+    assert "write --voices after the recording" in err and not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("provider, variable", [("openai", "OPENAI_API_KEY"), ("gemini", "GEMINI_API_KEY")])
 def test_a_missing_api_key_stops_before_the_models_and_leaves_nothing(tmp_path, provider, variable):
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")}

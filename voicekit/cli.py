@@ -208,9 +208,21 @@ def _hooks(args: argparse.Namespace, err):  # noqa: ANN001 - rich Console
     return hooks
 
 
+_AUDIO_SUFFIXES = {".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".m4a", ".aac", ".mp4", ".webm", ".raw", ".pcm"}
+
+
+def _library_option(value: str) -> str:
+    """``--voices LIBRARY``: its optional value would also take a recording written after it."""
+    if Path(value).suffix.lower() in _AUDIO_SUFFIXES:
+        raise argparse.ArgumentTypeError(
+            f"took {value!r}, a recording, as the voice library: write --voices after the recording "
+            "(`voicekit replay meeting.wav --voices`), or --voices=LIBRARY")
+    return value
+
+
 def _voice_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("known voices (opt-in, biometric data: docs/voiceprints.md)")
-    g.add_argument("--voices", nargs="?", const="", default=None, metavar="LIBRARY",
+    g.add_argument("--voices", nargs="?", const="", default=None, metavar="LIBRARY", type=_library_option,
                    help="name speakers whose voice matches an enrolled voiceprint; LIBRARY is the "
                         "voice library file (default $VOICEKIT_VOICES, else voices.sqlite in the user "
                         "data directory)")
