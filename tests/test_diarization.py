@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from _pipeline_support import components, eval_file, needs_eval
+from _pipeline_support import EVAL, components, eval_file, needs_eval
 from voicekit.diarization.online import DiarizerOptions, snap_to_word_gaps
 from voicekit.audio import load_audio
 from voicekit.evaluation import load_reference, refined_view, score_der, turns_to_annotation
@@ -204,6 +204,27 @@ def test_refinement_keeps_unlike_live_speakers_apart(monkeypatch):
     assert plain[0] == 3
     assert guarded[0] == f.speakers == 4
     assert guarded[1] < plain[1] - 0.05
+
+
+def test_refinement_opens_no_speaker_on_under_2_s_of_windows(monkeypatch):
+    """One voice, too few windows for the eigengap: a 4 s clip of one man (faster-whisper's
+    hotwords.mp3) and a LibriVox reading were cut into 2-4 refined speakers of about 1 s each; a
+    cluster that matches no live speaker now needs 2 s of windows to stand as a speaker."""
+    from voicekit.diarization import refine
+
+    found = {}
+    for name in ("faster_whisper/hotwords.mp3", "librivox/sense_and_sensibility_01_austen_64kb-0880.wav"):
+        pipe = Pipeline(PipelineOptions(), components())
+        result = pipe.run(FileSource(EVAL / name), refine=True)
+        windows = [w for _, w in pipe.diarizer.history]
+        turns = [t.replace(turn_id=i) for i, t in enumerate(result.turns)]
+        speakers = {label for labels in refine.refine_turns(turns, windows).values() for label in labels}
+        monkeypatch.setattr(refine, "MIN_NEW_WINDOWS", 0)
+        unguarded = {label for labels in refine.refine_turns(turns, windows).values() for label in labels}
+        monkeypatch.undo()
+        found[name] = (len({t.speaker for t in turns}), len(unguarded), len(speakers))
+    print("live / refined without / with the 2 s minimum:", found)
+    assert all(live == 1 and unguarded >= 2 and guarded == 1 for live, unguarded, guarded in found.values())
 
 
 def test_refined_changes_move_to_the_nearest_clause_end():

@@ -99,6 +99,13 @@ SNAP_WORDS = 2
 """A refined speaker change inside a live turn moves to a clause end (a word ending in . ? ! , ;)
 at most this many words away, when there is one: Whisper's punctuation marks where a sentence ends."""
 
+MIN_NEW_WINDOWS = 8
+"""Windows (2 s of speech at a 0.25 s hop) a refined cluster that matches no live speaker needs to
+stand as a new speaker; a smaller one joins the matched cluster it is most alike. The eigengap of
+a few dozen windows finds clusters inside one voice (a 4 s clip of one man: 4 clusters of about
+1 s), and about 2 s of evidence is what a new speaker needs before it is more often right than
+wrong (docs/accuracy.md)."""
+
 MAX_CLUSTERED = 3000
 """Most windows clustered at once: the affinity matrix is dense (n x n float64, 72 MB at 3000)
 and its eigendecomposition O(n^3); a longer meeting (about 12 min of speech per 3000 windows)
@@ -220,8 +227,41 @@ def refine_turns(turns: Sequence[SpeakerTurn], windows: Sequence[WindowEmbedding
         live = live_window_speakers(turns, centers)
         clusters = keep_live_speakers_apart(vectors, clusters, live, max_speakers or 8,
                                             MERGE_SIMILARITY, MIN_LIVE_WINDOWS)
-    n_clusters = int(clusters.max()) + 1
+    live_labels = list(dict.fromkeys(t.speaker for t in sorted(turns, key=lambda x: x.start)))
+    word_cluster, matched = _label_words(turns, starts, ends, clusters, live_labels)
+    counts = np.bincount(clusters)
+    small = [c for c in range(len(counts)) if c not in matched and 0 < counts[c] < MIN_NEW_WINDOWS]
+    if small and matched:
+        # a new speaker with under 2 s of windows: its windows join the matched cluster most alike
+        kept = sorted(matched)
+        means = {c: _unit_mean(vectors[clusters == c]) for c in kept + small}
+        target = {c: kept[int(np.argmax([means[k] @ means[c] for k in kept]))] for c in small}
+        clusters = np.array([target.get(int(c), int(c)) for c in clusters])
+        word_cluster, matched = _label_words(turns, starts, ends, clusters, live_labels)
+    name = dict(matched)
+    used = set(name.values()) | set(live_labels)
+    next_index = 0
+    for cluster in sorted({c for labels in word_cluster.values() for c in labels}):
+        if cluster not in name:
+            while speaker_label(next_index) in used:
+                next_index += 1
+            name[cluster] = speaker_label(next_index)
+            used.add(name[cluster])
+    return {t.turn_id: snap_to_clause_ends(t, [name[c] for c in word_cluster[t.turn_id]]) for t in turns}
 
+
+def _unit_mean(vectors: np.ndarray) -> np.ndarray:
+    m = vectors.mean(axis=0)
+    return m / max(float(np.linalg.norm(m)), 1e-10)
+
+
+def _label_words(turns: Sequence[SpeakerTurn], starts: np.ndarray, ends: np.ndarray, clusters: np.ndarray,
+                 live_labels: list[str]) -> tuple[dict[int, list[int]], dict[int, str]]:
+    """The cluster of every word (see :func:`refine_turns`), and the live label each cluster is
+    matched to: the live speaker it shares most speech with, one cluster per live label
+    (Hungarian assignment)."""
+    centers = (starts + ends) / 2
+    n_clusters = int(clusters.max()) + 1
     word_cluster: dict[int, list[int]] = {}
     for t in turns:
         labels = []
@@ -237,24 +277,14 @@ def refine_turns(turns: Sequence[SpeakerTurn], windows: Sequence[WindowEmbedding
             else:
                 labels.append(int(clusters[int(np.argmin(np.abs(centers - mid)))]))
         word_cluster[t.turn_id] = labels
-
-    live_labels = list(dict.fromkeys(t.speaker for t in sorted(turns, key=lambda x: x.start)))
     index = {s: i for i, s in enumerate(live_labels)}
     overlap = np.zeros((n_clusters, len(live_labels)))
     for t in turns:
         for w, c in zip(t.words, word_cluster[t.turn_id]):
             overlap[c, index[t.speaker]] += max(w.end - w.start, 0.01)
     rows, cols = linear_sum_assignment(-overlap)
-    name: dict[int, str] = {int(r): live_labels[c] for r, c in zip(rows, cols) if overlap[r, c] > 0}
-    used = set(name.values()) | set(index)
-    next_index = 0
-    for cluster in range(n_clusters):
-        if cluster not in name:
-            while speaker_label(next_index) in used:
-                next_index += 1
-            name[cluster] = speaker_label(next_index)
-            used.add(name[cluster])
-    return {t.turn_id: snap_to_clause_ends(t, [name[c] for c in word_cluster[t.turn_id]]) for t in turns}
+    matched = {int(r): live_labels[c] for r, c in zip(rows, cols) if overlap[r, c] > 0}
+    return word_cluster, matched
 
 
 def snap_to_clause_ends(turn: SpeakerTurn, labels: list[str], max_words: int | None = None) -> list[str]:
