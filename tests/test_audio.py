@@ -53,6 +53,22 @@ def test_mp3_decodes():
     assert 3.5 < len(x) / 16000 < 5.0
 
 
+def test_mp3_decodes_without_writing_to_the_terminal(capfd):
+    # libsndfile's mpg123 wrote "part2_3_length (704) too large for available bit count" to fd 2
+    # for each damaged frame of this file (165 lines); PyAV decodes the same samples quietly
+    import soundfile as sf
+
+    from voicekit.audio import read_native_blocks
+
+    path = EVAL / "faster_whisper" / "multilingual.mp3"
+    blocks = [(b, rate) for b, rate in read_native_blocks(path)]
+    assert "mpg123" not in capfd.readouterr().err
+    decoded = np.concatenate([b for b, _ in blocks])
+    reference, rate = sf.read(str(path), dtype="float32", always_2d=True)
+    assert {r for _, r in blocks} == {rate} == {24000}
+    assert decoded.shape == reference.shape and np.abs(decoded - reference).max() < 1e-5
+
+
 def test_to_float32_scales_integer_pcm_and_unscaled_floats(caplog):
     assert to_float32(np.array([16384, -32768], dtype=np.int16)).tolist() == [0.5, -1.0]
     unscaled = np.array([0.0, 16384.0, -8192.0], dtype=np.float32)

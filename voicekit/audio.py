@@ -1,7 +1,7 @@
 """Decode, normalize and resample audio.
 
 Everything after this module sees float32 mono at 16 kHz (``SAMPLE_RATE``). Files are decoded
-with soundfile (libsndfile: WAV, FLAC, OGG, MP3, 24-bit and float WAV…) and, for what libsndfile
+with soundfile (libsndfile: WAV, FLAC, OGG, 24-bit and float WAV…) and, for MP3 and what libsndfile
 cannot read (M4A/AAC, Opus in MP4…), with PyAV. Resampling is soxr's *streaming* resampler, so a
 file read block by block gives the same samples as the file resampled whole.
 """
@@ -413,10 +413,14 @@ def read_native_blocks(path: str | Path, block_seconds: float = 0.5,
     info = probe(path, raw)
     import soundfile as sf
 
-    try:
-        handle = sf.SoundFile(str(path), **(raw.soundfile_args() if raw else {}))
-    except Exception:  # noqa: BLE001 - not for libsndfile; PyAV decodes it
-        handle = None
+    handle = None
+    if not info.subtype.startswith("MPEG_LAYER"):
+        # MP3 goes to PyAV: libsndfile's mpg123 writes a line to the terminal for every damaged
+        # frame (165 lines for faster-whisper's multilingual.mp3); FFmpeg decodes the same samples
+        try:
+            handle = sf.SoundFile(str(path), **(raw.soundfile_args() if raw else {}))
+        except Exception:  # noqa: BLE001 - not for libsndfile; PyAV decodes it
+            handle = None
     if handle is not None:
         normalize_block = PcmNormalizer(str(path))
         with handle:
