@@ -204,8 +204,10 @@ def refine_turns(turns: Sequence[SpeakerTurn], windows: Sequence[WindowEmbedding
     Each word takes the majority cluster of the windows that cover its midpoint and lie inside
     its live turn (all windows that cover it when none lies inside; the nearest window when none
     covers it). Unless ``num_speakers`` is given, a cluster that merged unlike
-    live speakers is split back (:func:`keep_live_speakers_apart`, up to ``max_speakers``); changes
-    inside a turn move to a nearby clause end (:func:`snap_to_clause_ends`).
+    live speakers is split back (:func:`keep_live_speakers_apart`, up to ``max_speakers``). A
+    cluster that matches no live speaker and holds fewer than ``MIN_NEW_WINDOWS`` windows joins
+    the matched cluster most alike. Changes inside a turn move to a nearby clause end
+    (:func:`snap_to_clause_ends`).
 
     Args:
         turns: the committed turns (with ``turn_id``, their live ``speaker`` and words).
