@@ -56,7 +56,7 @@ CASES = [
     ("missing file", lambda t: [t / "nope.wav"], "no such file; check the path"),
     ("directory", lambda t: [t], "is a directory; give an audio file"),
     ("text renamed .wav", lambda t: [_file(t / "notes.wav", b"meeting notes\n" * 50)],
-     "not an audio file voicekit can decode"),
+     "is not an audio file: it holds text"),
     ("zero-length", lambda t: [_file(t / "z.wav", b"")], "is empty (0 bytes)"),
     ("cut in the header", lambda t: [_file(t / "c.wav", SAMPLE.read_bytes()[:30])],
      "not an audio file voicekit can decode"),

@@ -388,10 +388,30 @@ def _probe_av(path: Path, sf_error: str = "") -> AudioInfo:
     except AudioError:
         raise
     except Exception as exc:  # noqa: BLE001
+        if _looks_like_text(path):
+            raise AudioError(f"{path} is not an audio file: it holds text (neither libsndfile nor FFmpeg "
+                             "finds audio in it); give the recording itself") from exc
         raise AudioError(
             f"{path} is not an audio file voicekit can decode ({type(exc).__name__}: {exc}); "
             "convert it to WAV or FLAC (e.g. ffmpeg -i IN -ar 16000 OUT.wav)"
         ) from exc
+
+
+def _looks_like_text(path: Path) -> bool:
+    """Whether the file's first 4 KiB decode as UTF-8 text without control characters other than
+    tab, newline and carriage return (notes or a transcript given in place of a recording)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 3:  # not only a character cut at the end of the 4 KiB
+            return False
+        text = head[:exc.start].decode("utf-8")
+    return bool(text) and all(c.isprintable() or c in "\t\n\r" for c in text)
 
 
 def read_native_blocks(path: str | Path, block_seconds: float = 0.5,
