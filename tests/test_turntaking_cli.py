@@ -56,8 +56,8 @@ def test_explain_prints_each_decision_with_its_rung(members: Path):
     # Elena answers only Diane (T15, read from the attribution label): Sheila's group address
     # reaches Iris alone, and Elena is listed as excluded.
     assert lines[4] == "    4.00s  Sheila: What do you two think about Friday?"
-    assert lines[5].strip() == "[group_address] -> Iris excluded by speak policy: Elena"
-    assert lines[7].strip() == "[fallback] -> Iris excluded by speak policy: Elena"
+    assert lines[5].strip() == "[group_address] -> Iris (Elena excluded by speak policy)"
+    assert lines[7].strip() == "[fallback] -> Iris (Elena excluded by speak policy)"
     steps = on_turn.steps
     assert [s.decision.decided_by.value for s in steps] == ["mention", "continuation", "group_address", "fallback"]
     assert [s.label.text for s in steps] == ["Diane", "Diane", "Sheila", "Sheila"]

@@ -90,5 +90,10 @@ def test_a_misspelled_key_is_an_error_naming_the_key_it_resembles(data, message)
 def test_members_file_bad_yaml(tmp_path):
     path = tmp_path / "members.yaml"
     path.write_text("members: [unclosed", encoding="utf-8")
-    with pytest.raises(MembersError):
+    with pytest.raises(MembersError) as err:
         load_members(path)
+    # one line with where the problem is (the CLI puts the path in front; it used to be there twice,
+    # then PyYAML's multi-line context)
+    message = str(err.value)
+    assert message.startswith("not valid YAML at line 1, column ") and "\n" not in message, message
+    assert str(path) not in message

@@ -90,14 +90,15 @@ def _pipeline_args(p: argparse.ArgumentParser, device_flag: str = "--device") ->
     g.add_argument("--max-speakers", type=int, default=None, help="at most this many speakers")
 
 
-def _hook_args(p: argparse.ArgumentParser, names_scope: str = "") -> None:
+def _hook_args(p: argparse.ArgumentParser, names_scope: str = "", decisions: bool = False) -> None:
     g = p.add_argument_group("hooks (docs/hooks.md)")
     g.add_argument("--speaker-names", default=None, metavar="MAP_OR_FILE",
                    help=f"'Speaker A=Diane,Speaker B=Sheila'{names_scope}, or a file with one "
                         "'Speaker A = Diane' per line")
     g.add_argument("--hook", action="append", metavar="SCRIPT.py",
-                   help="a Python file defining on_transcription(turn), and/or on_speak_decision(decision) "
-                        "for --members (repeatable; docs/hooks.md)")
+                   help="a Python file defining on_transcription(turn)"
+                        + (", and/or on_speak_decision(decision) for --members" if decisions else "")
+                        + " (repeatable; docs/hooks.md)")
     g.add_argument("--hook-timeout", type=float, default=2.0, help="seconds a hook may run (default 2)")
 
 
@@ -1297,7 +1298,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--raw-channels", type=int, default=1, help="interleaved channels of headerless PCM (default 1)")
     _meeting_args(p, append=False)  # a replay is never resumed: per-channel mode covers several channels
     _keep_embeddings_arg(p)
-    _hook_args(p)
+    _hook_args(p, decisions=True)
     _voice_args(p)
     g = p.add_argument_group("turn-taking")
     g.add_argument("--members", default=None, metavar="MEMBERS.yaml",

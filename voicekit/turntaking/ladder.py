@@ -285,7 +285,7 @@ class Decision:
         if self.chime_in:
             parts.append("(chime-in)")
         if self.excluded:
-            parts.append(f"excluded by speak policy: {', '.join(self.excluded)}")
+            parts.append(f"({', '.join(self.excluded)} excluded by speak policy)")
         if self.director_called:
             parts.append(f"director {self.director_latency_s * 1000:.0f} ms")
             if self.director_error:

@@ -304,5 +304,8 @@ def load_members(path: str | Path) -> RoomConfig:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise MembersError(f"{path}: not valid YAML: {exc}") from None
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise MembersError(f"not valid YAML{where}: {problem}") from None
     return parse_members(data)
