@@ -16,7 +16,6 @@ import argparse
 import logging
 import os
 import platform
-import re
 import signal
 import sys
 import threading
@@ -177,6 +176,7 @@ def _diarizer_name(options) -> str:  # noqa: ANN001 - PipelineOptions
 
 def _hooks(args: argparse.Namespace, err):  # noqa: ANN001 - rich Console
     from voicekit.hooks import HookRunner, HookTrigger, parse_speaker_names
+    from voicekit.turns import is_speaker_label
 
     if args.hook_timeout <= 0:
         raise CliError(f"--hook-timeout must be a positive number of seconds, got {args.hook_timeout}")
@@ -194,7 +194,7 @@ def _hooks(args: argparse.Namespace, err):  # noqa: ANN001 - rich Console
             raise CliError(f"--speaker-names: {exc}") from exc
         if args.command != "livekit":
             # only a LiveKit room's turns carry other speakers (its participants' names)
-            other = [label for label in names if not re.fullmatch(r"Speaker [A-Z]+", label)]
+            other = [label for label in names if not is_speaker_label(label)]
             if other:
                 raise CliError(f"--speaker-names: {', '.join(map(repr, other))} can never name a speaker of "
                                f"`voicekit {args.command}`: its speakers are labelled 'Speaker A', 'Speaker B'… "

@@ -127,8 +127,8 @@ class Transcriber:
             cut = int(round(last * 16000))
             log.debug("Whisper stopped at %.2f s with %.1f s of speech left: decoding again from there",
                       offset + last, left)
-            more = self._decode(samples[cut:], offset + cut / 16000.0) if len(samples) - cut >= 1600 else []
-            more = [w for w in more if w.start >= words[-1].end]
+            # at least RESUME_SPEECH of audio follows the cut
+            more = [w for w in self._decode(samples[cut:], offset + cut / 16000.0) if w.start >= words[-1].end]
             if not more:
                 break
             words.extend(more)

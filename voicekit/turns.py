@@ -101,6 +101,12 @@ def speaker_label(index: int) -> str:
     return f"Speaker {name}"
 
 
+def is_speaker_label(text: str) -> bool:
+    """True when ``text`` is a label :func:`speaker_label` gives ("Speaker A", "Speaker AB"…)."""
+    letters = text[len("Speaker "):] if text.startswith("Speaker ") else ""
+    return bool(letters) and all(c in string.ascii_uppercase for c in letters)
+
+
 def join_words(words: tuple[Word, ...] | list[Word]) -> str:
     """Join Whisper words (each with its own leading space) into clean text."""
     return "".join(w.text for w in words).strip()
