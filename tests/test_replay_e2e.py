@@ -3,6 +3,7 @@ and a replay killed mid-meeting."""
 
 import json
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -280,3 +281,22 @@ def test_replay_never_appends_to_a_meeting(named_refined, capsys):
     assert (out / "meeting.sqlite").read_bytes() == before
 
 
+def test_subtitle_cues_of_overlapping_channels_never_go_back_in_time(tmp_path):
+    """faster-whisper's stereo_diarization.wav, one person per channel, talking at once: the left
+    channel's first turn is cut into two cues and the right channel's turn starts between them.
+    The cues used to be written turn by turn (0.1 s, 2.8 s, then 0.2 s): SRT and WebVTT players
+    expect start times that never go backwards."""
+    stereo = EVAL / "faster_whisper" / "stereo_diarization.wav"
+    assert main(["replay", str(stereo), "--out", str(tmp_path), "--per-channel", "--quiet"]) == 0
+
+    def starts(path):
+        return [int(h) * 3600 + int(m) * 60 + int(sec) + int(ms) / 1000
+                for h, m, sec, ms in re.findall(r"^(\d\d):(\d\d):(\d\d)[,.](\d\d\d) -->", path.read_text(), re.M)]
+
+    srt = starts(tmp_path / "stereo_diarization.srt")
+    vtt = starts(tmp_path / "stereo_diarization.vtt")
+    doc = json.loads((tmp_path / "stereo_diarization.json").read_text())
+    print(srt, vtt, [(t["speaker"], t["start"], t["end"]) for t in doc["turns"]])
+    assert len({t["speaker"] for t in doc["turns"]}) == 2 and len(srt) == len(vtt) >= 3
+    assert srt == sorted(srt) and vtt == sorted(vtt)
+    assert srt == pytest.approx(vtt, abs=1e-3)

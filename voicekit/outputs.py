@@ -234,12 +234,18 @@ def subtitle_cues(turn: SpeakerTurn, prefix: str = "", max_line_chars: int = MAX
 def to_srt(turns: Sequence[SpeakerTurn]) -> str:
     """SubRip subtitles: each turn split into cues (:func:`subtitle_cues`), each cue's first line
     starting with the speaker's name, ``Speaker A: text`` (the name counts in the line width)."""
-    blocks, i = [], 0
-    for t in turns:
-        for cue in subtitle_cues(t, prefix=f"{t.sender_name}: "):
-            i += 1
-            blocks.append(f"{i}\n{clock(cue.start, ',')} --> {clock(cue.end, ',')}\n" + "\n".join(cue.lines) + "\n")
+    blocks = []
+    for i, (_t, cue) in enumerate(_cues_in_time_order(turns, named=True), start=1):
+        blocks.append(f"{i}\n{clock(cue.start, ',')} --> {clock(cue.end, ',')}\n" + "\n".join(cue.lines) + "\n")
     return "\n".join(blocks)
+
+
+def _cues_in_time_order(turns: Sequence[SpeakerTurn], named: bool) -> list[tuple[SpeakerTurn, Cue]]:
+    """Every turn's cues, sorted by start time (stable): turns that overlap (two channels, two
+    people at once) interleave their cues, and SRT and WebVTT players expect cue start times that
+    never go backwards. ``named``: each cue's first line starts with ``Name: ``."""
+    cues = [(t, cue) for t in turns for cue in subtitle_cues(t, prefix=f"{t.sender_name}: " if named else "")]
+    return sorted(cues, key=lambda tc: tc[1].start)
 
 
 def to_vtt(turns: Sequence[SpeakerTurn]) -> str:
@@ -250,10 +256,9 @@ def to_vtt(turns: Sequence[SpeakerTurn]) -> str:
         return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
     blocks = ["WEBVTT\n"]
-    for t in turns:
-        for cue in subtitle_cues(t):
-            text = "\n".join(esc(line) for line in cue.lines)
-            blocks.append(f"{clock(cue.start)} --> {clock(cue.end)}\n<v {esc(t.sender_name)}>{text}\n")
+    for t, cue in _cues_in_time_order(turns, named=False):
+        text = "\n".join(esc(line) for line in cue.lines)
+        blocks.append(f"{clock(cue.start)} --> {clock(cue.end)}\n<v {esc(t.sender_name)}>{text}\n")
     return "\n".join(blocks)
 
 
