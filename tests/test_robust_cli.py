@@ -109,6 +109,14 @@ def test_bad_files_and_arguments_give_one_line_and_exit_2(tmp_path, name, make, 
     assert not (tmp_path / "out").exists()  # a failed command leaves no (empty) meeting directory
 
 
+def test_quiet_into_a_log_file_writes_no_progress_remains(tmp_path):
+    # stderr is a pipe here, as in a log file: rich's transient bar used to leave a blank line
+    rc, err = _cli("replay", EVAL / "faster_whisper" / "hotwords.mp3", "--out", tmp_path / "o", "--quiet")
+    lines = [line for line in err.splitlines() if not line.startswith("loading models")]
+    assert rc == 0 and lines and all(line.strip() for line in lines), err
+    assert lines[0].startswith("1 turn, 1 speaker"), err
+
+
 def test_voices_written_before_the_recording_says_it_took_the_recording(tmp_path, capsys):
     # --voices takes an optional LIBRARY, so `replay --voices meeting.wav` gave it the recording and
     # then said only "the following arguments are required: audio"

@@ -455,7 +455,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if args.quiet:
         progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
                             TextColumn("{task.completed:.0f}/{task.total:.0f} s"), TimeRemainingColumn(),
-                            console=err, transient=True)
+                            console=err, transient=True, disable=not err.is_terminal)  # no bar in a log
         progress.start()
         task = progress.add_task(stem, total=max(source.info.duration, 0.01))
         pipeline_kw["progress"] = lambda s: progress.update(task, completed=s)
