@@ -62,7 +62,8 @@ def test_explain_prints_each_decision_with_its_rung(members: Path):
     assert [s.decision.decided_by.value for s in steps] == ["mention", "continuation", "group_address", "fallback"]
     assert [s.label.text for s in steps] == ["Diane", "Diane", "Sheila", "Sheila"]
     assert [s.decision.turn_id for s in steps] == [1, 2, 3, None]
-    assert on_turn.summary() == "4 turns decided: continuation=1, fallback=1, group_address=1, mention=1"
+    assert on_turn.summary() == ("4 turns decided: continuation=1, fallback=1, group_address=1, mention=1; "
+                                 "answered: Iris 4")
 
 
 def test_labels_come_from_attribution_sender_name_rank_and_channel(members: Path):
@@ -99,7 +100,7 @@ def test_decisions_reach_on_speak_decision_hooks(members: Path):
     assert [(d.decided_by.value, d.responders, d.speaker) for d in seen] == [("mention", ("Elena",), "Diane")]
 
 
-def test_a_hook_script_on_the_command_line_receives_speak_decisions(members: Path, tmp_path: Path):
+def test_a_hook_script_on_the_command_line_receives_speak_decisions(members: Path, tmp_path: Path, capsys):
     """T8 from the CLI: `--hook` registers a script's on_speak_decision (beside on_transcription),
     and a replay of a real recording with --members delivers every decision to it."""
     log = tmp_path / "decisions.txt"
@@ -119,6 +120,9 @@ def test_a_hook_script_on_the_command_line_receives_speak_decisions(members: Pat
     assert [line.split("|")[0] for line in lines] == ["Speaker A", "Speaker B", "Speaker C"]
     assert all(line.split("|")[1] in {"mention", "group_address", "continuation", "fallback", "silence"}
                for line in lines)
+    # without --explain the decisions are not printed one by one, but their count is
+    err = capsys.readouterr().err
+    assert "turn-taking: 3 turns decided:" in err and "(--explain shows each)" in err
 
 
 def test_an_on_speak_decision_hook_without_members_is_reported_unused(tmp_path: Path, capsys):

@@ -46,7 +46,7 @@ def test_t8_replay_explains_each_rung():
     text = out.getvalue()
     assert "Alice: Iris, can you sketch the new lobby?" in text
     assert "[continuation] -> Iris" in text
-    assert "6 turns decided: continuation=1, fallback=1, group_address=2, mention=2" in text
+    assert "6 turns decided: continuation=1, fallback=1, group_address=2, mention=2; answered: Iris 4, Elena 4" in text
 
 
 def test_t15_replay_reads_participant_ids():

@@ -340,7 +340,7 @@ def speak_decisions(members: str | Path, *, explain: bool = False, out: TextIO |
 
     Returns:
         The callback. Its ``steps`` attribute lists the :class:`ReplayStep` of every turn so far,
-        its ``summary()`` gives the count line (``3 turns decided: fallback=1, mention=2``).
+        its ``summary()`` gives the count line (``3 turns decided: fallback=1, mention=2; answered: Iris 3``).
 
     Raises:
         CliError: when the members file cannot be read or is invalid.
@@ -551,6 +551,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
         err.print(f"[yellow]{unmatched}[/yellow]")
     if decide is not None and args.explain:
         print(decide.summary())  # type: ignore[attr-defined]
+    elif decide is not None:  # without --explain the decisions went only to the hooks: say what they were
+        err.print(f"[dim]turn-taking: {decide.summary()} (--explain shows each)[/dim]")  # type: ignore[attr-defined]
     err.print(f"wrote {', '.join(p.name for p in written)} to {out}/")
     session_log = getattr(session, "path", None)
     if session_log is not None and Path(session_log).is_file():

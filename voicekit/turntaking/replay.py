@@ -120,12 +120,18 @@ def explain_replay(
 
 
 def summarize_steps(steps: Sequence[ReplayStep]) -> str:
-    """The closing line of ``--explain``: ``12 turns decided: continuation=4, mention=8``."""
+    """The closing line of ``--explain``: the decisions per rung, then how many turns each member
+    answered: ``12 turns decided: continuation=4, mention=8; answered: Iris 9, Elena 3``
+    (``answered: nobody`` when no member was chosen)."""
     counts: dict[str, int] = {}
+    answered: dict[str, int] = {}
     for step in steps:
         counts[step.decision.decided_by.value] = counts.get(step.decision.decided_by.value, 0) + 1
+        for name in step.decision.responders:
+            answered[name] = answered.get(name, 0) + 1
     summary = ", ".join(f"{k}={v}" for k, v in sorted(counts.items()))
-    return f"{len(steps)} turns decided: {summary or 'none'}"
+    who = ", ".join(f"{name} {n}" for name, n in sorted(answered.items(), key=lambda kv: -kv[1])) or "nobody"
+    return f"{len(steps)} turns decided: {summary or 'none'}; answered: {who}"
 
 
 __all__ = ["ReplayStep", "explain_replay", "format_step", "replay_room", "summarize_steps"]
