@@ -87,12 +87,12 @@ def main() -> int:
         names.append(k)
         default = getattr(DiarizerOptions(), k)
         kind = (lambda x: x.lower() in ("1", "true", "yes")) if isinstance(default, bool) else \
-            (type(default) if default is not None else int)
-        values.append([kind(x) for x in v.split(",")])
+            (type(default) if default is not None else (lambda x: float(x) if "." in x else int(x)))
+        values.append([None if x.lower() == "none" else kind(x) for x in v.split(",")])
     rows = []
     for combo in itertools.product(*values) if values else [()]:
         opt = DiarizerOptions(**dict(zip(names, combo)))
-        live, refined, exact_l, exact_r = [], [], 0, 0
+        live, refined, exact_l, exact_r, near_l, near_r = [], [], 0, 0, 0, 0
         for f in files:
             d = OnlineDiarizer(encoder, opt)
             turns = []
@@ -106,16 +106,20 @@ def main() -> int:
             refined.append(score_der(ref, turns_to_annotation(rt, f.file_id), uem, 0.5))
             exact_l += len({t.speaker for t in turns}) == f.speakers
             exact_r += len({t.speaker for t in rt}) == f.speakers
+            near_l += abs(len({t.speaker for t in turns}) - f.speakers) <= 1
+            near_r += abs(len({t.speaker for t in rt}) - f.speakers) <= 1
         pl, pr = pool(live), pool(refined)
-        rows.append((pl.der, pr.der, dict(zip(names, combo)), exact_l, exact_r, pl, pr))
+        rows.append((pl.der, pr.der, dict(zip(names, combo)), exact_l, exact_r, pl, pr, near_l, near_r))
         print(f"{dict(zip(names, combo))}: live {100*pl.der:.1f} (conf {100*pl.confusion/pl.total:.1f}) "
-              f"refined {100*pr.der:.1f} (conf {100*pr.confusion/pr.total:.1f}) exact {exact_l}/{exact_r}",
+              f"refined {100*pr.der:.1f} (conf {100*pr.confusion/pr.total:.1f}) exact {exact_l}/{exact_r} "
+              f"within 1 {near_l}/{near_r}",
               file=sys.stderr)
     print(f"\nrefine {' '.join(args.refine) or 'defaults'}; window {args.window} hop {args.hop} vad {args.vad} hangover {args.hangover} "
           f"max utterance {args.max_utterance}; "
           f"{len(files)} files (held out: {sorted(HELD_OUT)}); DER c0.5 pooled")
-    for pl_der, pr_der, combo, el, er, pl, pr in sorted(rows, key=lambda r: r[0] + r[1]):
-        print(f"live {100*pl_der:5.1f}  refined {100*pr_der:5.1f}  exact#spk {el}/{er}  miss {100*pl.missed/pl.total:.1f}  {combo}")
+    for pl_der, pr_der, combo, el, er, pl, pr, nl, nr in sorted(rows, key=lambda r: r[0] + r[1]):
+        print(f"live {100*pl_der:5.1f}  refined {100*pr_der:5.1f}  exact#spk {el}/{er}  within 1 {nl}/{nr}  "
+              f"miss {100*pl.missed/pl.total:.1f}  {combo}")
     return 0
 
 
