@@ -198,3 +198,49 @@ def test_mic_cli_ctrl_c_commits_the_open_utterance(virtual_mic, tmp_path):
     assert "ladies and gentlemen" in last, turns
     assert "thank you" not in last            # the recording was cut before its last words
     assert len({t["speaker"] for t in turns}) >= 2
+
+
+def test_mic_cli_ends_with_an_error_when_the_device_is_lost(virtual_mic, tmp_path_factory):
+    """The audio server goes away mid-meeting (an unplugged USB microphone looks the same to
+    PortAudio): the capture ends by itself within seconds, what was heard is committed and written,
+    and the run says so and exits 1 (before, it waited silently for a Ctrl-C and exited 0)."""
+    d = tmp_path_factory.mktemp("vmic-lost")   # a second, private audio server: the module's stays up
+    run = subprocess.run([str(TOOLS / "virtual-mic.sh"), "start", str(d)], capture_output=True, text=True,
+                         timeout=60)
+    assert run.returncode == 0, run.stderr
+    env = dict(os.environ)
+    for item in run.stdout.strip().splitlines()[-1][len("export "):].split():
+        key, _, value = item.partition("=")
+        env[key] = value
+    out = tmp_path_factory.mktemp("lost") / "meeting"
+    proc = subprocess.Popen([sys.executable, "-m", "voicekit.cli", "mic", "--device", "pulse", "--out", str(out),
+                             "--quiet"], cwd=ROOT, env=env, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    lines: list[str] = []
+    flowing = threading.Event()
+
+    def read() -> None:
+        for line in proc.stderr:
+            lines.append(line)
+            if "audio flowing" in line:
+                flowing.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert flowing.wait(90), "".join(lines)
+        subprocess.run(["paplay", "--device=meetsink", str(FALCON)], env=env, timeout=60,
+                       check=True)   # all three speakers, 19 s
+        time.sleep(1.0)
+        subprocess.run([str(TOOLS / "virtual-mic.sh"), "stop", str(d)], capture_output=True, timeout=30)
+        rc = proc.wait(60)   # no signal: the watchdog ends the meeting
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    reader.join(5)
+    text = "".join(lines)
+    print(text)
+    assert rc == 1, text
+    assert "stopped delivering audio" in text and "the meeting up to then is written" in text, text
+    turns = json.loads((out / "meeting.json").read_text())["turns"]
+    words = " ".join(t["text"] for t in turns).lower()
+    assert "crocodile" in words and "thank you" in words, turns   # the whole recording was heard

@@ -1013,6 +1013,8 @@ examples:
 
 Ctrl-C (or SIGTERM) ends the meeting: capture stops, the audio already captured is processed,
 the open utterance is committed and the outputs are written (a second Ctrl-C aborts the rest).
+A device that stops delivering audio (unplugged, audio server gone) ends the meeting the
+same way, with a message and exit code 1.
 """
 
 
@@ -1126,6 +1128,9 @@ def cmd_mic(args: argparse.Namespace) -> int:
     if result is not None:
         err.print(f"[dim]{_turns_summary(result)}[/dim]")
     err.print(f"wrote {', '.join(p.name for p in written)} to {out}/")
+    if source.lost is not None:  # the watchdog ended the capture: say so, and fail the run
+        err.print(f"[red]voicekit: error: {source.lost}; the meeting up to then is written (exit code 1)[/red]")
+        return 1
     return 0 if result is not None else 130
 
 

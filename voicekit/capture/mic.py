@@ -7,6 +7,11 @@ replay uses; soxr on a 100 ms block takes well under a millisecond), and push it
 :class:`~voicekit.sources.LiveFeed` (never blocks). VAD, Whisper and diarization run on the thread
 that iterates the source, never on the audio thread.
 
+A device that stops delivering audio (unplugged, or its audio server gone) ends the capture:
+a watchdog notices when the stream is no longer active or no block has come for
+``stall_seconds``, sets :attr:`MicSource.lost` and stops the source, so the pipeline commits
+what it heard and the caller can say so.
+
 Two kinds of loss are counted and reported, neither stops the run:
 
 * ``input_overflows``: PortAudio's ``input_overflow`` status flag (the driver dropped input
@@ -149,13 +154,20 @@ class MicSource:
         duration: stop by itself after this many seconds of audio (None: until stopped).
         keep_audio: keep a copy of every 16 kHz block pushed (tests, measurements).
         channels: channels to open (default: the device's own count; see :func:`native_channels`).
+        stall_seconds: after the first block, this long without another (blocks come every
+            ``block_seconds``) means the device is lost (default 5.0 s).
+
+    Attributes:
+        lost: None while the device delivers; else why the capture ended by itself (the device
+            stopped delivering audio), set by the watchdog before it stops the source.
 
     Raises:
         CaptureError: at construction, when the device cannot be found.
     """
 
     def __init__(self, device: str | int | None = None, block_seconds: float = 0.1, max_seconds: float = 30.0,
-                 duration: float | None = None, keep_audio: bool = False, channels: int | None = None) -> None:
+                 duration: float | None = None, keep_audio: bool = False, channels: int | None = None,
+                 stall_seconds: float = 5.0) -> None:
         self.device = resolve_device(device)
         self.sample_rate = self.device.sample_rate
         if channels is not None and not 1 <= channels <= self.device.channels:
@@ -173,6 +185,9 @@ class MicSource:
         self.first_callback = threading.Event()
         self.started_at: float | None = None
         self.first_callback_at: float | None = None
+        self.last_callback_at: float | None = None
+        self.stall_seconds = stall_seconds
+        self.lost: str | None = None
         self.kept: list[np.ndarray] | None = [] if keep_audio else None
         self._resampler = StreamResampler(self.sample_rate)
         self._stopped = threading.Event()
@@ -186,6 +201,7 @@ class MicSource:
             return
         block = self._resampler.process(downmix(indata))  # copies: indata is reused by PortAudio
         self.callbacks += 1
+        self.last_callback_at = time.monotonic()
         if self.first_callback_at is None:
             self.first_callback_at = time.monotonic()
             self.first_callback.set()
@@ -220,6 +236,24 @@ class MicSource:
             raise CaptureError(f"cannot open the input device {self.device.name!r} at "
                                f"{self.sample_rate} Hz, {self.channels} channels ({exc})") from exc
         log.info("capturing from %r (%d Hz, %d channels)", self.device.name, self.sample_rate, self.channels)
+        threading.Thread(target=self._watch, args=(self._stream,), name="voicekit-mic-watchdog", daemon=True).start()
+
+    def _watch(self, stream) -> None:  # noqa: ANN001
+        """End the capture when the device stops delivering: the stream is no longer active (PortAudio
+        gave up) or, once audio flowed, no block came for ``stall_seconds``."""
+        while not self._stopped.wait(min(0.25, self.stall_seconds / 4)):
+            last = self.last_callback_at
+            if not stream.active:
+                why = "the input stream stopped"
+            elif last is not None and time.monotonic() - last > self.stall_seconds:
+                why = f"no audio for {time.monotonic() - last:.1f} s"
+            else:
+                continue
+            self.lost = (f"the input device {self.device.name!r} stopped delivering audio after "
+                         f"{self.samples_16k / SAMPLE_RATE:.1f} s ({why}: unplugged, or its audio server stopped)")
+            log.warning("%s", self.lost)
+            self.stop()
+            return
 
     def wait_first_callback(self, timeout: float = 5.0) -> bool:
         """Wait until the first audio block arrived (up to 2 s after start on PulseAudio)."""
