@@ -346,6 +346,132 @@ def test_cli_transcribes_a_room_and_ends_on_ctrl_c(tmp_path):
     assert any("standup/1 Sheila (sheila)" in line for line in lines), "".join(lines)
 
 
+@in_netns
+def test_cli_ends_with_an_error_when_the_server_goes_away(tmp_path):
+    """The server dies mid-meeting (kill -9): once the SDK gives up reconnecting, the bot leaves by
+    itself, writes what was committed and exits 1 with one line saying so (before, it waited for a
+    Ctrl-C and exited 0)."""
+    _sdk_or_skip()
+    out = tmp_path / "standup"
+    with Sfu(port=7883) as sfu:
+        bot = subprocess.Popen([sys.executable, "-m", "voicekit.cli", "livekit", "--url", sfu.url, "--room", "standup",
+                                "--api-key", KEY, "--api-secret", SECRET, "--out", str(out), "--quiet"],
+                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        people = subprocess.Popen([sys.executable, str(ROOT / "tests" / "_livekit_people.py"), sfu.url, KEY, SECRET,
+                                   "standup"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                  preexec_fn=_realtime_priority)
+        lines: list[str] = []
+        joined, lane = threading.Event(), threading.Event()
+
+        def read_stderr() -> None:
+            for line in bot.stderr:
+                lines.append(line)
+                joined.set() if "joined room 'standup'" in line else None
+                lane.set() if "lane standup/1: Sheila (sheila)" in line else None
+
+        threading.Thread(target=read_stderr, daemon=True).start()
+        try:
+            assert joined.wait(120), "".join(lines)
+            people.stdin.write(f"join sheila Sheila {LIBRI.relative_to(EVAL)}\n")
+            people.stdin.flush()
+            assert json.loads(people.stdout.readline())["event"] == "joined"
+            assert lane.wait(30), "".join(lines)                  # the bot says when a lane opens
+            people.stdin.write("speak sheila\n")
+            people.stdin.flush()
+            assert json.loads(people.stdout.readline())["event"] == "done"
+            time.sleep(4.0)                                       # the end of her words reaches the bot
+            sfu.proc.kill()                                       # the server dies
+            rc = bot.wait(150)                                    # no signal: the bot leaves by itself
+        finally:
+            for proc in (bot, people):
+                if proc.poll() is None:
+                    proc.kill()
+    text = "".join(lines)
+    print(text)
+    assert rc == 1, text
+    errors = [line for line in lines if line.startswith("voicekit: error:")]
+    assert len(errors) == 1 and "was lost and could not be re-established" in errors[0], text
+    assert not any(line.startswith(("ERROR livekit", "WARNING livekit")) for line in lines), text   # --debug shows them
+    turns = json.loads((out / "meeting.json").read_text())["turns"]
+    assert turns and all(t["speaker"] == "Sheila" for t in turns), turns
+
+
+def test_cli_stops_promptly_on_ctrl_c_while_joining(tmp_path):
+    """A server that accepts the connection but never answers: Ctrl-C while joining exits 130 at
+    once (it waited for the SDK's 30 s timeout before) and leaves no meeting in --out."""
+    _sdk_or_skip()
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    out = tmp_path / "standup"
+    bot = subprocess.Popen([sys.executable, "-m", "voicekit.cli", "livekit", "--url", f"ws://127.0.0.1:{silent.getsockname()[1]}",
+                            "--room", "standup", "--api-key", KEY, "--api-secret", SECRET, "--out", str(out)],
+                           cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines: list[str] = []
+    joining = threading.Event()
+
+    def read_stderr() -> None:
+        for line in bot.stderr:
+            lines.append(line)
+            if "joining ws://" in line:
+                joining.set()
+
+    threading.Thread(target=read_stderr, daemon=True).start()
+    try:
+        assert joining.wait(120), "".join(lines)
+        time.sleep(2.0)
+        t = time.monotonic()
+        bot.send_signal(signal.SIGINT)
+        rc = bot.wait(60)
+        waited = time.monotonic() - t
+    finally:
+        if bot.poll() is None:
+            bot.kill()
+        silent.close()
+    text = "".join(lines)
+    print(f"exit {rc} {waited:.1f} s after Ctrl-C\n{text}")
+    assert rc == 130, text
+    assert waited < 20, text   # the SDK's own timeout is 30 s
+    assert "nothing was recorded" in text, text
+    assert not out.exists() or not any(out.iterdir()), list(out.iterdir())
+
+
+def test_cli_url_of_a_plain_web_server_is_one_line(tmp_path):
+    """--url pointing at an ordinary HTTP server: one error line without the server's 404 page
+    (it held 28 lines of HTML), and no SDK log lines without --debug."""
+    _sdk_or_skip()
+    import http.server
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args) -> None:  # noqa: ANN002 - no request lines in the test output
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        run = subprocess.run([sys.executable, "-m", "voicekit.cli", "livekit", "--url",
+                              f"ws://127.0.0.1:{server.server_address[1]}", "--room", "standup", "--api-key", KEY,
+                              "--api-secret", SECRET, "--out", str(tmp_path / "m")],
+                             cwd=ROOT, capture_output=True, text=True, timeout=180)
+    finally:
+        server.shutdown()
+    print(run.stderr)
+    assert run.returncode == 2, run.stderr
+    errors = [line for line in run.stderr.splitlines() if line.startswith("voicekit: error:")]
+    assert len(errors) == 1 and "cannot join the LiveKit room" in errors[0], run.stderr
+    assert "<" not in run.stderr and "livekit::" not in run.stderr, run.stderr
+    assert len(run.stderr.strip().splitlines()) <= 3, run.stderr   # loading…, joining…, the error
+    assert not (tmp_path / "m" / "meeting.sqlite").exists()          # no empty meeting left behind
+
+
+def test_cli_url_without_a_scheme_is_refused_before_the_models_load(tmp_path, capsys):
+    from voicekit.cli import main
+
+    assert main(["livekit", "--url", "127.0.0.1:7880", "--token", "x", "--out", str(tmp_path / "m")]) == 2
+    err = capsys.readouterr().err
+    assert "is not a LiveKit server URL" in err and "ws://" in err and "loading models" not in err, err
+
+
 class FakeStream:
     """Stands in for ``rtc.AudioStream``: yields a track's recording (``track.pcm``, 16 kHz int16) in
     100 ms frames as fast as the lane takes them, once ``track.hold`` (a threading.Event, when

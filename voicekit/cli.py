@@ -20,6 +20,7 @@ import signal
 import sys
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -1163,6 +1164,14 @@ def cmd_livekit(args: argparse.Namespace) -> int:
     url = args.url or os.environ.get("LIVEKIT_URL")
     if not url:
         raise CliError("give --url (or LIVEKIT_URL), e.g. ws://localhost:7880")
+    parsed = urllib.parse.urlsplit(url)
+    if parsed.scheme not in ("ws", "wss", "http", "https") or not parsed.hostname:
+        raise CliError(f"--url {url!r} is not a LiveKit server URL: give ws://HOST:PORT (a local "
+                       "livekit-server: ws://localhost:7880) or wss://HOST (LiveKit Cloud)")
+    if not getattr(args, "debug", False):
+        # the SDK logs every failed attempt at ERROR (6-35 lines); voicekit's own lines say what
+        # happened, --debug shows the SDK's
+        logging.getLogger("livekit").setLevel(logging.CRITICAL)
     token = args.token
     if not token:
         token = mint_token(args.api_key or os.environ.get("LIVEKIT_API_KEY", ""),
@@ -1185,30 +1194,34 @@ def cmd_livekit(args: argparse.Namespace) -> int:
     store.set_meta(**meta)
     on_turn = None if args.quiet else (lambda t: console.print(f"{t.channel}  {format_line(t)}", markup=False))  # noqa: E731
     bot = LiveKitBot(url, token, options, components=components, store=store, hooks=hooks, on_turn=on_turn,
-                     room_mics=args.room_mic or (), voices=voices)
+                     room_mics=args.room_mic or (), voices=voices,
+                     on_status=lambda message: err.print(message, style="dim", markup=False))
 
-    async def main() -> None:
+    async def main() -> bool:
+        """Join, then wait for Ctrl-C, --seconds or a lost connection. False: stopped while joining."""
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        await bot.connect()
+        err.print(f"[dim]joining {url}…[/dim]")
+        joining, stopping = asyncio.ensure_future(bot.connect()), asyncio.ensure_future(stop.wait())
+        await asyncio.wait({joining, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        if not joining.done():   # Ctrl-C while the server has not answered yet
+            joining.cancel()
+            await asyncio.gather(joining, return_exceptions=True)
+            return False
+        joining.result()   # a refused token or an unreachable server raises CaptureError here
         err.print(f"joined room {bot.room_name!r} at {url}; Ctrl-C ends the meeting")
         try:
-            if args.seconds is None:
-                await stop.wait()
-            else:
-                try:
-                    await asyncio.wait_for(stop.wait(), args.seconds)
-                except asyncio.TimeoutError:
-                    pass
+            await bot.wait(stop, args.seconds)
         finally:
             err.print("[dim]leaving: committing every lane's open utterance…[/dim]")
             await bot.close()
+        return True
 
-    try:
-        asyncio.run(main())
-    finally:
+    def finish() -> list[Path]:
+        """Store the speakers' names and write the outputs from every committed turn."""
         names = {}
         for lane in bot.lanes.values():
             if lane.pipeline is not None and lane.room_mic:
@@ -1217,13 +1230,41 @@ def cmd_livekit(args: argparse.Namespace) -> int:
         hooks.close()
         written = _write_outputs(store.turns(), out, args.stem, meta)
         store.close()
+        return written
+
+    try:
+        joined = asyncio.run(main())
+    except BaseException:
+        if bot.room is None:   # never joined: nothing was recorded, leave no meeting behind
+            hooks.close()
+            _discard_unjoined(store, out, args.append)
+        else:
+            finish()
+        raise
+    if not joined:
+        hooks.close()
+        _discard_unjoined(store, out, args.append)
+        err.print("[yellow]stopped before the room was joined: nothing was recorded[/yellow]")
+        return 130
+    written = finish()
     _enrol_voices(args, [lane.pipeline for lane in bot.lanes.values() if lane.room_mic], err)
     for lane in bot.lanes.values():
         state = f"failed: {lane.error}" if lane.error else "ok"
         err.print(f"[dim]{lane.channel} {lane.label} ({lane.identity}): {len(lane.turns)} turns, "
                   f"{lane.samples / 16000:.1f} s of audio, {lane.feed.overflows} blocks dropped, {state}[/dim]")
     err.print(f"wrote {', '.join(p.name for p in written)} to {out}/")
+    if bot.lost is not None:
+        err.print(f"[red]voicekit: error: {bot.lost}; the meeting up to then is written (exit code 1)[/red]")
+        return 1
     return 1 if any(lane.error for lane in bot.lanes.values()) else 0
+
+
+def _discard_unjoined(store, out: Path, append: bool) -> None:  # noqa: ANN001 - MeetingStore
+    """After a join that failed or was stopped: close the store, and remove it when this run made
+    it (not ``--append``) and it holds no turn, so no empty meeting is left in ``out``."""
+    store.close()
+    if not append and not _committed_turns(out / "meeting.sqlite"):
+        _remove_meeting(out / "meeting.sqlite")
 
 
 def _capture_parsers(sub) -> None:  # noqa: ANN001

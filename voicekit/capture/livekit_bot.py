@@ -29,6 +29,7 @@ import asyncio
 import dataclasses
 import logging
 import threading
+import warnings
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -85,7 +86,11 @@ def mint_token(api_key: str, api_secret: str, room: str, identity: str = "voicek
     t = api.AccessToken(api_key, api_secret).with_identity(identity).with_ttl(datetime.timedelta(seconds=ttl_seconds))
     if name:
         t = t.with_name(name)
-    return t.with_grants(api.VideoGrants(room_join=True, room=room, can_subscribe=True)).to_jwt()
+    with warnings.catch_warnings():
+        # pyjwt warns when the HMAC key is shorter than 32 bytes; the key is the server's (livekit-server
+        # --dev uses "secret"), the bot can only use it as it is
+        warnings.filterwarnings("ignore", message=".*HMAC key.*")
+        return t.with_grants(api.VideoGrants(room_join=True, room=room, can_subscribe=True)).to_jwt()
 
 
 class _Locked:
@@ -213,14 +218,26 @@ class LiveKitBot:
         voices: enrolled voiceprints (opt-in, docs/voiceprints.md): each room-microphone lane
             names the speakers whose voice matches (:class:`~voicekit.voiceprints.VoiceIdentifier`);
             None: no identification.
+        on_status: called (on the event loop) with a one-line message when a lane opens or ends
+            and when the connection is lost, being re-established or re-established.
+
+    Attributes:
+        lost: None while connected; else why the room was left without :meth:`close` (the
+            server went away and the SDK gave up reconnecting). :attr:`ended` is set then too.
+        ended: an ``asyncio.Event`` (made by :meth:`connect`) set when the connection is lost.
     """
 
     def __init__(self, url: str, token: str, options: PipelineOptions | None = None,
                  components: Components | None = None, store: MeetingStore | None = None,
                  hooks: HookRunner | None = None, on_turn: Callable[[SpeakerTurn], None] | None = None,
                  room_mics: Iterable[str] = (), max_queue_seconds: float = 30.0,
-                 keep_audio: bool = False, voices: Sequence[Voiceprint] | None = None) -> None:
+                 keep_audio: bool = False, voices: Sequence[Voiceprint] | None = None,
+                 on_status: Callable[[str], None] | None = None) -> None:
         self.keep_audio = keep_audio
+        self.on_status = on_status
+        self.lost: str | None = None
+        self.ended: asyncio.Event | None = None
+        self._closing = False
         self.voices = voices
         self.url = url
         self.token = token
@@ -253,10 +270,16 @@ class LiveKitBot:
         room.on("track_subscribed", self._on_track_subscribed)
         room.on("track_unsubscribed", self._on_track_unsubscribed)
         room.on("participant_disconnected", self._on_participant_disconnected)
+        room.on("disconnected", self._on_disconnected)
+        room.on("reconnecting", lambda: self._status(f"connection to {self.url} lost: reconnecting…"))
+        room.on("reconnected", lambda: self._status(f"reconnected to {self.url}"))
+        self.ended = asyncio.Event()
         try:
             await room.connect(self.url, self.token)
         except rtc.ConnectError as exc:
             msg = str(getattr(exc, "message", exc)).strip()
+            if "<" in msg:  # an HTTP server's error page (the URL is not a LiveKit server): its first line
+                msg = msg.split("<", 1)[0].strip(" :") or "an HTML page instead of the LiveKit protocol"
             if "401" in msg or "nauthori" in msg or "token" in msg.lower():
                 raise CaptureError(f"the LiveKit server at {self.url} refused the bot's token ({msg}); check "
                                    "--api-key/--api-secret against the server's keys, the token's room "
@@ -268,8 +291,28 @@ class LiveKitBot:
         self.t0 = time.monotonic()
         log.info("joined room %r as %r", self.room_name, room.local_participant.identity)
 
+    def _status(self, message: str) -> None:
+        log.info("%s", message)
+        if self.on_status is not None:
+            self.on_status(message)
+
+    def _on_disconnected(self, reason=None) -> None:  # noqa: ANN001
+        if self._closing:
+            return
+        rtc = _rtc()
+        try:
+            why = rtc.DisconnectReason.Name(reason) if reason is not None else "UNKNOWN_REASON"
+        except (AttributeError, ValueError, TypeError):
+            why = str(reason)
+        self.lost = (f"the connection to the LiveKit server at {self.url} was lost and could not be "
+                     "re-established" + ("" if why == "UNKNOWN_REASON" else f" ({why})"))
+        log.warning("%s", self.lost)
+        if self.ended is not None:
+            self.ended.set()
+
     async def close(self) -> None:
         """End every lane (their open utterances are committed) and leave the room."""
+        self._closing = True
         for lane in list(self.lanes.values()):
             self._end_lane(lane)
         for lane in list(self.lanes.values()):
@@ -293,18 +336,25 @@ class LiveKitBot:
                 lane.thread.join(max(0.0, deadline - time.monotonic()))
 
     async def run(self, stop: asyncio.Event, seconds: float | None = None) -> None:
-        """Connect, transcribe until ``stop`` is set (or ``seconds`` pass), then close."""
+        """Connect, transcribe until ``stop`` is set, ``seconds`` pass or the connection is lost
+        (:attr:`lost` says why), then close."""
         await self.connect()
         try:
-            if seconds is None:
-                await stop.wait()
-            else:
-                try:
-                    await asyncio.wait_for(stop.wait(), seconds)
-                except asyncio.TimeoutError:
-                    pass
+            await self.wait(stop, seconds)
         finally:
             await self.close()
+
+    async def wait(self, stop: asyncio.Event, seconds: float | None = None) -> None:
+        """Return when ``stop`` is set, after ``seconds`` (None: no limit), or when the connection
+        is lost (:attr:`ended`)."""
+        waits = [asyncio.ensure_future(stop.wait())]
+        if self.ended is not None:
+            waits.append(asyncio.ensure_future(self.ended.wait()))
+        try:
+            await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for w in waits:
+                w.cancel()
 
     def participants(self) -> tuple[Participant, ...]:
         """One registered participant per lane of a named person (not a room microphone, which
@@ -330,8 +380,8 @@ class LiveKitBot:
                     feed=LiveFeed(max_seconds=self.max_queue_seconds, block_seconds=0.1),
                     kept=[] if self.keep_audio else None)
         self.lanes[publication.sid] = lane
-        log.info("lane %s: %s (%s)%s", lane.channel, lane.label, lane.identity,
-                 ", room microphone: diarized" if lane.room_mic else "")
+        self._status(f"lane {lane.channel}: {lane.label} ({lane.identity})"
+                     + (", room microphone: diarized" if lane.room_mic else ""))
         lane.pipeline = _LanePipeline(self, lane, options=self.options, components=self.components,
                                       hooks=self.hooks, store=self.store, on_turn=self.on_turn,
                                       realtime_clock=True,
@@ -359,7 +409,8 @@ class LiveKitBot:
         if lane.task is not None and not lane.task.done():
             lane.task.cancel()
         lane.feed.close()
-        log.info("lane %s ended", lane.channel)
+        if not self._closing:
+            self._status(f"lane {lane.channel} ended: {lane.label} ({lane.identity})")
 
     async def _read_track(self, lane: Lane, track) -> None:  # noqa: ANN001
         rtc = _rtc()
