@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from voicekit.hooks import HookError, HookResult, HookRunner, parse_speaker_names
+from voicekit.hooks import HookError, HookResult, HookRunner, HookTrigger, parse_speaker_names
 from voicekit.turns import SpeakerTurn, Word
 
 
@@ -100,6 +100,18 @@ def test_hook_script(tmp_path):
         hooks.load_script(bad)
     with pytest.raises(HookError, match="not found"):
         hooks.load_script(tmp_path / "nope.py")
+    # a folder, a names file given as a hook, a hook without an argument: one clear error each, at load
+    with pytest.raises(HookError, match="is a folder"):
+        hooks.load_script(tmp_path)
+    names = tmp_path / "names.txt"
+    names.write_text("Speaker A = Diane\n")
+    with pytest.raises(HookError, match=r"not a Python file \(\.py\).*--speaker-names .*names.txt"):
+        hooks.load_script(names)
+    lazy = tmp_path / "lazy.py"
+    lazy.write_text("def on_transcription():\n    return None\n")
+    with pytest.raises(HookError, match=r"on_transcription must take one argument, def on_transcription\(turn\)"):
+        hooks.load_script(lazy)
+    assert hooks.registered(HookTrigger.ON_TRANSCRIPTION) == ["rename.py:on_transcription"]   # nothing half-loaded
 
 
 def test_speaker_names_map_and_file():

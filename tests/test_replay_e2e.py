@@ -208,9 +208,18 @@ def test_export_refine_without_embeddings_says_how(tmp_path, capsys):
     out = tmp_path / "m"
     assert main(["replay", str(eval_file("test").audio), "--out", str(out), "--quiet"]) == 0
     assert main(["export", str(out), "--refine"]) == 2
-    assert "--keep-embeddings" in capsys.readouterr().err
+    assert "replay the recording again with --refine, or with --keep-embeddings" in capsys.readouterr().err
     assert main(["export", str(out), "--num-speakers", "2"]) == 2
     assert "add --refine" in capsys.readouterr().err
+    # a live meeting cannot be "replayed again": the hint follows where the meeting came from
+    for source, hint in (("mic:pulse", "ran with `voicekit mic --keep-embeddings`; this one cannot be refined"),
+                         ("livekit:ws://localhost:7880", "`voicekit livekit` keeps no speaker embeddings")):
+        store = MeetingStore(out / "meeting.sqlite")
+        store.set_meta(source=source)
+        store.close()
+        assert main(["export", str(out), "--refine"]) == 2
+        err = capsys.readouterr().err
+        assert hint in err and "replay" not in err, err
 
 
 def test_a_speaker_name_that_matches_no_speaker_is_reported(tmp_path, capsys):

@@ -93,6 +93,14 @@ CASES = [
     ("--hangover negative", lambda t: [SAMPLE, "--hangover", "-1"], "ends an utterance (0.05-5)"),
     ("--min above --max speakers", lambda t: [SAMPLE, "--min-speakers", "3", "--max-speakers", "2"],
      "is above --max-speakers"),
+    ("--num-speakers with --max-speakers", lambda t: [SAMPLE, "--num-speakers", "2", "--max-speakers", "1"],
+     "--num-speakers fixes the count"),
+    ("unknown --language", lambda t: [SAMPLE, "--language", "xx"], "--language 'xx' is not one of Whisper's"),
+    ("--language de with tiny.en", lambda t: [SAMPLE, "--language", "de"],
+     "the model tiny.en is English-only, so it cannot transcribe language 'de'"),
+    ("a names file as --hook", lambda t: [SAMPLE, "--hook", _file(t / "names.txt", b"Speaker A = Diane\n")],
+     "is not a Python file (.py); a names file"),
+    ("a folder as --hook", lambda t: [SAMPLE, "--hook", t], "is a folder"),
 ]
 
 

@@ -87,6 +87,15 @@ def test_a_misspelled_key_is_an_error_naming_the_key_it_resembles(data, message)
     assert message in str(info.value)
 
 
+@pytest.mark.parametrize("name", ["Speaker B", "speaker b", "SPEAKER  AB"])
+def test_a_member_named_like_a_diarization_label_is_refused(name):
+    """A member "Speaker B" beside a person diarized "Speaker B": --explain printed
+    "Speaker B: …" for the human and "-> Speaker B" for the AI member."""
+    with pytest.raises(MembersError, match="diarization label"):
+        parse_members({"members": [name]})
+    assert parse_members({"members": ["Speakerphone", "Speaker Bob"]}).members[1].name == "Speaker Bob"
+
+
 def test_members_file_bad_yaml(tmp_path):
     path = tmp_path / "members.yaml"
     path.write_text("members: [unclosed", encoding="utf-8")

@@ -8,6 +8,7 @@ for the library. Speech of one speaker is cut with the reference RTTM.
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -86,6 +87,19 @@ def test_too_short_enrolment_is_refused(tmp_path):
         [outcome] = enrol_named_speakers(lib, [short], {"Speaker B": "Mel"})
         assert outcome.enrolled is None and "too little" in outcome.reason
         assert lib.voices() == []
+
+
+def test_cli_enrol_refusals_name_the_problem_and_make_no_library(tmp_path, capsys):
+    from voicekit.cli import main
+
+    jfk = Path(__file__).resolve().parents[2] / "shared" / "eval" / "faster_whisper" / "jfk.flac"
+    path = tmp_path / "voices.sqlite"
+    assert main(["voices", "enrol", "Jack", str(jfk), "--start", "5", "--end", "2", "--library", str(path)]) == 2
+    assert "--end 2 is not after --start 5" in capsys.readouterr().err
+    # 11 s of JFK holds about 7 s of speech windows: too little, and no (empty) library file is left
+    assert main(["voices", "enrol", "Jack", str(jfk), "--library", str(path)]) == 2
+    assert f"at least {MIN_ENROL_SECONDS:g} s of their speech is needed" in capsys.readouterr().err
+    assert not path.exists()
 
 
 def test_list_and_delete_really_remove(library, tmp_path):

@@ -135,6 +135,9 @@ def _options(args: argparse.Namespace, whole_recording: bool = False):
             raise CliError(f"--{name.replace('_', '-')} must be at least 1, got {v}")
     if args.min_speakers and args.max_speakers and args.min_speakers > args.max_speakers:
         raise CliError(f"--min-speakers {args.min_speakers} is above --max-speakers {args.max_speakers}")
+    if args.num_speakers and (args.min_speakers or args.max_speakers):
+        raise CliError("--num-speakers fixes the count: drop --min-speakers/--max-speakers, or give "
+                       "those without --num-speakers")
     try:
         parse_vad_name(args.vad)
     except ValueError as exc:
@@ -156,11 +159,15 @@ def _options(args: argparse.Namespace, whole_recording: bool = False):
         field, _, rest = str(exc).partition(" ")
         flag = {"threshold": "--vad-threshold"}.get(field, "--" + field.replace("_", "-"))
         raise CliError(f"{flag} {rest}") from exc
+    try:
+        stt = SttOptions(model=args.model, device=args.device, compute_type=args.compute_type,
+                         language=args.language, beam_size=args.beam_size, cpu_threads=args.threads)
+    except ValueError as exc:
+        raise CliError(f"--{exc}") from exc
     return PipelineOptions(
         vad=args.vad,
         endpointer=endpointer,
-        stt=SttOptions(model=args.model, device=args.device, compute_type=args.compute_type,
-                       language=args.language, beam_size=args.beam_size, cpu_threads=args.threads),
+        stt=stt,
         diarizer=DiarizerOptions(num_speakers=args.num_speakers, min_speakers=args.min_speakers,
                                  max_speakers=args.max_speakers),
         pyannote=_pyannote_options(args, whole_recording),
@@ -828,8 +835,15 @@ def _refine_stored(store, num_speakers: int | None) -> None:  # noqa: ANN001 - M
             raise CliError("cannot re-cluster: this meeting's speaker embeddings were not kept (or were "
                            "dropped); its stored refinement is written by `voicekit export OUT --refine` "
                            "without --num-speakers")
-        raise CliError("this meeting has no refined labels and no speaker embeddings to refine from: "
-                       "run it with --keep-embeddings (or `voicekit replay … --refine`)")
+        source = str(store.meta().get("source", ""))
+        if source.startswith("livekit:"):
+            how = "`voicekit livekit` keeps no speaker embeddings (it has no --keep-embeddings), so this meeting cannot be refined"
+        elif source.startswith("mic:"):
+            how = ("a microphone meeting keeps them only when it ran with `voicekit mic --keep-embeddings`; "
+                   "this one cannot be refined")
+        else:
+            how = "replay the recording again with --refine, or with --keep-embeddings to refine it later here"
+        raise CliError(f"this meeting has no refined labels and no speaker embeddings to refine from: {how}")
     store.set_refined(refine_turns(store.turns(), [WindowEmbeddings(*k) for k in kept], num_speakers))
 
 
@@ -948,8 +962,11 @@ def cmd_voices(args: argparse.Namespace) -> int:
     # enrol
     from voicekit.audio import SAMPLE_RATE, load_audio
     from voicekit.diarization.encoder import SpeakerEncoder
-    from voicekit.voiceprints import MIN_ENROL_SECONDS, embed_speech
+    from voicekit.voiceprints import MIN_ENROL_SECONDS, check_enrol_seconds, embed_speech
 
+    if args.start is not None and args.end is not None and args.end <= args.start:
+        raise CliError(f"--end {args.end:g} is not after --start {args.start:g}: give the start and the end "
+                       "of their speech in seconds")
     samples = load_audio(args.audio, channel=args.channel)
     lo = int(round((args.start or 0.0) * SAMPLE_RATE))
     hi = len(samples) if args.end is None else int(round(args.end * SAMPLE_RATE))
@@ -957,6 +974,7 @@ def cmd_voices(args: argparse.Namespace) -> int:
         raise CliError(f"--start/--end must lie inside the recording (0 to {len(samples) / SAMPLE_RATE:.1f} s)")
     try:
         vector, seconds = embed_speech(samples[lo:hi], SpeakerEncoder(), vad=args.vad)
+        check_enrol_seconds(args.name, seconds, MIN_ENROL_SECONDS)   # before a library file is made
         library = _voice_library(args, create=True)
         try:
             voice = library.enrol(args.name, vector, seconds, min_seconds=MIN_ENROL_SECONDS)
@@ -1268,7 +1286,10 @@ def _discard_unjoined(store, out: Path, append: bool) -> None:  # noqa: ANN001 -
 
 
 def _capture_parsers(sub) -> None:  # noqa: ANN001
-    p = sub.add_parser("devices", help="list audio input devices (for voicekit mic --device)")
+    p = sub.add_parser("devices", help="list audio input devices (for voicekit mic --device)",
+                       description="List the audio input devices PortAudio sees: index, name, host API, "
+                                   "channels and native sample rate; '*' marks the default. Give the index "
+                                   "or (part of) the name to `voicekit mic --device`.")
     p.set_defaults(func=cmd_devices)
 
     p = sub.add_parser("mic", help="transcribe the shared conference microphone live",
@@ -1301,7 +1322,8 @@ def _capture_parsers(sub) -> None:  # noqa: ANN001
     p.add_argument("--api-secret", default=None, help="API secret to mint a token (default $LIVEKIT_API_SECRET)")
     p.add_argument("--room", default=None, help="room to join (when minting a token)")
     p.add_argument("--identity", default="voicekit-bot", help="the bot's identity (minted token; default voicekit-bot)")
-    p.add_argument("--name", default="voicekit", help="the bot's display name (minted token)")
+    p.add_argument("--name", default="voicekit", help="the bot's display name in the room, when voicekit mints "
+                                                     "the token (default: voicekit)")
     p.add_argument("--room-mic", action="append", metavar="IDENTITY",
                    help="a participant whose track is a shared room microphone: diarized (repeatable)")
     p.add_argument("--out", default="out", help="meeting directory for the store and outputs (default out/)")
@@ -1384,7 +1406,11 @@ def build_parser() -> argparse.ArgumentParser:
     _pipeline_args(p)
     p.set_defaults(func=cmd_eval)
 
-    p = sub.add_parser("models", help="list the models, where they come from, and check their checksums")
+    p = sub.add_parser("models", help="list the models, where they come from, and check their checksums",
+                       description="List every model voicekit can use (Whisper tiny.en and base, the speaker "
+                                   "encoder, Silero VAD), the PyPI package each comes from, where it lies on "
+                                   "this machine; with --verify, whether its files match the recorded sha256 "
+                                   "checksums (exit code 1 if one does not).")
     p.add_argument("--verify", action="store_true", help="check sha256 of the packaged weights")
     p.set_defaults(func=cmd_models)
 

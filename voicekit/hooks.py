@@ -146,12 +146,18 @@ class HookRunner:
         a function's name is its trigger's value).
 
         Raises:
-            HookError: missing file, a script that fails to import, or one that defines neither
-                function.
+            HookError: missing file, a folder, a file that is not ``.py``, a script that fails to
+                import, one that defines neither function, or one whose function does not take
+                exactly one argument.
         """
         path = Path(path)
+        if path.is_dir():
+            raise HookError(f"hook script {path} is a folder; pass a Python file that defines on_transcription(turn)")
         if not path.is_file():
             raise HookError(f"hook script {path} not found; pass a Python file that defines on_transcription(turn)")
+        if path.suffix != ".py":
+            raise HookError(f"hook script {path} is not a Python file (.py); a names file (one 'Speaker A = "
+                            f"Diane' per line) goes to --speaker-names {path}")
         spec = importlib.util.spec_from_file_location(f"voicekit_hook_{path.stem}", path)
         module = importlib.util.module_from_spec(spec)
         try:
@@ -164,6 +170,15 @@ class HookRunner:
             raise HookError(f"hook script {path} defines no on_transcription(turn) function "
                             "(nor on_speak_decision(decision))")
         for trigger, fn in found:
+            try:
+                inspect.signature(fn).bind(None)
+            except TypeError:
+                arg = "turn" if trigger is HookTrigger.ON_TRANSCRIPTION else "decision"
+                raise HookError(f"hook script {path}: {trigger.value} must take one argument, "
+                                f"def {trigger.value}({arg}): …") from None
+            except ValueError:  # no signature to read (a builtin): it is called as it is
+                pass
+        for trigger, fn in found:   # all checked first: a script is loaded whole or not at all
             self.register(fn, trigger, name=f"{path.name}:{trigger.value}")
 
     def _call(self, hook: _Hook, payload: Any) -> Any:

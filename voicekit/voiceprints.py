@@ -176,6 +176,16 @@ def _name_key(name: str) -> str:
     return _check_name(name).casefold()
 
 
+def check_enrol_seconds(name: str, seconds: float, min_seconds: float = MIN_ENROL_SECONDS) -> None:
+    """Raise :class:`VoiceprintError` when ``seconds`` of speech are too few to enrol ``name``
+    (the message says how much is needed). :meth:`VoiceLibrary.enrol` checks it; callers may check
+    first, before opening a library."""
+    if not seconds >= min_seconds:
+        raise VoiceprintError(f"{name}: {seconds:.1f} s of speech is too little for a voiceprint; "
+                              f"at least {min_seconds:g} s of their speech is needed (counted as the "
+                              "diarizer counts it: its embedding windows, a little less than the VAD's speech)")
+
+
 class VoiceLibrary:
     """Voiceprints in a SQLite file (one row per name).
 
@@ -273,10 +283,7 @@ class VoiceLibrary:
         """
         name = _check_name(name)
         v = unit(vector)
-        if not seconds >= min_seconds:
-            raise VoiceprintError(f"{name}: {seconds:.1f} s of speech is too little for a voiceprint; "
-                                  f"at least {min_seconds:g} s of their speech is needed (counted as the "
-                                  "diarizer counts it: its embedding windows, a little less than the VAD's speech)")
+        check_enrol_seconds(name, seconds, min_seconds)
         now = time.time()
         old = self.get(name)
         if old is not None:

@@ -165,14 +165,22 @@ def validate_members(members: Sequence[Member]) -> tuple[Member, ...]:
         MembersError: if the list is empty, a name or alias is blank, two members share a
             name or alias (case-insensitive, after NFC), or a member's name could pass for
             something attribution writes: a role a model knows (``User``, ``Assistant``…,
-            attribution A7) or a channel label (a leading ``@``, A6).
+            attribution A7), a channel label (a leading ``@``, A6) or a diarization label
+            (``Speaker B``, in any case).
     """
     from voicekit.attribution import display_name, reads_like_role
+    from voicekit.turns import is_speaker_label
 
     if not members:
         raise MembersError("a room needs at least one member")
     owner: dict[str, str] = {}
     for m in members:
+        words = m.name.split()
+        if len(words) == 2 and words[0].casefold() == "speaker" and (  # "Speaker B", "speaker b", not "Speaker Bob"
+                is_speaker_label(f"Speaker {words[1]}") or (len(words[1]) == 1 and words[1].isalpha())):
+            raise MembersError(f"member {m.name!r}: the name reads like the diarization label of a person in "
+                               "the room (Speaker A, Speaker B…), which the transcript and --explain show beside "
+                               "the members' names; give the member a person-like name")
         if reads_like_role(m.name) or display_name(m.name) != m.name.strip():
             raise MembersError(f"member {m.name!r}: the name reads like a role or a label that other members' "
                                "views use (User, Assistant, System, You, @channel, a rank such as '(2)'); "
