@@ -21,7 +21,7 @@ import time
 import numpy as np
 import pytest
 
-from _capture_common import EVAL, ROOT, TOOLS, components, required
+from _capture_common import EVAL, ROOT, TOOLS, CliRun, components, required
 
 IN_NETNS = bool(os.environ.get("LIVEKIT_TEST_NETNS"))
 SR = 16000
@@ -290,6 +290,25 @@ def test_cli_bad_key_is_a_clear_error(tmp_path):
     assert "--api-secret" in errors[0]
 
 
+def _people(sfu: "Sfu") -> subprocess.Popen:
+    """tests/_livekit_people.py: participants who join and speak when told (one JSON line per event)."""
+    return subprocess.Popen([sys.executable, str(ROOT / "tests" / "_livekit_people.py"), sfu.url, KEY, SECRET,
+                             "standup"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                            preexec_fn=_realtime_priority)
+
+
+def _sheila_speaks(people: subprocess.Popen, run: CliRun) -> None:
+    """Sheila joins, the bot opens her lane, she says her recording, and its end reaches the bot."""
+    people.stdin.write(f"join sheila Sheila {LIBRI.relative_to(EVAL)}\n")
+    people.stdin.flush()
+    assert json.loads(people.stdout.readline())["event"] == "joined"
+    assert run.seen("lane standup/1: Sheila (sheila)").wait(30), run.text   # the bot says when a lane opens
+    people.stdin.write("speak sheila\n")
+    people.stdin.flush()
+    assert json.loads(people.stdout.readline())["event"] == "done"
+    time.sleep(4.0)
+
+
 @in_netns
 def test_cli_transcribes_a_room_and_ends_on_ctrl_c(tmp_path):
     """`voicekit livekit` as a user runs it: joins, Sheila speaks, Ctrl-C; exit 0 and outputs with
@@ -299,43 +318,23 @@ def test_cli_transcribes_a_room_and_ends_on_ctrl_c(tmp_path):
 
     out = tmp_path / "standup"
     with Sfu(port=7882) as sfu:
-        bot = subprocess.Popen([sys.executable, "-m", "voicekit.cli", "livekit", "--url", sfu.url, "--room", "standup",
-                                "--api-key", KEY, "--api-secret", SECRET, "--out", str(out)],
-                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        people = subprocess.Popen([sys.executable, str(ROOT / "tests" / "_livekit_people.py"), sfu.url, KEY, SECRET,
-                                   "standup"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                                  preexec_fn=_realtime_priority)
+        run = CliRun(["livekit", "--url", sfu.url, "--room", "standup", "--api-key", KEY, "--api-secret", SECRET,
+                      "--out", out], marks=["joined room 'standup'", "lane standup/1: Sheila (sheila)"])
+        people = _people(sfu)
         try:
-            lines: list[str] = []
-            joined = threading.Event()
-
-            def read_stderr() -> None:
-                for line in bot.stderr:
-                    lines.append(line)
-                    if "joined room 'standup'" in line:
-                        joined.set()
-
-            threading.Thread(target=read_stderr, daemon=True).start()
-            assert joined.wait(120), "".join(lines)
-            people.stdin.write(f"join sheila Sheila {LIBRI.relative_to(EVAL)}\n")
-            people.stdin.flush()
-            assert json.loads(people.stdout.readline())["event"] == "joined"
-            time.sleep(3.0)                                    # the bot subscribes
-            people.stdin.write("speak sheila\n")
-            people.stdin.flush()
-            assert json.loads(people.stdout.readline())["event"] == "done"
-            time.sleep(4.0)                                    # the end of her words reaches the bot
-            bot.send_signal(signal.SIGINT)
-            rc = bot.wait(120)
-            stdout = bot.stdout.read()
+            assert run.seen("joined room 'standup'").wait(120), run.text
+            _sheila_speaks(people, run)
+            run.proc.send_signal(signal.SIGINT)
+            rc = run.proc.wait(120)
+            stdout = run.proc.stdout.read()
             people.stdin.write("quit\n")
             people.stdin.flush()
             people.wait(30)
         finally:
-            for proc in (bot, people):
-                if proc.poll() is None:
-                    proc.kill()
-    assert rc == 0, "".join(lines)
+            run.finish()
+            if people.poll() is None:
+                people.kill()
+    assert rc == 0, run.text
     assert "standup/1  " in stdout and "Sheila" in stdout, stdout
     data = json.loads((out / "meeting.json").read_text())
     turns = data["turns"]
@@ -343,7 +342,7 @@ def test_cli_transcribes_a_room_and_ends_on_ctrl_c(tmp_path):
                          for t in turns), turns
     text = " ".join(t["text"] for t in turns)
     assert wer(LIBRI_TEXT, text) <= 0.35, text
-    assert any("standup/1 Sheila (sheila)" in line for line in lines), "".join(lines)
+    assert any("standup/1 Sheila (sheila)" in line for line in run.lines), run.text
 
 
 @in_netns
@@ -354,44 +353,23 @@ def test_cli_ends_with_an_error_when_the_server_goes_away(tmp_path):
     _sdk_or_skip()
     out = tmp_path / "standup"
     with Sfu(port=7883) as sfu:
-        bot = subprocess.Popen([sys.executable, "-m", "voicekit.cli", "livekit", "--url", sfu.url, "--room", "standup",
-                                "--api-key", KEY, "--api-secret", SECRET, "--out", str(out), "--quiet"],
-                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        people = subprocess.Popen([sys.executable, str(ROOT / "tests" / "_livekit_people.py"), sfu.url, KEY, SECRET,
-                                   "standup"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                                  preexec_fn=_realtime_priority)
-        lines: list[str] = []
-        joined, lane = threading.Event(), threading.Event()
-
-        def read_stderr() -> None:
-            for line in bot.stderr:
-                lines.append(line)
-                joined.set() if "joined room 'standup'" in line else None
-                lane.set() if "lane standup/1: Sheila (sheila)" in line else None
-
-        threading.Thread(target=read_stderr, daemon=True).start()
+        run = CliRun(["livekit", "--url", sfu.url, "--room", "standup", "--api-key", KEY, "--api-secret", SECRET,
+                      "--out", out, "--quiet"], marks=["joined room 'standup'", "lane standup/1: Sheila (sheila)"])
+        people = _people(sfu)
         try:
-            assert joined.wait(120), "".join(lines)
-            people.stdin.write(f"join sheila Sheila {LIBRI.relative_to(EVAL)}\n")
-            people.stdin.flush()
-            assert json.loads(people.stdout.readline())["event"] == "joined"
-            assert lane.wait(30), "".join(lines)                  # the bot says when a lane opens
-            people.stdin.write("speak sheila\n")
-            people.stdin.flush()
-            assert json.loads(people.stdout.readline())["event"] == "done"
-            time.sleep(4.0)                                       # the end of her words reaches the bot
+            assert run.seen("joined room 'standup'").wait(120), run.text
+            _sheila_speaks(people, run)
             sfu.proc.kill()                                       # the server dies
-            rc = bot.wait(150)                                    # no signal: the bot leaves by itself
+            rc = run.proc.wait(150)                               # no signal: the bot leaves by itself
         finally:
-            for proc in (bot, people):
-                if proc.poll() is None:
-                    proc.kill()
-    text = "".join(lines)
-    print(text)
-    assert rc == 1, text
-    errors = [line for line in lines if line.startswith("voicekit: error:")]
-    assert len(errors) == 1 and "was lost and could not be re-established" in errors[0], text
-    assert not any(line.startswith(("ERROR livekit", "WARNING livekit")) for line in lines), text   # --debug shows them
+            run.finish()
+            if people.poll() is None:
+                people.kill()
+    print(run.text)
+    assert rc == 1, run.text
+    errors = [line for line in run.lines if line.startswith("voicekit: error:")]
+    assert len(errors) == 1 and "was lost and could not be re-established" in errors[0], run.text
+    assert not any(line.startswith(("ERROR livekit", "WARNING livekit")) for line in run.lines), run.text
     turns = json.loads((out / "meeting.json").read_text())["turns"]
     assert turns and all(t["speaker"] == "Sheila" for t in turns), turns
 
@@ -404,35 +382,23 @@ def test_cli_stops_promptly_on_ctrl_c_while_joining(tmp_path):
     silent.bind(("127.0.0.1", 0))
     silent.listen(8)
     out = tmp_path / "standup"
-    bot = subprocess.Popen([sys.executable, "-m", "voicekit.cli", "livekit", "--url", f"ws://127.0.0.1:{silent.getsockname()[1]}",
-                            "--room", "standup", "--api-key", KEY, "--api-secret", SECRET, "--out", str(out)],
-                           cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    lines: list[str] = []
-    joining = threading.Event()
-
-    def read_stderr() -> None:
-        for line in bot.stderr:
-            lines.append(line)
-            if "joining ws://" in line:
-                joining.set()
-
-    threading.Thread(target=read_stderr, daemon=True).start()
+    url = f"ws://127.0.0.1:{silent.getsockname()[1]}"
+    run = CliRun(["livekit", "--url", url, "--room", "standup", "--api-key", KEY, "--api-secret", SECRET,
+                  "--out", out], marks=["joining ws://"])
     try:
-        assert joining.wait(120), "".join(lines)
+        assert run.seen("joining ws://").wait(120), run.text
         time.sleep(2.0)
         t = time.monotonic()
-        bot.send_signal(signal.SIGINT)
-        rc = bot.wait(60)
+        run.proc.send_signal(signal.SIGINT)
+        rc = run.proc.wait(60)
         waited = time.monotonic() - t
     finally:
-        if bot.poll() is None:
-            bot.kill()
+        run.finish()
         silent.close()
-    text = "".join(lines)
-    print(f"exit {rc} {waited:.1f} s after Ctrl-C\n{text}")
-    assert rc == 130, text
-    assert waited < 20, text   # the SDK's own timeout is 30 s
-    assert "nothing was recorded" in text, text
+    print(f"exit {rc} {waited:.1f} s after Ctrl-C\n{run.text}")
+    assert rc == 130, run.text
+    assert waited < 20, run.text   # the SDK's own timeout is 30 s
+    assert "nothing was recorded" in run.text, run.text
     assert not out.exists() or not any(out.iterdir()), list(out.iterdir())
 
 
@@ -462,6 +428,34 @@ def test_cli_url_of_a_plain_web_server_is_one_line(tmp_path):
     assert "<" not in run.stderr and "livekit::" not in run.stderr, run.stderr
     assert len(run.stderr.strip().splitlines()) <= 3, run.stderr   # loading…, joining…, the error
     assert not (tmp_path / "m" / "meeting.sqlite").exists()          # no empty meeting left behind
+
+
+def test_cli_a_failed_join_keeps_the_meeting_overwrite_would_replace(tmp_path):
+    """`--overwrite` with a server that is not there: the old meeting is set aside while joining
+    and put back when the join fails (it was deleted before the join); `--append` leaves the stored
+    meeting's metadata as it was."""
+    _sdk_or_skip()
+    from _capture_common import FALCON
+    from voicekit.cli import main
+    from voicekit.store import MeetingStore
+
+    out = tmp_path / "m"
+    assert main(["replay", str(FALCON), "--out", str(out), "--quiet"]) == 0
+    before = sorted(p.name for p in out.iterdir())
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()   # nothing listens there: the join is refused
+    for how in ("--overwrite", "--append"):
+        run = subprocess.run([sys.executable, "-m", "voicekit.cli", "livekit", "--url", f"ws://127.0.0.1:{port}",
+                              "--room", "standup", "--api-key", KEY, "--api-secret", SECRET, "--out", str(out), how],
+                             cwd=ROOT, capture_output=True, text=True, timeout=180)
+        assert run.returncode == 2 and "cannot join the LiveKit room" in run.stderr, run.stderr
+        assert sorted(p.name for p in out.iterdir()) == before, how
+        store = MeetingStore(out / "meeting.sqlite")
+        turns, source = store.turns(), store.meta()["source"]
+        store.close()
+        assert len(turns) == 3 and source == str(FALCON), how
 
 
 def test_cli_url_without_a_scheme_is_refused_before_the_models_load(tmp_path, capsys):
@@ -591,6 +585,40 @@ def test_lane_failures_are_isolated(tmp_path, monkeypatch):
     assert "fellow americans" in text and "your country" in text
     assert {t.speaker for t in store.turns()} <= {"Diane", "Bob"}
     assert all(t.speaker == "Diane" and t.sender_name == "Diane" for t in diane.turns)
+
+
+def test_a_track_subscribed_again_after_a_reconnect_gets_a_new_lane(tmp_path, monkeypatch):
+    """A full reconnect makes the SDK drop every participant (their lanes end) and the server send
+    the same tracks again: the same track SID must open a new lane, not be ignored as already
+    known (the bot went on saying "reconnected" while transcribing nobody)."""
+    _sdk_or_skip()
+    from livekit import rtc
+
+    from voicekit.capture.livekit_bot import LiveKitBot
+    from voicekit.evaluation import wer
+    from voicekit.store import MeetingStore
+
+    monkeypatch.setattr(rtc, "AudioStream", FakeStream)
+    store = MeetingStore(tmp_path / "meeting.sqlite")
+    bot = LiveKitBot("ws://unused", "unused", components=components(), store=store, max_queue_seconds=120)
+    bot.room_name = "r"
+
+    async def scenario():
+        _subscribe(bot, 0, "diane", "Diane", _pcm16(JFK))
+        await until(lambda: bot.lanes["TR_0"].closed, 60, "the first lane to end")
+        _subscribe(bot, 0, "diane", "Diane", _pcm16(LIBRI2))      # the same track, after the reconnect
+        await until(lambda: bot.lanes["TR_0"].closed, 60, "the second lane to end")
+        await bot.close()
+
+    asyncio.run(scenario())
+    first, second = bot.all_lanes()
+    assert (first.channel, second.channel) == ("r/1", "r/2") and bot.ended_lanes == [first]
+    assert first.error is None and second.error is None and not second.thread.is_alive()
+    assert wer(JFK_TEXT, " ".join(t.text for t in first.turns)) <= 0.2
+    assert wer(LIBRI2_TEXT, " ".join(t.text for t in second.turns)) <= 0.3
+    channels = [t.channel for t in store.turns()]   # (the fake stream plays faster than real time: times overlap)
+    assert (channels.count("r/1"), channels.count("r/2")) == (len(first.turns), len(second.turns))
+    assert {t.speaker for t in store.turns()} == {"Diane"}
 
 
 def test_a11_a_livekit_identity_keeps_its_name_against_a_renamed_room_speaker(tmp_path, monkeypatch):

@@ -19,7 +19,7 @@ import time
 import numpy as np
 import pytest
 
-from _capture_common import FALCON, ROOT, TOOLS, components, required, text_of
+from _capture_common import FALCON, ROOT, TOOLS, CliRun, components, required, text_of
 
 SR = 16000
 
@@ -163,29 +163,15 @@ def test_mic_cli_ctrl_c_commits_the_open_utterance(virtual_mic, tmp_path):
     """`voicekit mic`, Ctrl-C in the middle of the third speaker: that utterance is committed and
     every output is written; exit code 0."""
     out = tmp_path / "meeting"
-    proc = subprocess.Popen([sys.executable, "-m", "voicekit.cli", "mic", "--device", "pulse", "--out", str(out),
-                             "--quiet"], cwd=ROOT, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    lines: list[str] = []
-    flowing = threading.Event()
-
-    def read() -> None:
-        for line in proc.stderr:
-            lines.append(line)
-            if "audio flowing" in line:
-                flowing.set()
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
+    run = CliRun(["mic", "--device", "pulse", "--out", out, "--quiet"], marks=["audio flowing"])
     try:
-        assert flowing.wait(90), "".join(lines)
+        assert run.seen("audio flowing").wait(90), run.text
         play(FALCON, seconds=16.0)    # cut off at 16 s, inside the third speaker's words (12.6-18.2 s)
-        proc.send_signal(signal.SIGINT)
-        rc = proc.wait(120)
+        run.proc.send_signal(signal.SIGINT)
+        rc = run.proc.wait(120)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-    reader.join(5)
-    text = "".join(lines)
+        run.finish()
+    text = run.text
     assert rc == 0, text
     assert "input overflows" in text and "queue overflows 0" in text, text
     data = json.loads((out / "meeting.json").read_text())
@@ -213,34 +199,78 @@ def test_mic_cli_ends_with_an_error_when_the_device_is_lost(virtual_mic, tmp_pat
         key, _, value = item.partition("=")
         env[key] = value
     out = tmp_path_factory.mktemp("lost") / "meeting"
-    proc = subprocess.Popen([sys.executable, "-m", "voicekit.cli", "mic", "--device", "pulse", "--out", str(out),
-                             "--quiet"], cwd=ROOT, env=env, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    lines: list[str] = []
-    flowing = threading.Event()
-
-    def read() -> None:
-        for line in proc.stderr:
-            lines.append(line)
-            if "audio flowing" in line:
-                flowing.set()
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
+    run = CliRun(["mic", "--device", "pulse", "--out", out, "--quiet"], env=env, marks=["audio flowing"])
     try:
-        assert flowing.wait(90), "".join(lines)
+        assert run.seen("audio flowing").wait(90), run.text
         subprocess.run(["paplay", "--device=meetsink", str(FALCON)], env=env, timeout=60,
                        check=True)   # all three speakers, 19 s
         time.sleep(1.0)
         subprocess.run([str(TOOLS / "virtual-mic.sh"), "stop", str(d)], capture_output=True, timeout=30)
-        rc = proc.wait(60)   # no signal: the watchdog ends the meeting
+        rc = run.proc.wait(60)   # no signal: the watchdog ends the meeting
     finally:
-        if proc.poll() is None:
-            proc.kill()
-    reader.join(5)
-    text = "".join(lines)
+        run.finish()
+    text = run.text
     print(text)
     assert rc == 1, text
     assert "stopped delivering audio" in text and "the meeting up to then is written" in text, text
     turns = json.loads((out / "meeting.json").read_text())["turns"]
     words = " ".join(t["text"] for t in turns).lower()
     assert "crocodile" in words and "thank you" in words, turns   # the whole recording was heard
+
+
+class _SilentStream:
+    """Stands in for ``sounddevice.InputStream``: opens and reports itself active, but never calls
+    back (a device that accepts the stream and delivers nothing)."""
+
+    def __init__(self, **kw) -> None:  # noqa: ANN003
+        self.active = False
+
+    def start(self) -> None:
+        self.active = True
+
+    def stop(self) -> None:
+        self.active = False
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_device_that_never_delivers_is_reported_lost(virtual_mic, monkeypatch):
+    """No first block at all: the watchdog ends the capture after first_block_seconds (before, only
+    a device that had delivered and then stopped was noticed)."""
+    import sounddevice
+
+    from voicekit.capture.mic import MicSource
+
+    monkeypatch.setattr(sounddevice, "InputStream", _SilentStream)
+    source = MicSource("pulse", first_block_seconds=1.0)
+    t = time.monotonic()
+    assert list(source) == []
+    assert time.monotonic() - t < 10
+    assert source.lost is not None and "no audio at all in the 1 s after the stream started" in source.lost
+
+
+def test_mic_cli_a_device_that_refuses_the_stream_leaves_the_old_meeting(virtual_mic, tmp_path, monkeypatch,
+                                                                          capsys):
+    """The stream cannot be opened (PortAudio refuses): one error line, exit 2, and nothing in
+    --out changed: no empty store, and the meeting --overwrite would replace is still there
+    (the store was made, and the old meeting deleted, before the stream was opened)."""
+    import sounddevice
+
+    from voicekit.cli import main
+
+    out = tmp_path / "m"
+    assert main(["replay", str(FALCON), "--out", str(out), "--quiet"]) == 0
+    before = sorted(p.name for p in out.iterdir())
+
+    def refuse(**kw):  # noqa: ANN003
+        raise sounddevice.PortAudioError("Invalid sample rate", -9997)
+
+    monkeypatch.setattr(sounddevice, "InputStream", refuse)
+    capsys.readouterr()
+    assert main(["mic", "--device", "pulse", "--out", str(out), "--overwrite"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot open the input device 'pulse'" in err and "Invalid sample rate" in err, err
+    assert sorted(p.name for p in out.iterdir()) == before
+    assert main(["mic", "--device", "pulse", "--out", str(tmp_path / "new")]) == 2
+    assert not (tmp_path / "new").exists()

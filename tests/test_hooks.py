@@ -105,7 +105,7 @@ def test_hook_script(tmp_path):
         hooks.load_script(tmp_path)
     names = tmp_path / "names.txt"
     names.write_text("Speaker A = Diane\n")
-    with pytest.raises(HookError, match=r"not a Python file \(\.py\).*--speaker-names .*names.txt"):
+    with pytest.raises(HookError, match=r"not a Python file: a hook script's name ends in \.py.*--speaker-names .*names.txt"):
         hooks.load_script(names)
     lazy = tmp_path / "lazy.py"
     lazy.write_text("def on_transcription():\n    return None\n")

@@ -99,7 +99,7 @@ CASES = [
     ("--language de with tiny.en", lambda t: [SAMPLE, "--language", "de"],
      "the model tiny.en is English-only, so it cannot transcribe language 'de'"),
     ("a names file as --hook", lambda t: [SAMPLE, "--hook", _file(t / "names.txt", b"Speaker A = Diane\n")],
-     "is not a Python file (.py); a names file"),
+     "is not a Python file: a hook script's name ends in .py (rename it), and a names file"),
     ("a folder as --hook", lambda t: [SAMPLE, "--hook", t], "is a folder"),
 ]
 

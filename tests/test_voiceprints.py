@@ -99,6 +99,8 @@ def test_cli_enrol_refusals_name_the_problem_and_make_no_library(tmp_path, capsy
     # 11 s of JFK holds about 7 s of speech windows: too little, and no (empty) library file is left
     assert main(["voices", "enrol", "Jack", str(jfk), "--library", str(path)]) == 2
     assert f"at least {MIN_ENROL_SECONDS:g} s of their speech is needed" in capsys.readouterr().err
+    assert main(["voices", "enrol", " ", str(jfk), "--library", str(path)]) == 2
+    assert "a voice needs a name" in capsys.readouterr().err
     assert not path.exists()
 
 

@@ -696,10 +696,11 @@ def _session_args(p: argparse.ArgumentParser) -> None:
 
 def _committed_turns(store_path: Path) -> int:
     """Turns in an existing meeting store (0 for an empty or unreadable one, e.g. a failed start)."""
+    import contextlib
     import sqlite3
 
     try:
-        with sqlite3.connect(store_path) as conn:
+        with contextlib.closing(sqlite3.connect(store_path)) as conn:  # closed: no -wal/-shm left behind
             return conn.execute("SELECT COUNT(*) FROM turns").fetchone()[0]
     except sqlite3.Error:
         return 0
@@ -734,17 +735,55 @@ def _check_existing_meeting(store_path: Path, args: argparse.Namespace) -> None:
                        ", or choose another --out")
 
 
-def _remove_meeting(store_path: Path) -> None:
-    """Remove the meeting a new one replaces: its store, the outputs voicekit wrote from it
-    (``<stem>.<ext>`` and ``<stem>.refined.<ext>`` of its stem, ``meeting`` when none is stored,
-    as ``export`` names them) and the local session's default log, nothing else."""
-    from voicekit.outputs import remove_outputs
+def _meeting_files(store_path: Path) -> list[Path]:
+    """The files of the meeting stored at ``store_path`` that exist: its store (with SQLite's
+    ``-wal``/``-shm``), the outputs voicekit wrote from it (``<stem>.<ext>`` and
+    ``<stem>.refined.<ext>`` of its stem, ``meeting`` when none is stored, as ``export`` names
+    them) and the local session's default log; nothing else."""
+    from voicekit.outputs import output_paths
 
     stem = _stored_meta(store_path).get("stem")
-    remove_outputs(store_path.parent, stem if isinstance(stem, str) and stem else "meeting")
-    for path in (store_path, Path(f"{store_path}-wal"), Path(f"{store_path}-shm"),
-                 store_path.parent / "session.jsonl"):
+    paths = [*output_paths(store_path.parent, stem if isinstance(stem, str) and stem else "meeting"), store_path,
+             Path(f"{store_path}-wal"), Path(f"{store_path}-shm"), store_path.parent / "session.jsonl"]
+    return [path for path in paths if path.is_file()]
+
+
+def _remove_meeting(store_path: Path) -> None:
+    """Remove the meeting a new one replaces (:func:`_meeting_files`)."""
+    for path in _meeting_files(store_path):
         path.unlink(missing_ok=True)
+
+
+class _SetAside:
+    """The meeting ``--overwrite`` replaces in a live command, moved into ``OUT/.voicekit-replaced/``
+    until the new one has started (the room joined), then deleted; moved back when it never
+    starts (a refused token, an unreachable server, Ctrl-C while joining), so a failed start
+    loses nothing."""
+
+    def __init__(self, store_path: Path) -> None:
+        self.dir = store_path.parent / ".voicekit-replaced"
+        self.moved: list[Path] = []
+        files = _meeting_files(store_path)
+        if files:
+            self.dir.mkdir(exist_ok=True)
+        for path in files:
+            path.rename(self.dir / path.name)
+            self.moved.append(path)
+
+    def drop(self) -> None:
+        """The new meeting started: delete the old one."""
+        import shutil
+
+        shutil.rmtree(self.dir, ignore_errors=True)
+        self.moved = []
+
+    def restore(self) -> None:
+        """The new meeting never started: put the old one back."""
+        for path in self.moved:
+            (self.dir / path.name).rename(path)
+        self.moved = []
+        if self.dir.is_dir() and not any(self.dir.iterdir()):
+            self.dir.rmdir()
 
 
 def _check_stem(stem: str | None) -> str | None:
@@ -962,7 +1001,7 @@ def cmd_voices(args: argparse.Namespace) -> int:
     # enrol
     from voicekit.audio import SAMPLE_RATE, load_audio
     from voicekit.diarization.encoder import SpeakerEncoder
-    from voicekit.voiceprints import MIN_ENROL_SECONDS, check_enrol_seconds, embed_speech
+    from voicekit.voiceprints import MIN_ENROL_SECONDS, check_enrolment, embed_speech
 
     if args.start is not None and args.end is not None and args.end <= args.start:
         raise CliError(f"--end {args.end:g} is not after --start {args.start:g}: give the start and the end "
@@ -974,7 +1013,7 @@ def cmd_voices(args: argparse.Namespace) -> int:
         raise CliError(f"--start/--end must lie inside the recording (0 to {len(samples) / SAMPLE_RATE:.1f} s)")
     try:
         vector, seconds = embed_speech(samples[lo:hi], SpeakerEncoder(), vad=args.vad)
-        check_enrol_seconds(args.name, seconds, MIN_ENROL_SECONDS)   # before a library file is made
+        check_enrolment(args.name, seconds, MIN_ENROL_SECONDS)   # before a library file is made
         library = _voice_library(args, create=True)
         try:
             voice = library.enrol(args.name, vector, seconds, min_seconds=MIN_ENROL_SECONDS)
@@ -1107,6 +1146,8 @@ def cmd_mic(args: argparse.Namespace) -> int:
     _check_existing_meeting(out / "meeting.sqlite", args)
     err.print(f"[dim]loading models ({args.model}, {_diarizer_name(options)})…[/dim]")
     components = Components.load(options)  # before the store: a missing model leaves no meeting
+    source.start()   # before the store too: a device that refuses the stream leaves no meeting (and
+    # --overwrite keeps the old one); the blocks it delivers meanwhile wait in its queue
     store = _fresh_store(out, args.append)
     meta = {"source": f"mic:{source.device.name}", "stem": stem, "sample_rate": source.sample_rate,
             "channels": source.channels, "model": args.model, "vad": args.vad, "started": time.time()}
@@ -1206,10 +1247,14 @@ def cmd_livekit(args: argparse.Namespace) -> int:
     _check_existing_meeting(out / "meeting.sqlite", args)
     err.print(f"[dim]loading models ({args.model}, {_diarizer_name(options)})…[/dim]")
     components = Components.load(options)  # before the store: a missing model leaves no meeting
-    store = _fresh_store(out, args.append)
+    from voicekit.store import MeetingStore
+
+    store_path = out / "meeting.sqlite"
+    # --overwrite: the old meeting is set aside until the room is joined (a failed join keeps it)
+    aside = _SetAside(store_path) if store_path.exists() and not args.append else None
+    store = MeetingStore(store_path)
     meta = {"source": f"livekit:{url}", "stem": args.stem, "model": args.model, "vad": args.vad,
             "started": time.time()}
-    store.set_meta(**meta)
     on_turn = None if args.quiet else (lambda t: console.print(f"{t.channel}  {format_line(t)}", markup=False))  # noqa: E731
     bot = LiveKitBot(url, token, options, components=components, store=store, hooks=hooks, on_turn=on_turn,
                      room_mics=args.room_mic or (), voices=voices,
@@ -1230,6 +1275,9 @@ def cmd_livekit(args: argparse.Namespace) -> int:
             await asyncio.gather(joining, return_exceptions=True)
             return False
         joining.result()   # a refused token or an unreachable server raises CaptureError here
+        if aside is not None:
+            aside.drop()
+        store.set_meta(**meta)   # (with --append, a failed join leaves the stored meeting as it was)
         err.print(f"joined room {bot.room_name!r} at {url}; Ctrl-C ends the meeting")
         try:
             await bot.wait(stop, args.seconds)
@@ -1241,7 +1289,7 @@ def cmd_livekit(args: argparse.Namespace) -> int:
     def finish() -> list[Path]:
         """Store the speakers' names and write the outputs from every committed turn."""
         names = {}
-        for lane in bot.lanes.values():
+        for lane in bot.all_lanes():
             if lane.pipeline is not None and lane.room_mic:
                 names.update(lane.pipeline.speaker_names())
         store.set_speaker_names({**names, **hooks.names})
@@ -1255,18 +1303,18 @@ def cmd_livekit(args: argparse.Namespace) -> int:
     except BaseException:
         if bot.room is None:   # never joined: nothing was recorded, leave no meeting behind
             hooks.close()
-            _discard_unjoined(store, out, args.append)
+            _discard_unjoined(store, store_path, args.append, aside)
         else:
             finish()
         raise
     if not joined:
         hooks.close()
-        _discard_unjoined(store, out, args.append)
+        _discard_unjoined(store, store_path, args.append, aside)
         err.print("[yellow]stopped before the room was joined: nothing was recorded[/yellow]")
         return 130
     written = finish()
-    _enrol_voices(args, [lane.pipeline for lane in bot.lanes.values() if lane.room_mic], err)
-    for lane in bot.lanes.values():
+    _enrol_voices(args, [lane.pipeline for lane in bot.all_lanes() if lane.room_mic], err)
+    for lane in bot.all_lanes():
         state = f"failed: {lane.error}" if lane.error else "ok"
         err.print(f"[dim]{lane.channel} {lane.label} ({lane.identity}): {len(lane.turns)} turns, "
                   f"{lane.samples / 16000:.1f} s of audio, {lane.feed.overflows} blocks dropped, {state}[/dim]")
@@ -1274,15 +1322,18 @@ def cmd_livekit(args: argparse.Namespace) -> int:
     if bot.lost is not None:
         err.print(f"[red]voicekit: error: {bot.lost}; the meeting up to then is written (exit code 1)[/red]")
         return 1
-    return 1 if any(lane.error for lane in bot.lanes.values()) else 0
+    return 1 if any(lane.error for lane in bot.all_lanes()) else 0
 
 
-def _discard_unjoined(store, out: Path, append: bool) -> None:  # noqa: ANN001 - MeetingStore
-    """After a join that failed or was stopped: close the store, and remove it when this run made
-    it (not ``--append``) and it holds no turn, so no empty meeting is left in ``out``."""
+def _discard_unjoined(store, store_path: Path, append: bool, aside: "_SetAside | None") -> None:  # noqa: ANN001
+    """After a join that failed or was stopped: close the store; remove it when this run made it
+    (not ``--append``) and it holds no turn, so no empty meeting is left; and put back the meeting
+    ``--overwrite`` had set aside."""
     store.close()
-    if not append and not _committed_turns(out / "meeting.sqlite"):
-        _remove_meeting(out / "meeting.sqlite")
+    if not append and not _committed_turns(store_path):
+        _remove_meeting(store_path)
+    if aside is not None:
+        aside.restore()
 
 
 def _capture_parsers(sub) -> None:  # noqa: ANN001

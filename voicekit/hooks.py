@@ -156,8 +156,8 @@ class HookRunner:
         if not path.is_file():
             raise HookError(f"hook script {path} not found; pass a Python file that defines on_transcription(turn)")
         if path.suffix != ".py":
-            raise HookError(f"hook script {path} is not a Python file (.py); a names file (one 'Speaker A = "
-                            f"Diane' per line) goes to --speaker-names {path}")
+            raise HookError(f"hook script {path} is not a Python file: a hook script's name ends in .py (rename "
+                            f"it), and a names file (one 'Speaker A = Diane' per line) goes to --speaker-names {path}")
         spec = importlib.util.spec_from_file_location(f"voicekit_hook_{path.stem}", path)
         module = importlib.util.module_from_spec(spec)
         try:

@@ -272,25 +272,10 @@ def output_path(out_dir: str | Path, stem: str, ext: str, suffix: str = "") -> P
     return Path(out_dir) / f"{stem}{suffix}.{ext}"
 
 
-def remove_outputs(out_dir: str | Path, stem: str) -> list[Path]:
-    """Delete a meeting's outputs: the live and refined files :func:`write_all` writes for
-    ``stem`` (``<stem>.<ext>``, ``<stem>.refined.<ext>`` for every format in :data:`FORMATS`);
-    any other file is left alone.
-
-    Returns:
-        the paths deleted.
-
-    Raises:
-        OSError: a file exists but cannot be deleted.
-    """
-    removed = []
-    for suffix in ("", REFINED_SUFFIX):
-        for ext in FORMATS:
-            path = output_path(out_dir, stem, ext, suffix)
-            if path.is_file():
-                path.unlink()
-                removed.append(path)
-    return removed
+def output_paths(out_dir: str | Path, stem: str) -> list[Path]:
+    """Every file :func:`write_all` may write for ``stem``, live and refined (``<stem>.<ext>``,
+    ``<stem>.refined.<ext>`` for every format in :data:`FORMATS`), whether it exists or not."""
+    return [output_path(out_dir, stem, ext, suffix) for suffix in ("", REFINED_SUFFIX) for ext in FORMATS]
 
 
 def write_all(turns: Sequence[SpeakerTurn], out_dir: str | Path, stem: str, meta: dict | None = None,

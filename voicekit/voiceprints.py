@@ -176,14 +176,16 @@ def _name_key(name: str) -> str:
     return _check_name(name).casefold()
 
 
-def check_enrol_seconds(name: str, seconds: float, min_seconds: float = MIN_ENROL_SECONDS) -> None:
-    """Raise :class:`VoiceprintError` when ``seconds`` of speech are too few to enrol ``name``
-    (the message says how much is needed). :meth:`VoiceLibrary.enrol` checks it; callers may check
-    first, before opening a library."""
+def check_enrolment(name: str, seconds: float, min_seconds: float = MIN_ENROL_SECONDS) -> str:
+    """The name to enrol (whitespace collapsed); :class:`VoiceprintError` for a bad name or when
+    ``seconds`` of speech are too few (the message says how much is needed).
+    :meth:`VoiceLibrary.enrol` checks both; a caller may check first, before opening a library."""
+    name = _check_name(name)
     if not seconds >= min_seconds:
         raise VoiceprintError(f"{name}: {seconds:.1f} s of speech is too little for a voiceprint; "
                               f"at least {min_seconds:g} s of their speech is needed (counted as the "
                               "diarizer counts it: its embedding windows, a little less than the VAD's speech)")
+    return name
 
 
 class VoiceLibrary:
@@ -281,9 +283,8 @@ class VoiceLibrary:
                 voice does not match it (cosine below :data:`MATCH_THRESHOLD`: another person of
                 the same name, or a mislabelled speaker; merging would spoil both).
         """
-        name = _check_name(name)
+        name = check_enrolment(name, seconds, min_seconds)
         v = unit(vector)
-        check_enrol_seconds(name, seconds, min_seconds)
         now = time.time()
         old = self.get(name)
         if old is not None:

@@ -53,6 +53,14 @@ GAP_FILL_SECONDS = 0.5
 GAP_JITTER_SECONDS = 0.2
 """Of a gap, this much is left unfilled: frames delayed by network jitter, not lost."""
 
+DISCONNECTS = {
+    "DUPLICATE_IDENTITY": "another participant joined the room with the bot's identity, and the server "
+                          "removed the bot: give each bot its own --identity",
+    "PARTICIPANT_REMOVED": "the bot was removed from the room (by the server or a moderator)",
+    "SERVER_SHUTDOWN": "the LiveKit server shut down",
+}
+"""What :attr:`LiveKitBot.lost` says for a ``DisconnectReason`` that is not a lost connection."""
+
 ROOM_MIC_ATTRIBUTE = "voicekit.room_mic"
 """Participant attribute marking a shared room microphone (value ``1``, ``true`` or ``yes``)."""
 
@@ -222,9 +230,13 @@ class LiveKitBot:
             and when the connection is lost, being re-established or re-established.
 
     Attributes:
-        lost: None while connected; else why the room was left without :meth:`close` (the
-            server went away and the SDK gave up reconnecting). :attr:`ended` is set then too.
-        ended: an ``asyncio.Event`` (made by :meth:`connect`) set when the connection is lost.
+        lost: None while connected; else why the room was left without :meth:`close`: the
+            server went away and the SDK gave up reconnecting, the bot was removed, or another
+            participant took its identity. :attr:`ended` is set then too.
+        room_closed: True when the server closed the room (the host ended the meeting): not an
+            error, but :attr:`ended` is set.
+        ended: an ``asyncio.Event`` (made by :meth:`connect`) set when the room is left without
+            :meth:`close`.
     """
 
     def __init__(self, url: str, token: str, options: PipelineOptions | None = None,
@@ -236,6 +248,7 @@ class LiveKitBot:
         self.keep_audio = keep_audio
         self.on_status = on_status
         self.lost: str | None = None
+        self.room_closed = False
         self.ended: asyncio.Event | None = None
         self._closing = False
         self.voices = voices
@@ -249,6 +262,7 @@ class LiveKitBot:
         self.room_mics = set(room_mics)
         self.max_queue_seconds = max_queue_seconds
         self.lanes: dict[str, Lane] = {}
+        self.ended_lanes: list[Lane] = []
         self.turns: list[SpeakerTurn] = []
         self.t0 = time.monotonic()
         self.room = None
@@ -304,9 +318,14 @@ class LiveKitBot:
             why = rtc.DisconnectReason.Name(reason) if reason is not None else "UNKNOWN_REASON"
         except (AttributeError, ValueError, TypeError):
             why = str(reason)
-        self.lost = (f"the connection to the LiveKit server at {self.url} was lost and could not be "
-                     "re-established" + ("" if why == "UNKNOWN_REASON" else f" ({why})"))
-        log.warning("%s", self.lost)
+        if why in ("ROOM_DELETED", "ROOM_CLOSED"):   # the host ended the meeting: a normal end
+            self.room_closed = True
+            self._status(f"the room was closed on the server ({why}): the meeting is over")
+        else:
+            self.lost = DISCONNECTS.get(why, f"the connection to the LiveKit server at {self.url} was lost and "
+                                             "could not be re-established" + (
+                                                 "" if why == "UNKNOWN_REASON" else f" ({why})"))
+            log.info("%s", self.lost)
         if self.ended is not None:
             self.ended.set()
 
@@ -315,7 +334,7 @@ class LiveKitBot:
         self._closing = True
         for lane in list(self.lanes.values()):
             self._end_lane(lane)
-        for lane in list(self.lanes.values()):
+        for lane in self.all_lanes():
             if lane.task is not None:
                 try:
                     await asyncio.wait_for(asyncio.shield(lane.task), 5)
@@ -331,7 +350,7 @@ class LiveKitBot:
     def join_lanes(self, timeout: float = 120.0) -> None:
         """Wait for every ended lane's pipeline to finish."""
         deadline = time.monotonic() + timeout
-        for lane in list(self.lanes.values()):
+        for lane in self.all_lanes():
             if lane.thread is not None:
                 lane.thread.join(max(0.0, deadline - time.monotonic()))
 
@@ -361,7 +380,12 @@ class LiveKitBot:
         many people share): ``id`` the LiveKit identity, the display name, the lane's channel
         (attribution.md A11: a LiveKit identity keeps the bare name against look-alikes)."""
         return tuple(Participant(id=lane.identity, display_name=lane.name, channels=(lane.channel,))
-                     for lane in list(self.lanes.values()) if lane.name and not lane.room_mic)
+                     for lane in self.all_lanes() if lane.name and not lane.room_mic)
+
+    def all_lanes(self) -> list[Lane]:
+        """Every lane of the meeting, in the order they opened: those open or ended in
+        :attr:`lanes` (one per track), and those a reconnect replaced (:attr:`ended_lanes`)."""
+        return sorted([*self.ended_lanes, *list(self.lanes.values())], key=lambda lane: lane.number)
 
     # --- lanes ----------------------------------------------------------------------------
     def _is_room_mic(self, participant) -> bool:  # noqa: ANN001
@@ -370,8 +394,13 @@ class LiveKitBot:
 
     def _on_track_subscribed(self, track, publication, participant) -> None:  # noqa: ANN001
         rtc = _rtc()
-        if track.kind != rtc.TrackKind.KIND_AUDIO or publication.sid in self.lanes:
+        old = self.lanes.get(publication.sid)
+        if track.kind != rtc.TrackKind.KIND_AUDIO or (old is not None and not old.closed):
             return
+        if old is not None:
+            # the same track again, after a full reconnect (the SDK drops every participant, then
+            # the server sends their tracks again): a new lane; the ended one keeps its turns
+            self.ended_lanes.append(self.lanes.pop(publication.sid))
         n = self._next_lane
         self._next_lane += 1
         lane = Lane(number=n, channel=f"{self.room_name}/{n}", identity=participant.identity,

@@ -8,9 +8,10 @@ replay uses; soxr on a 100 ms block takes well under a millisecond), and push it
 that iterates the source, never on the audio thread.
 
 A device that stops delivering audio (unplugged, or its audio server gone) ends the capture:
-a watchdog notices when the stream is no longer active or no block has come for
-``stall_seconds``, sets :attr:`MicSource.lost` and stops the source, so the pipeline commits
-what it heard and the caller can say so.
+a watchdog notices when the stream is no longer active, no block has come for
+``stall_seconds``, or no first block within ``first_block_seconds`` of the start; it sets
+:attr:`MicSource.lost` and stops the source, so the pipeline commits what it heard and the
+caller can say so.
 
 Two kinds of loss are counted and reported, neither stops the run:
 
@@ -156,6 +157,8 @@ class MicSource:
         channels: channels to open (default: the device's own count; see :func:`native_channels`).
         stall_seconds: after the first block, this long without another (blocks come every
             ``block_seconds``) means the device is lost (default 5.0 s).
+        first_block_seconds: no first block this long after the stream started means the device
+            is lost (default 15 s; PulseAudio's first block comes 0.15-1.9 s after the start).
 
     Attributes:
         lost: None while the device delivers; else why the capture ended by itself (the device
@@ -167,7 +170,7 @@ class MicSource:
 
     def __init__(self, device: str | int | None = None, block_seconds: float = 0.1, max_seconds: float = 30.0,
                  duration: float | None = None, keep_audio: bool = False, channels: int | None = None,
-                 stall_seconds: float = 5.0) -> None:
+                 stall_seconds: float = 5.0, first_block_seconds: float = 15.0) -> None:
         self.device = resolve_device(device)
         self.sample_rate = self.device.sample_rate
         if channels is not None and not 1 <= channels <= self.device.channels:
@@ -187,6 +190,8 @@ class MicSource:
         self.first_callback_at: float | None = None
         self.last_callback_at: float | None = None
         self.stall_seconds = stall_seconds
+        self.first_block_seconds = first_block_seconds
+        self._watchdog: threading.Thread | None = None
         self.lost: str | None = None
         self.kept: list[np.ndarray] | None = [] if keep_audio else None
         self._resampler = StreamResampler(self.sample_rate)
@@ -236,22 +241,30 @@ class MicSource:
             raise CaptureError(f"cannot open the input device {self.device.name!r} at "
                                f"{self.sample_rate} Hz, {self.channels} channels ({exc})") from exc
         log.info("capturing from %r (%d Hz, %d channels)", self.device.name, self.sample_rate, self.channels)
-        threading.Thread(target=self._watch, args=(self._stream,), name="voicekit-mic-watchdog", daemon=True).start()
+        self._watchdog = threading.Thread(target=self._watch, args=(self._stream,), name="voicekit-mic-watchdog",
+                                          daemon=True)
+        self._watchdog.start()
 
     def _watch(self, stream) -> None:  # noqa: ANN001
         """End the capture when the device stops delivering: the stream is no longer active (PortAudio
-        gave up) or, once audio flowed, no block came for ``stall_seconds``."""
+        gave up), no block came for ``stall_seconds`` once audio flowed, or no first block came
+        within ``first_block_seconds``. Runs until :meth:`stop`; :meth:`_close` waits for it
+        before closing the stream."""
         while not self._stopped.wait(min(0.25, self.stall_seconds / 4)):
-            last = self.last_callback_at
+            last, now = self.last_callback_at, time.monotonic()
             if not stream.active:
                 why = "the input stream stopped"
-            elif last is not None and time.monotonic() - last > self.stall_seconds:
-                why = f"no audio for {time.monotonic() - last:.1f} s"
+            elif last is not None and now - last > self.stall_seconds:
+                why = f"no audio for {now - last:.1f} s"
+            elif last is None and now - (self.started_at or now) > self.first_block_seconds:
+                why = f"no audio at all in the {self.first_block_seconds:g} s after the stream started"
             else:
                 continue
+            if self._stopped.is_set():   # a stop (Ctrl-C, --seconds) raced the check: not a loss
+                return
             self.lost = (f"the input device {self.device.name!r} stopped delivering audio after "
                          f"{self.samples_16k / SAMPLE_RATE:.1f} s ({why}: unplugged, or its audio server stopped)")
-            log.warning("%s", self.lost)
+            log.info("%s", self.lost)
             self.stop()
             return
 
@@ -266,6 +279,9 @@ class MicSource:
             self.feed.close()
 
     def _close(self) -> None:
+        watchdog = self._watchdog
+        if watchdog is not None and watchdog is not threading.current_thread():
+            watchdog.join(1.0)   # it reads the stream's state: never while the stream is closed
         stream, self._stream = self._stream, None
         if stream is not None:
             try:
