@@ -12,6 +12,7 @@ import ipaddress
 import json
 import ssl
 import threading
+import time
 from pathlib import Path
 
 from websockets.asyncio.server import serve
@@ -61,6 +62,16 @@ class _ServerThread:
             for ws in list(self._ws):
                 ws.transport.abort()
         asyncio.run_coroutine_threadsafe(go(), self.loop).result(5)
+
+    def settle(self, timeout: float = 10.0) -> None:
+        """Wait until every connection's handler has returned, i.e. read every message the client
+        sent before it closed. websockets answers a client's close frame as it reads it, before the
+        handler has taken the messages queued ahead of it, so a test that looks right after the
+        client's close() could miss the last ones on a loaded machine."""
+        deadline = time.monotonic() + timeout
+        while self._ws and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not self._ws, f"a connection of the fake server still open after {timeout} s"
 
     def events(self, kind: str | None = None, conn: int | None = None) -> list[dict]:
         groups = self.connections if conn is None else [self.connections[conn]]

@@ -42,6 +42,7 @@ def test_gemini_setup_then_client_content_with_user_role_and_note_part(tmp_path,
     b.instruct("Answer briefly.")
     b.request_reply()
     assert b.close(timeout=10)
+    server.settle()   # the server has read everything the client sent
     events = server.connections[0]
     assert "GenerativeService.BidiGenerateContent" in server.paths[0]
     assert server.headers[0]["x-goog-api-key"] == KEY
@@ -75,6 +76,7 @@ def test_gemini_after_audio_uses_realtime_input_text_only(tmp_path, gemini):
         await session.close()
 
     asyncio.run(go())
+    server.settle()
     events = server.connections[0][1:]
     assert list(events[0]) == ["client_content"]
     assert list(events[1]) == ["realtime_input"] and "audio" in events[1]["realtime_input"]
@@ -97,6 +99,7 @@ def test_gemini_drop_and_reconnect_sends_the_history_then_what_was_missed(tmp_pa
         committed.append(t)
         b.on_turn(t)
     assert b.close(timeout=10)
+    server.settle()   # the server has read everything the client sent
     assert len(server.connections) == 2
     texts = [[[p["text"] for p in e["client_content"]["turns"][0]["parts"]] for e in c if "client_content" in e]
              for c in server.connections]

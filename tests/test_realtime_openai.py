@@ -37,6 +37,7 @@ def run_meeting(tmp_path, server, script=SCRIPT, **kw):
         committed.append(t)
         b.on_turn(t)
     assert b.close(timeout=10)
+    server.settle()   # the server has read everything the client sent
     return store, b, committed
 
 
@@ -96,6 +97,7 @@ def test_a8a_instruction_carries_no_label(tmp_path):
             b.on_turn(store.commit(turn(spk, name, text, i)))
         b.instruct("Summarise when asked. [Speaker labels from the runtime: kept]")
         assert b.close(timeout=10)
+        server.settle()   # the server has read everything the client sent
         items = [e["item"] for e in server.events("conversation.item.create")]
         assert items[-1] == {"type": "message", "role": "system", "content": [
             {"type": "input_text", "text": "Summarise when asked. [Speaker labels from the runtime: kept]"}]}
@@ -129,6 +131,7 @@ def test_drop_and_reconnect_nothing_lost_and_the_new_conversation_keeps_the_cont
             b.on_turn(t)
             time.sleep(0.05)
         assert b.close(timeout=10)
+        server.settle()   # the server has read everything the client sent
         assert len(server.connections) == 2
         first, second = ([i["id"] for i in user_items(server, c)] for c in (0, 1))
         assert first == [f"vk-t{t.turn_id}" for t in committed[:3]]
@@ -148,6 +151,7 @@ def test_a9_new_conversation_after_reconnect_holds_the_note_once(tmp_path):
             b.on_turn(store.commit(turn(spk, name, text, i)))
             time.sleep(0.05)
         assert b.close(timeout=10)
+        server.settle()   # the server has read everything the client sent
         second = user_items(server, 1)
         # the history brings the note with the first labelled item (Bob's); A3 holds across the
         # reconnect: the lines after it are labelled, without a second note
@@ -162,6 +166,7 @@ def test_restart_resumes_from_the_store_without_resending(tmp_path):
         late = store.commit(turn("Speaker B", "Bob", "After the restart.", 9))
         b2 = Broadcaster(session(server), store.path, session_id="openai:test").start()
         assert b2.close(timeout=10)
+        server.settle()   # the server has read everything the client sent
         second = user_items(server, 1)
         assert [i["id"] for i in second] == [f"vk-t{late.turn_id}"]
         # the session was labelled before the restart: still labelled (A3, durable)
@@ -254,6 +259,7 @@ def test_a_reply_owed_when_the_connection_drops_is_asked_for_again_after_the_his
         time.sleep(1.0)
         b.on_turn(store.commit(turn("Speaker A", "Alice", "Thanks.", 1)))
         assert b.close(timeout=6)
+        server.settle()   # the server has read everything the client sent
         second = [e["type"] + (" " + e["item"]["id"] if e["type"] == "conversation.item.create" else "")
                   for e in server.connections[1]]
     assert second[:3] == ["session.update", "conversation.item.create vk-t1", "response.create"]
