@@ -114,8 +114,14 @@ def test_load_errors_name_the_fix(tmp_path, monkeypatch):
 
     with pytest.raises(ModelError, match="no such file or directory"):
         PyannoteModels(str(tmp_path / "missing"))
-    with pytest.raises(ModelError, match=r"not in the local Hugging Face cache.*hf download voicekit-test/absent"):
+    with pytest.raises(ModelError, match=r"not in the local Hugging Face cache.*hf download voicekit-test/absent") as info:
         PyannoteModels("voicekit-test/absent")
+    assert "Internet connection" not in str(info.value)   # the hub's own advice does not apply: nothing is fetched
+    try:   # (a machine that has 3.1 in its cache loads it: nothing to check there)
+        PyannoteModels("pyannote/speaker-diarization-3.1")
+    except ModelError as exc:
+        assert ("hf download pyannote/speaker-diarization-3.1` and the models its config names (for 3.1: "
+                "`hf download pyannote/segmentation-3.0`") in str(exc)
     # the known trap: a plda entry naming a folder that does not exist is taken for a hub id
     from pyannote.audio.models.embedding import XVectorSincNet
 

@@ -86,6 +86,32 @@ def test_ctrl_c_while_the_replay_waits_for_its_session_still_writes_the_outputs(
     assert f"the local session's events (what a live model would have received): {out / 'session.jsonl'}" in err
 
 
+def test_a_session_that_never_connects_fails_the_replay_but_not_the_transcript(tmp_path, monkeypatch, capsys):
+    """--session openai with nothing at its URL: every output is written, and the run says that the
+    session was not sent every turn and exits 1 (it exited 0 under a warning that promised a resend
+    no command makes)."""
+    pytest.importorskip("openai")
+    import socket
+
+    from _pipeline_support import EVAL
+
+    from voicekit.cli import main
+
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    out = tmp_path / "out"
+    rc = main(["replay", str(EVAL / "picovoice_falcon" / "test.wav"), "--out", str(out), "--quiet",
+               "--session", "openai", "--session-base-url", f"ws://127.0.0.1:{port}/v1", "--session-timeout", "2"])
+    err = capsys.readouterr().err
+    print(err)
+    assert rc == 1, err
+    assert "the live session (openai) was not sent every turn within --session-timeout 2 s" in err
+    assert len(json.loads((out / "test.json").read_text())["turns"]) == 3
+
+
 def test_session_instructions_from_a_file_reach_the_session_update(tmp_path):
     """--session-instructions (text or a file) is the session's system prompt: the first event."""
     from _pipeline_support import EVAL

@@ -69,6 +69,7 @@ CASES = [
     ("channel out of range", lambda t: [STEREO, "--channel", "5"], "has 2 channels (0..1)"),
     ("--per-channel with --channel", lambda t: [STEREO, "--per-channel", "--channel", "0"], "drop --channel"),
     ("--per-channel with --refine", lambda t: [STEREO, "--per-channel", "--refine"], "drop --refine"),
+    ("--per-channel on a mono file", lambda t: [SAMPLE, "--per-channel"], "has one channel: --per-channel makes"),
     ("raw PCM without channels", lambda t: [SAMPLE, "--raw-rate", "16000", "--raw-channels", "0"],
      "at least one channel"),
     ("--vad-threshold out of range", lambda t: [SAMPLE, "--vad-threshold", "2"], "between 0 and 1"),

@@ -417,6 +417,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
     raw = RawPcm(args.raw_rate, args.raw_format, args.raw_channels) if args.raw_rate else None
     source = FileSource(args.audio, realtime=args.realtime, channel=args.channel, per_channel=args.per_channel,
                         raw=raw)
+    if args.per_channel and source.info.channels == 1:
+        raise CliError(f"{source.path} has one channel: --per-channel makes each channel a speaker, so the whole "
+                       "recording would be one speaker; drop --per-channel to diarize it")
     out = Path(args.out)
     _check_writable(out)
     stem = _check_stem(args.stem) or source.path.stem
@@ -489,7 +492,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         source.stop()
         err.print("[yellow]stopping: committing the utterances heard so far (Ctrl-C again to abort)…[/yellow]")
 
-    interrupted, result = False, None
+    interrupted, result, session_missed = False, None, False
     try:
         try:
             with _GracefulStop(stop) as graceful:
@@ -521,7 +524,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         hooks.close()
         if broadcaster is not None:
             try:
-                broadcaster.close(timeout=args.session_timeout)
+                session_missed = not broadcaster.close(timeout=args.session_timeout)
             except KeyboardInterrupt:  # Ctrl-C while waiting for the session: the outputs still come
                 interrupted = True
                 err.print("[yellow]stopped waiting for the live session (the turns it was not sent are in the store); "
@@ -567,6 +570,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
         err.print(f"the local session's events (what a live model would have received): {session_log}")
     if interrupted:
         return 130
+    if session_missed:
+        err.print(f"[red]voicekit: error: the live session ({args.session}) was not sent every turn within "
+                  f"--session-timeout {args.session_timeout:g} s (see the warnings above); the transcript is "
+                  "complete in the outputs and the store (exit code 1)[/red]")
+        return 1
     if source.info.declared_duration is not None:
         err.print(f"{source.path} is truncated: only its first {source.info.duration:.1f} s of "
                   f"{source.info.declared_duration:.1f} s were transcribed (exit code 1)")
@@ -637,7 +645,8 @@ def _make_session(args: argparse.Namespace, out: Path):
     try:
         return make_session(args.session, model=args.session_model, base_url=args.session_base_url,
                             log_path=str(log_path) if args.session == "local" and log_path else None,
-                            echo=stdout_echo, instructions=instructions)
+                            echo=None if getattr(args, "quiet", False) else stdout_echo,  # --quiet: the log only
+                            instructions=instructions)
     except ValueError as exc:
         raise CliError(f"--session {args.session}: {exc}") from exc
 
@@ -857,7 +866,8 @@ def _refined_summary(store) -> str:  # noqa: ANN001 - MeetingStore
             f"(live: {len({t.speaker for t in live})}); {len(changed)} of {_plural(len(live), 'live turn')} "
             "changed main speaker" + (" (" + ", ".join(f"#{tid} {shown(a)} → {shown(b)}" for tid, a, b in changed[:6])
                                       + (" …" if len(changed) > 6 else "") + ")" if changed else "")
-            + "; the .refined files split turns whose words go to different speakers")
+            + (f"; the .refined files hold {_plural(len(refined) - len(live), 'more turn')}: live turns "
+               "whose words go to different speakers are split" if len(refined) > len(live) else ""))
 
 
 def _refine_stored(store, num_speakers: int | None) -> None:  # noqa: ANN001 - MeetingStore
@@ -941,7 +951,24 @@ def cmd_eval(args: argparse.Namespace) -> int:
     print(format_table(results))
     print()
     print(machine_line())
+    print(f"commit: {source_commit()}")
     return 0 if all(r.error is None for r in results) else 1
+
+
+def source_commit() -> str:
+    """The git commit of this checkout (``abc1234``, ``-dirty`` when tracked files differ), or
+    ``unknown`` outside a git checkout: what a measurement is recorded against."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    try:
+        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True,
+                             text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, check=True).stdout.strip()
+        return sha + ("-dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
 
 
 def machine_line() -> str:
@@ -1403,7 +1430,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("audio", help="WAV/FLAC/OGG/MP3/M4A, any sample rate, mono or multichannel")
     p.add_argument("--out", default="out", help="meeting directory for the store and outputs (default out/)")
     p.add_argument("--stem", default=None, help="output file stem (default: the recording's name)")
-    p.add_argument("--quiet", action="store_true", help="a progress bar instead of live lines")
+    p.add_argument("--quiet", action="store_true",
+                   help="a progress bar instead of live lines (--session local then only writes its log)")
     p.add_argument("--realtime", action="store_true", help="pace the replay at 1x, exactly as live capture")
     p.add_argument("--refine", action="store_true",
                    help="re-cluster the whole meeting afterwards and also write <stem>.refined.*")

@@ -273,8 +273,12 @@ def format_table(results: Sequence[FileResult]) -> str:
         ref0, ref5 = pool([r.refined[0.0] for r in ok]), pool([r.refined[0.5] for r in ok])
         exact_l = sum(r.speakers_live == r.file.speakers for r in ok)
         exact_r = sum(r.speakers_refined == r.file.speakers for r in ok)
+        near_l = sum(abs(r.speakers_live - r.file.speakers) <= 1 for r in ok)
+        near_r = sum(abs(r.speakers_refined - r.file.speakers) <= 1 for r in ok)
         audio = sum(r.audio_seconds for r in ok)
         proc = sum(r.processing_seconds for r in ok)
-        lines.append(f"| **pooled ({len(ok)} files)** | | {pct(live0.der)} | {split(live5)} | {pct(ref0.der)} | "
-                     f"{split(ref5)} | exact {exact_l}/{exact_r} of {len(ok)} | | {proc / audio:.3f} |")
+        files = f"{len(ok)} file{'s' if len(ok) != 1 else ''}"
+        lines.append(f"| **pooled ({files})** | | {pct(live0.der)} | {split(live5)} | {pct(ref0.der)} | "
+                     f"{split(ref5)} | live/refined exact {exact_l}/{exact_r}, within ±1 {near_l}/{near_r}, "
+                     f"of {len(ok)} | | {proc / audio:.3f} |")
     return "\n".join(lines)

@@ -217,9 +217,13 @@ class PyannoteModels:
             return (f"pyannote pipeline {source!r} does not load{why}; its config.yaml must name checkpoints "
                     "that exist locally ($model/… subfolders or paths); `plda` must be an existing directory "
                     "with xvec_transform.npz and plda.npz, since a missing path is taken for a hub name")
+        if exc is not None and type(exc).__name__ in ("LocalEntryNotFoundError", "OfflineModeIsEnabled"):
+            why = ""   # the hub's own text asks to check the internet connection: nothing is fetched here anyway
+        needs = (" and the models its config names (for 3.1: `hf download pyannote/segmentation-3.0` and "
+                 "`hf download pyannote/wespeaker-voxceleb-resnet34-LM`)" if source.endswith("-3.1") else "")
         return (f"pyannote pipeline {source!r} is not in the local Hugging Face cache and nothing is downloaded "
                 f"at run time{why}; on a machine with internet, accept its conditions on the hub, log in and "
-                f"run `hf download {source}` (or copy the downloaded folder here and pass "
+                f"run `hf download {source}`{needs} (or copy the downloaded folder here and pass "
                 "--diarizer pyannote:/path/to/folder)")
 
     # --- offline ------------------------------------------------------------------------------

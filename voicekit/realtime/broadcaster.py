@@ -170,8 +170,8 @@ class Broadcaster:
             self._thread.join(timeout + 5.0)
         done = self._q.empty() and not self._pending
         if not done:
-            log.warning("realtime session %s closed with %d items not sent; committed turns stay in the "
-                        "store and are sent the next time this session runs", self.session_id,
+            log.warning("realtime session %s closed with %d items not sent; the committed turns stay in the "
+                        "store (a Broadcaster started again on it with this session id sends them)", self.session_id,
                         self._q.qsize() + len(self._pending))
         return done
 
