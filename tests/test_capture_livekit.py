@@ -621,6 +621,34 @@ def test_a_track_subscribed_again_after_a_reconnect_gets_a_new_lane(tmp_path, mo
     assert {t.speaker for t in store.turns()} == {"Diane"}
 
 
+def test_disconnect_reasons_say_what_happened():
+    """The room's `disconnected` event: a closed room is the meeting's normal end (not lost); a
+    duplicate identity names --identity; an unknown reason is a lost connection. A disconnect that
+    close() itself causes is not a loss."""
+    _sdk_or_skip()
+    from livekit import rtc
+
+    from voicekit.capture.livekit_bot import LiveKitBot
+
+    def bot_after(reason: str) -> LiveKitBot:
+        bot = LiveKitBot("ws://example:7880", "unused", components=components())
+        bot.ended = asyncio.Event()
+        bot._on_disconnected(rtc.DisconnectReason.Value(reason))
+        assert bot.ended.is_set()
+        return bot
+
+    closed = bot_after("ROOM_DELETED")
+    assert closed.room_closed and closed.lost is None
+    assert "give each bot its own --identity" in bot_after("DUPLICATE_IDENTITY").lost
+    assert bot_after("UNKNOWN_REASON").lost == ("the connection to the LiveKit server at ws://example:7880 was lost "
+                                                "and could not be re-established")
+    assert bot_after("SIGNAL_CLOSE").lost.endswith("could not be re-established (SIGNAL_CLOSE)")
+    leaving = LiveKitBot("ws://example:7880", "unused", components=components())
+    leaving._closing = True
+    leaving._on_disconnected(rtc.DisconnectReason.Value("CLIENT_INITIATED"))
+    assert leaving.lost is None and not leaving.room_closed
+
+
 def test_a11_a_livekit_identity_keeps_its_name_against_a_renamed_room_speaker(tmp_path, monkeypatch):
     """attribution.md A11: a LiveKit identity is a registered participant. A hook renames the room
     microphone's speakers "Alice" and their turn is committed before the real Alice (her own

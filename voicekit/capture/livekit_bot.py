@@ -29,8 +29,8 @@ import asyncio
 import dataclasses
 import logging
 import threading
-import warnings
 import time
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -226,8 +226,8 @@ class LiveKitBot:
         voices: enrolled voiceprints (opt-in, docs/voiceprints.md): each room-microphone lane
             names the speakers whose voice matches (:class:`~voicekit.voiceprints.VoiceIdentifier`);
             None: no identification.
-        on_status: called (on the event loop) with a one-line message when a lane opens or ends
-            and when the connection is lost, being re-established or re-established.
+        on_status: called (on the event loop) with a one-line message when a lane opens or ends,
+            when the connection drops and the SDK tries again, and when it is back.
 
     Attributes:
         lost: None while connected; else why the room was left without :meth:`close`: the
