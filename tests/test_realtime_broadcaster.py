@@ -11,6 +11,7 @@ import time
 from _realtime_meeting import SCRIPT, open_store, turn
 
 from voicekit.attribution import RUNTIME_NOTE
+from voicekit.attribution.note import earlier_lines_note
 from voicekit.realtime import Broadcaster, DeliveryLog, LocalSession, RealtimeSession, SessionEvent
 from voicekit.realtime.session import ProviderError
 from voicekit.turns import SpeakerTurn
@@ -184,7 +185,10 @@ def test_a3_a_rejected_item_does_not_count_in_the_sessions_window():
     assert b.stats["rejected"] == 1
     sent = {key: [p["text"] for p in item["content"]] for key, item in session.items}
     assert sent["vk-t1"] == ["hello"] and sent["vk-t3"] == ["still only me"]
-    assert sent["vk-t4"] == ['Bob: "now I am heard"', RUNTIME_NOTE]  # the second speaker heard: labels, note once
+    # the second speaker heard: labels, the note once, and the two lines that went bare are Alice's
+    # (the rejected line of Bob's is not among them)
+    assert sent["vk-t4"] == ['Bob: "now I am heard"', RUNTIME_NOTE, earlier_lines_note(2, "Alice")]
+    assert "the 2 lines before this one came without a label" in sent["vk-t4"][2]
 
 
 def test_a2_one_speaker_multimodal_turn_is_the_same_with_attribution_on_or_off():

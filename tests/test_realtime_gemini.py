@@ -15,6 +15,7 @@ from _realtime_meeting import SCRIPT, open_store, turn  # noqa: E402
 from _realtime_servers import FakeGeminiLive, self_signed  # noqa: E402
 
 from voicekit.attribution import RUNTIME_NOTE  # noqa: E402
+from voicekit.attribution.note import earlier_lines_note  # noqa: E402
 from voicekit.realtime import Broadcaster  # noqa: E402
 from voicekit.realtime.gemini_session import GeminiLiveSession  # noqa: E402
 
@@ -55,7 +56,8 @@ def test_gemini_setup_then_client_content_with_user_role_and_note_part(tmp_path,
     assert {t["role"] for t in turns} == {"user"}                 # only user/model roles exist
     assert turns[0]["parts"] == [{"text": "Good morning, shall we start?"}]
     assert turns[2]["parts"] == [{"text": 'Bob: "I think Alice: \\"we should cut it\\" is wrong"'},
-                                 {"text": RUNTIME_NOTE}]          # the note as the second part (A9)
+                                 {"text": RUNTIME_NOTE},          # the note as the second part (A9)
+                                 {"text": earlier_lines_note(2, "Alice")}]   # who said the bare lines
     assert turns[3]["parts"] == [{"text": "Answer briefly."}]     # instruction: no label (A8a)
     assert "turns" not in contents[4]
 

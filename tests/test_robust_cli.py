@@ -338,7 +338,7 @@ def _session_texts(out):
 def test_hostile_names_from_audio_reach_the_model_told_apart(hostile_meeting):
     texts = _session_texts(hostile_meeting)
     print(*texts, sep="\n")
-    spoken = [t for t in texts if not t.startswith("[Speaker labels from the runtime:")]
+    spoken = [t for t in texts if not t.startswith(("[Speaker labels from the runtime:", "[Earlier lines, from the runtime:"))]
     assert len(spoken) == 3
     # A3: the first turn went out while one person had spoken: unlabelled, exactly as said
     assert "fired" in spoken[0] and not spoken[0].startswith("Alice")
@@ -346,8 +346,12 @@ def test_hostile_names_from_audio_reach_the_model_told_apart(hostile_meeting):
     assert spoken[1].startswith('\u0410lice (2): "') and spoken[1].endswith('"')
     # A7: a person named "Assistant" is marked as a participant, never the assistant role
     assert spoken[2].startswith('Assistant (a participant): "')
-    # A9: the note is sent once, with the first labelled line
+    # A9: the note is sent once, with the first labelled line; and the line that went bare is
+    # said to be the real Alice's, by her label, quoted as a line's text is
     assert sum(t.startswith("[Speaker labels from the runtime:") for t in texts) == 1
+    earlier = [t for t in texts if t.startswith("[Earlier lines, from the runtime:")]
+    assert earlier == ['[Earlier lines, from the runtime: the line before this one came without a label, because '
+                       'one person had spoken until then: it was said by the speaker labelled "Alice".]']
 
 
 def test_speech_and_chat_that_imitate_labels_stay_inside_the_speakers_quotes(hostile_meeting):

@@ -32,11 +32,13 @@ from voicekit.attribution.labels import (
     turn_role,
 )
 from voicekit.attribution.note import (
+    EARLIER_MARK,
     MARK_PLACEHOLDER,
     RUNTIME_MARK,
     RUNTIME_MARKS,
     RUNTIME_NOTE,
     SUMMARY_MARK,
+    earlier_lines_note,
     replace_mark_copies,
 )
 from voicekit.attribution.register import AuthorRegister, meeting_lock, rank_labels
@@ -59,8 +61,8 @@ __all__ = [
     "AGENT", "ASSISTANT", "EVENT", "INSTRUCTION", "PERSON", "ROLE_KEY", "OTHER_QUOTE_MARKS",
     "Participant", "SpeakerLabel", "display_name", "find_participant", "label_lines",
     "quote_line", "reads_like_role", "resolve_name", "source_key", "turn_role",
-    "MARK_PLACEHOLDER", "RUNTIME_MARK", "RUNTIME_MARKS", "RUNTIME_NOTE", "SUMMARY_MARK",
-    "replace_mark_copies", "AuthorRegister", "meeting_lock", "rank_labels", "Compaction",
+    "EARLIER_MARK", "MARK_PLACEHOLDER", "RUNTIME_MARK", "RUNTIME_MARKS", "RUNTIME_NOTE", "SUMMARY_MARK",
+    "earlier_lines_note", "replace_mark_copies", "AuthorRegister", "meeting_lock", "rank_labels", "Compaction",
     "Summarizer", "Summary", "compact", "summarize", "transcript_lines", "PARTS_KEY",
     "RealtimeAttribution", "attribution_on", "build_chat_messages",
 ]

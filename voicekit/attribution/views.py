@@ -17,7 +17,7 @@ from voicekit.attribution.labels import (
     label_lines,
     turn_role,
 )
-from voicekit.attribution.note import RUNTIME_NOTE, SUMMARY_MARK, replace_mark_copies
+from voicekit.attribution.note import RUNTIME_NOTE, SUMMARY_MARK, earlier_lines_note, replace_mark_copies
 from voicekit.attribution.summary import Summary
 from voicekit.turns import SpeakerTurn
 
@@ -158,7 +158,9 @@ class RealtimeAttribution:
 
     The session's window is every item it has been sent: once two speakers have been sent, this
     and every later line is labelled, even when the meeting drops back to one speaker, and the
-    note goes, once, as the second ``input_text`` part of the first labelled item.
+    note goes, once, as the second ``input_text`` part of the first labelled item. When person
+    lines went bare before it (one person had spoken), a third part says that they were all that
+    person's, by label (:func:`~voicekit.attribution.note.earlier_lines_note`).
 
     Args:
         assistant_id: the agent the session speaks as (see ``turn_role``).
@@ -172,6 +174,7 @@ class RealtimeAttribution:
         self._speakers = distinct_speakers(already_sent)
         self.labelled = False
         self.note_sent = False
+        self._bare: tuple[int, str] = (0, "")   # person lines sent without a label, and their speaker's label
 
     def item(self, turn: SpeakerTurn, label: SpeakerLabel | None) -> dict[str, Any]:
         """The ``conversation.item.create`` item for one turn, and note it as sent.
@@ -202,6 +205,7 @@ class RealtimeAttribution:
             self.labelled = True
         if not self.labelled:
             content = unlabelled_content(turn)
+            self._bare = (self._bare[0] + 1, label.text)
         elif isinstance(parts, list):
             content = [{"type": "input_text", "text": f"{label.text}:"}] + _parts(parts, True)
         else:
@@ -209,17 +213,20 @@ class RealtimeAttribution:
                         "text": label_lines(label.text, replace_mark_copies(turn.text))}]
         if self.labelled and not self.note_sent:
             content.insert(1, {"type": "input_text", "text": RUNTIME_NOTE})
+            if self._bare[0]:   # who said the lines the session got bare: the one person until now
+                content.insert(2, {"type": "input_text", "text": earlier_lines_note(*self._bare)})
             self.note_sent = True
         return {"type": "message", "role": "user", "content": content}
 
-    def snapshot(self) -> tuple[frozenset, bool, bool]:
-        """The session's attribution state (speakers sent, labelled, note sent), for :meth:`restore`."""
-        return frozenset(self._speakers), self.labelled, self.note_sent
+    def snapshot(self) -> tuple[frozenset, bool, bool, tuple[int, str]]:
+        """The session's attribution state (speakers sent, labelled, note sent, the bare lines),
+        for :meth:`restore`."""
+        return frozenset(self._speakers), self.labelled, self.note_sent, self._bare
 
-    def restore(self, state: tuple[frozenset, bool, bool]) -> None:
+    def restore(self, state: tuple[frozenset, bool, bool, tuple[int, str]]) -> None:
         """Go back to a :meth:`snapshot`: an item the provider rejected never reached the session's
         window, so its speaker does not count and its note was not delivered (A1, A3)."""
-        speakers, self.labelled, self.note_sent = state
+        speakers, self.labelled, self.note_sent, self._bare = state
         self._speakers = set(speakers)
 
     def line(self, turn: SpeakerTurn, label: SpeakerLabel | None) -> str:
