@@ -512,20 +512,29 @@ def _subscribe(bot, n: int, identity: str, name: str, pcm: np.ndarray, breaks: b
                              SimpleNamespace(identity=identity, name=name, attributes=attributes or {}))
 
 
-def test_room_microphone_lane_is_diarized(tmp_path, monkeypatch):
-    """A participant marked as a shared room microphone (attribute voicekit.room_mic=true) is
-    diarized: the 3-speaker recording reads Speaker A, B, C within that lane."""
-    _sdk_or_skip()
+def _offline_bot(tmp_path, monkeypatch):
+    """A bot in room "r" with a meeting store and no server: tracks are given by :func:`_subscribe`
+    and their audio by :class:`FakeStream`."""
     from livekit import rtc
 
-    from _capture_common import FALCON
-    from voicekit.capture.livekit_bot import ROOM_MIC_ATTRIBUTE, LiveKitBot
+    from voicekit.capture.livekit_bot import LiveKitBot
     from voicekit.store import MeetingStore
 
     monkeypatch.setattr(rtc, "AudioStream", FakeStream)
     store = MeetingStore(tmp_path / "meeting.sqlite")
     bot = LiveKitBot("ws://unused", "unused", components=components(), store=store, max_queue_seconds=120)
     bot.room_name = "r"
+    return bot, store
+
+
+def test_room_microphone_lane_is_diarized(tmp_path, monkeypatch):
+    """A participant marked as a shared room microphone (attribute voicekit.room_mic=true) is
+    diarized: the 3-speaker recording reads Speaker A, B, C within that lane."""
+    _sdk_or_skip()
+    from _capture_common import FALCON
+    from voicekit.capture.livekit_bot import ROOM_MIC_ATTRIBUTE
+
+    bot, store = _offline_bot(tmp_path, monkeypatch)
 
     async def scenario():
         _subscribe(bot, 0, "conference-room", "Room 4", _pcm16(FALCON), attributes={ROOM_MIC_ATTRIBUTE: "true"})
@@ -552,15 +561,7 @@ def test_lane_failures_are_isolated(tmp_path, monkeypatch):
     """Three lanes without a server (the SDK's AudioStream replaced by a recording): one lane's
     audio stream breaks, one lane's pipeline raises; the third lane's turns are all there."""
     _sdk_or_skip()
-    from livekit import rtc
-
-    from voicekit.capture.livekit_bot import LiveKitBot
-    from voicekit.store import MeetingStore
-
-    monkeypatch.setattr(rtc, "AudioStream", FakeStream)
-    store = MeetingStore(tmp_path / "meeting.sqlite")
-    bot = LiveKitBot("ws://unused", "unused", components=components(), store=store, max_queue_seconds=120)
-    bot.room_name = "r"
+    bot, store = _offline_bot(tmp_path, monkeypatch)
     pcm = _pcm16(JFK)
 
     async def scenario():
@@ -592,16 +593,9 @@ def test_a_track_subscribed_again_after_a_reconnect_gets_a_new_lane(tmp_path, mo
     the same tracks again: the same track SID must open a new lane, not be ignored as already
     known (the bot went on saying "reconnected" while transcribing nobody)."""
     _sdk_or_skip()
-    from livekit import rtc
-
-    from voicekit.capture.livekit_bot import LiveKitBot
     from voicekit.evaluation import wer
-    from voicekit.store import MeetingStore
 
-    monkeypatch.setattr(rtc, "AudioStream", FakeStream)
-    store = MeetingStore(tmp_path / "meeting.sqlite")
-    bot = LiveKitBot("ws://unused", "unused", components=components(), store=store, max_queue_seconds=120)
-    bot.room_name = "r"
+    bot, store = _offline_bot(tmp_path, monkeypatch)
 
     async def scenario():
         _subscribe(bot, 0, "diane", "Diane", _pcm16(JFK))
