@@ -154,6 +154,21 @@ def test_append_and_overwrite_together_are_refused(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+def test_append_never_mixes_kept_embeddings_of_two_sessions(tmp_path):
+    """Kept embeddings are keyed by utterance and timed from the session's start: an appended
+    session replaced the stored session's rows (INSERT OR REPLACE) and overlapped their times, so
+    `export --refine` mixed the two. Both ways in are refused before any device or model."""
+    rc, err = _cli("mic", "--out", tmp_path / "o", "--append", "--keep-embeddings")
+    assert rc == 2 and "--keep-embeddings cannot go with --append" in err, err
+    out = tmp_path / "kept"
+    rc, err = _cli("replay", FALCON, "--out", out, "--quiet", "--keep-embeddings")
+    assert rc == 0, err
+    rc, err = _cli("livekit", "--url", "ws://127.0.0.1:9", "--token", "t", "--out", out, "--append")
+    lines = err.strip().splitlines()
+    assert rc == 2 and len(lines) == 1 and "kept speaker embeddings for `voicekit export --refine`" in lines[0], err
+    assert f"voicekit export {out} --drop-embeddings" in lines[0]
+
+
 def test_eval_names_an_unknown_file_id_and_the_known_ones(capsys):
     assert main(["eval", "--files", "nosuch", "sample"]) == 2
     err = capsys.readouterr().err.strip()

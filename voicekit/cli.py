@@ -735,13 +735,34 @@ def _check_existing_meeting(store_path: Path, args: argparse.Namespace) -> None:
     Raises:
         CliError: naming the way forward.
     """
+    append = getattr(args, "append", None)
+    if append and getattr(args, "keep_embeddings", False):
+        # kept embeddings are keyed by utterance and timed from the session's start: a second session
+        # would replace the first one's and overlap its times, and refinement would mix the two
+        raise CliError("--keep-embeddings cannot go with --append: an appended session restarts at 0 s, so its "
+                       "embeddings would replace and overlap the stored session's; record it in its own --out")
     if not store_path.exists() or not _committed_turns(store_path):
         return
-    append = getattr(args, "append", None)
     if not (append or args.overwrite):
         raise CliError(f"{store_path.parent} already holds a meeting ({store_path.name}); pass --overwrite to "
                        "replace it" + (", --append to add to it" if append is not None else "") +
                        ", or choose another --out")
+    if append and _has_embeddings(store_path):
+        raise CliError(f"the meeting in {store_path.parent} kept speaker embeddings for `voicekit export --refine`, "
+                       "and an appended session (its times restart at 0 s) would be refined against them: record "
+                       f"it in another --out, or first `voicekit export {store_path.parent} --drop-embeddings`")
+
+
+def _has_embeddings(store_path: Path) -> bool:
+    """Whether an existing meeting store kept speaker embeddings (False for an unreadable one)."""
+    import contextlib
+    import sqlite3
+
+    try:
+        with contextlib.closing(sqlite3.connect(store_path)) as conn:
+            return conn.execute("SELECT 1 FROM embeddings LIMIT 1").fetchone() is not None
+    except sqlite3.Error:
+        return False
 
 
 def _meeting_files(store_path: Path) -> list[Path]:
@@ -1165,12 +1186,12 @@ def cmd_mic(args: argparse.Namespace) -> int:
     _check_writable(out)
     if args.seconds is not None and args.seconds <= 0:
         raise CliError(f"--seconds must be positive, got {args.seconds}")
+    _check_existing_meeting(out / "meeting.sqlite", args)   # before the device: a wrong option comes first
     source = MicSource(args.input_device, duration=args.seconds, channels=args.channels)
     stem = _check_stem(args.stem)
     options = _options(args)
     hooks = _hooks(args, err)
     voices = _voice_identifier(args)
-    _check_existing_meeting(out / "meeting.sqlite", args)
     err.print(f"[dim]loading models ({args.model}, {_diarizer_name(options)})…[/dim]")
     components = Components.load(options)  # before the store: a missing model leaves no meeting
     source.start()   # before the store too: a device that refuses the stream leaves no meeting (and
