@@ -703,28 +703,33 @@ def _session_args(p: argparse.ArgumentParser) -> None:
                         "attribution note never goes here (docs/attribution.md A9)")
 
 
-def _committed_turns(store_path: Path) -> int:
-    """Turns in an existing meeting store (0 for an empty or unreadable one, e.g. a failed start)."""
+def _read_store(store_path: Path, sql: str) -> list[tuple] | None:
+    """The rows of one query on an existing meeting store, read without the store class (no
+    schema is created, the connection is closed: no -wal/-shm left behind); None when the file is
+    not a readable store."""
     import contextlib
-    import sqlite3
-
-    try:
-        with contextlib.closing(sqlite3.connect(store_path)) as conn:  # closed: no -wal/-shm left behind
-            return conn.execute("SELECT COUNT(*) FROM turns").fetchone()[0]
-    except sqlite3.Error:
-        return 0
-
-
-def _stored_meta(store_path: Path) -> dict:
-    """The metadata of an existing meeting store ({} for an unreadable one)."""
-    import contextlib
-    import json
     import sqlite3
 
     try:
         with contextlib.closing(sqlite3.connect(store_path)) as conn:
-            return {k: json.loads(v) for k, v in conn.execute("SELECT key, value FROM meeting")}
-    except (sqlite3.Error, ValueError):
+            return conn.execute(sql).fetchall()
+    except sqlite3.Error:
+        return None
+
+
+def _committed_turns(store_path: Path) -> int:
+    """Turns in an existing meeting store (0 for an empty or unreadable one, e.g. a failed start)."""
+    rows = _read_store(store_path, "SELECT COUNT(*) FROM turns")
+    return rows[0][0] if rows else 0
+
+
+def _stored_meta(store_path: Path) -> dict:
+    """The metadata of an existing meeting store ({} for an unreadable one)."""
+    import json
+
+    try:
+        return {k: json.loads(v) for k, v in _read_store(store_path, "SELECT key, value FROM meeting") or []}
+    except ValueError:
         return {}
 
 
@@ -755,14 +760,7 @@ def _check_existing_meeting(store_path: Path, args: argparse.Namespace) -> None:
 
 def _has_embeddings(store_path: Path) -> bool:
     """Whether an existing meeting store kept speaker embeddings (False for an unreadable one)."""
-    import contextlib
-    import sqlite3
-
-    try:
-        with contextlib.closing(sqlite3.connect(store_path)) as conn:
-            return conn.execute("SELECT 1 FROM embeddings LIMIT 1").fetchone() is not None
-    except sqlite3.Error:
-        return False
+    return bool(_read_store(store_path, "SELECT 1 FROM embeddings LIMIT 1"))
 
 
 def _meeting_files(store_path: Path) -> list[Path]:

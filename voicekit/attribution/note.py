@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 from voicekit.attribution._unicode import LINE_BREAK, mark_view, view_of
@@ -36,8 +37,6 @@ def earlier_lines_note(count: int, label_text: str) -> str:
     went without a label (A2: they were sent while one person had spoken): all of them were said
     by that one person, whose label is ``label_text`` (written as a JSON string, as a line's text
     is, so a name cannot close the note)."""
-    import json
-
     lines = "line" if count == 1 else f"{count} lines"
     return (f"{EARLIER_MARK} the {lines} before this one came without a label, because one person "
             f"had spoken until then: {'it was' if count == 1 else 'all of them were'} said by the speaker "
