@@ -169,6 +169,19 @@ def test_append_never_mixes_kept_embeddings_of_two_sessions(tmp_path):
     assert f"voicekit export {out} --drop-embeddings" in lines[0]
 
 
+def test_debug_is_accepted_after_the_command_too():
+    """`voicekit replay x.txt --debug` said "unrecognized arguments: --debug" (it was taken only
+    before the command); a --debug given before the command is not undone by the subcommand."""
+    from voicekit.cli import build_parser
+
+    parser = build_parser()
+    assert parser.parse_args(["replay", "m.wav", "--debug"]).debug
+    assert parser.parse_args(["--debug", "replay", "m.wav"]).debug
+    assert not parser.parse_args(["replay", "m.wav"]).debug
+    assert parser.parse_args(["voices", "enrol", "Ann", "a.wav", "--debug"]).debug
+    assert parser.parse_args(["--debug", "export", "out"]).debug
+
+
 def test_eval_names_an_unknown_file_id_and_the_known_ones(capsys):
     assert main(["eval", "--files", "nosuch", "sample"]) == 2
     err = capsys.readouterr().err.strip()

@@ -1536,7 +1536,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_voices)
 
     _capture_parsers(sub)
+    _debug_everywhere(parser)
     return parser
+
+
+def _debug_everywhere(parser: argparse.ArgumentParser) -> None:
+    """Let ``--debug`` come after the command too (``voicekit replay x.wav --debug``), not only
+    before it: every subcommand, nested ones included, takes it without overriding a ``--debug``
+    given before the command (``default=SUPPRESS``)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):   # (aliases map to the same parser)
+                sub.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                                 help="show tracebacks and debug logs (also accepted before the command)")
+                _debug_everywhere(sub)
 
 
 def main(argv: list[str] | None = None) -> int:
