@@ -22,6 +22,7 @@ import pytest
 from _capture_common import FALCON, ROOT, TOOLS, CliRun, components, required, text_of
 
 SR = 16000
+FALCON_SECONDS = 18.5   # the recording's length
 
 
 def _unavailable(reason: str):
@@ -184,6 +185,50 @@ def test_mic_cli_ctrl_c_commits_the_open_utterance(virtual_mic, tmp_path):
     assert "ladies and gentlemen" in last, turns
     assert "thank you" not in last            # the recording was cut before its last words
     assert len({t["speaker"] for t in turns}) >= 2
+
+
+def test_mic_append_goes_on_with_the_meeting(virtual_mic, tmp_path):
+    """A meeting whose capture stopped (a dropped connection, a crash) goes on with `mic --append`:
+    the same recording spoken twice, in two sessions that keep their speakers' embeddings. The
+    second session's turns come after the first session's audio in meeting time, its voices keep
+    the labels the first session gave them, and `export --refine` re-clusters both sessions."""
+    from voicekit.cli import main
+
+    out = tmp_path / "meeting"
+    texts = []
+    for extra in ([], ["--append"]):
+        run = CliRun(["mic", "--device", "pulse", "--out", out, "--quiet", "--keep-embeddings", *extra],
+                     marks=["audio flowing"])
+        try:
+            assert run.seen("audio flowing").wait(90), run.text
+            play(FALCON)
+            time.sleep(1.0)   # the last words' hangover
+            run.proc.send_signal(signal.SIGINT)
+            rc = run.proc.wait(120)
+        finally:
+            run.finish()
+        assert rc == 0, run.text
+        texts.append(run.text)
+    assert "going on with the meeting in" in texts[1] and "known by voice" in texts[1], texts[1]
+    data = json.loads((out / "meeting.json").read_text())
+    sessions = data["meeting"]["sessions"]
+    at = sessions[1]["start_time"]
+    assert [s["start_time"] for s in sessions] == [0.0, at] and at >= FALCON_SECONDS
+    assert data["meeting"]["started"] == sessions[0]["started"] < sessions[1]["started"]
+    assert data["meeting"]["duration"] >= at + FALCON_SECONDS
+    first = [t for t in data["turns"] if t["end"] <= at]
+    second = [t for t in data["turns"] if t["start"] >= at]
+    print("session 1:", [(t["start"], t["speaker"]) for t in first])
+    print(f"session 2 (from {at} s):", [(t["start"], t["speaker"]) for t in second])
+    assert len(first) + len(second) == len(data["turns"]) and len(first) >= 3 and len(second) >= 3
+    speakers = [t["speaker"] for t in first]
+    assert len(set(speakers)) >= 2
+    # the same voices again: the labels of the first session, in the same order
+    assert list(dict.fromkeys(t["speaker"] for t in second)) == list(dict.fromkeys(speakers))
+    assert main(["export", str(out), "--refine"]) == 0
+    refined = json.loads((out / "meeting.refined.json").read_text())["turns"]
+    assert {t["id"] for t in refined} == {t["id"] for t in data["turns"]}
+    assert len({t["speaker"] for t in refined}) == len(set(speakers))
 
 
 def test_mic_cli_ends_with_an_error_when_the_device_is_lost(virtual_mic, tmp_path_factory):

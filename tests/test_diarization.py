@@ -1,6 +1,7 @@
 """Online diarization and refinement on real recordings (not the acceptance file)."""
 
 import numpy as np
+import pytest
 
 from _pipeline_support import EVAL, components, eval_file, needs_eval
 from voicekit.diarization.online import DiarizerOptions, snap_to_word_gaps
@@ -241,3 +242,71 @@ def test_refined_changes_move_to_the_nearest_clause_end():
     # already at a clause end, or no clause end within reach: unchanged
     assert snap_to_clause_ends(turn, ["A"] * 5 + ["B"] * 4, 2) == ["A"] * 5 + ["B"] * 4
     assert snap_to_clause_ends(turn, ["A"] * 2 + ["B"] * 7, 1) == ["A"] * 2 + ["B"] * 7
+
+
+# --- a meeting that goes on (mic --append): Pipeline(resume=True) ---------------------------------
+
+def _two_sessions(tmp_path, keep):
+    """Session 1: A (MEE009, dev00) then B (FEE083, trn06); session 2, resumed from the store: A
+    again (MEE009, dev01) then a voice not heard before (MEE012, dev00). Returns the store, both
+    results, the resumed pipeline and the meeting times where session 2 and its new voice begin."""
+    from voicekit.store import MeetingStore
+
+    a1, _ = _cut("dev00", "MEE009")
+    b, _ = _cut("trn06", "FEE083")
+    a2, _ = _cut("dev01", "MEE009")
+    c, _ = _cut("dev00", "MEE012")
+    pause = np.zeros(16000, dtype=np.float32)
+    s1, s2 = np.concatenate([a1, pause, b]), np.concatenate([a2, pause, c])
+    blocks = lambda x: (x[i:i + 1600] for i in range(0, len(x), 1600))  # noqa: E731
+    store = MeetingStore(tmp_path / "meeting.sqlite")
+    options = PipelineOptions(keep_embeddings=keep)
+    first = Pipeline(options, components(), store=store)
+    r1 = first.run(blocks(s1), channel="mic")
+    store.set_meta(duration=len(s1) / 16000)
+    resumed = Pipeline(options, components(), store=store, resume=True)
+    r2 = resumed.run(blocks(s2), channel="mic")
+    t2 = len(s1) / 16000
+    resumed.first_history = len(first.diarizer.history)
+    return store, r1, r2, resumed, t2, t2 + (len(a2) + len(pause)) / 16000, t2 + len(s2) / 16000
+
+
+def test_a_resumed_meeting_knows_its_speakers_from_their_kept_embeddings(tmp_path):
+    store, r1, r2, resumed, t2, t_new, t_end = _two_sessions(tmp_path, keep=True)
+    a, _ = _majority(r1.turns, 0.0, t2 / 3)
+    b, _ = _majority(r1.turns, t2 * 2 / 3, t2)
+    back, s_back = _majority(r2.turns, t2, t_new - 1.0)
+    new, s_new = _majority(r2.turns, t_new, t_end)
+    print(f"session 1: {a}, {b}; session 2 from {t2:.1f} s: {s_back}, then {s_new}")
+    assert resumed.start_time == pytest.approx(t2, abs=1e-3)
+    assert [s.label for s in resumed.diarizer.speakers[:2]] == [a, b] == ["Speaker A", "Speaker B"]
+    assert back == a                      # the same voice, in another session, keeps her label
+    assert new == "Speaker C"             # a voice not heard before is labelled after the stored ones
+    # session 2 is in meeting time, after session 1, and its utterances are numbered after its
+    assert min(t.start for t in r2.turns) >= resumed.start_time and max(t.end for t in r1.turns) <= t2
+    # kept embeddings of both sessions, none replaced: the resumed utterances are numbered after
+    kept, n2 = store.embeddings(), len(resumed.diarizer.history)
+    assert len(kept) == resumed.first_history + n2 and resumed.diarizer.history[0][0] >= resumed.first_history
+    assert all(starts.min() >= resumed.start_time for starts, _, _ in kept[-n2:])
+    assert store.resume_point().next_utterance == resumed.diarizer.history[-1][0] + 1
+
+
+def test_a_resumed_meeting_without_kept_embeddings_labels_new_speakers_after_the_stored_ones(tmp_path):
+    store, r1, r2, resumed, t2, t_new, t_end = _two_sessions(tmp_path, keep=False)
+    assert {t.speaker for t in r1.turns} == {"Speaker A", "Speaker B"}
+    back, _ = _majority(r2.turns, t2, t_new - 1.0)
+    new, _ = _majority(r2.turns, t_new, t_end)
+    # no voice is known: the returning one is a new label too, never one of session 1's
+    assert (back, new) == ("Speaker C", "Speaker D")
+    assert min(t.start for t in r2.turns) >= resumed.start_time
+    assert store.embeddings() == [] and store.resume_point().next_utterance == 0
+
+
+def test_speaker_index_inverts_speaker_label():
+    from voicekit.turns import next_speaker_index, speaker_index
+
+    assert [speaker_label(i) for i in (0, 1, 25, 26, 27, 702)] == \
+        ["Speaker A", "Speaker B", "Speaker Z", "Speaker AA", "Speaker AB", "Speaker AAA"]
+    assert all(speaker_index(speaker_label(i)) == i for i in range(800))
+    assert [speaker_index(x) for x in ("Diane", "Speaker ", "Speaker a", "Speaker A1")] == [None] * 4
+    assert next_speaker_index(["Speaker B", "Diane", "Speaker AA"]) == 27 and next_speaker_index(["Diane"]) == 0

@@ -154,19 +154,22 @@ def test_append_and_overwrite_together_are_refused(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
-def test_append_never_mixes_kept_embeddings_of_two_sessions(tmp_path):
-    """Kept embeddings are keyed by utterance and timed from the session's start: an appended
-    session replaced the stored session's rows (INSERT OR REPLACE) and overlapped their times, so
-    `export --refine` mixed the two. Both ways in are refused before any device or model."""
-    rc, err = _cli("mic", "--out", tmp_path / "o", "--append", "--keep-embeddings")
-    assert rc == 2 and "--keep-embeddings cannot go with --append" in err, err
-    out = tmp_path / "kept"
-    rc, err = _cli("replay", FALCON, "--out", out, "--quiet", "--keep-embeddings")
-    assert rc == 0, err
-    rc, err = _cli("livekit", "--url", "ws://127.0.0.1:9", "--token", "t", "--out", out, "--append")
+def test_append_keeps_embeddings_of_every_session_or_of_none(tmp_path):
+    """`export --refine` re-clusters every turn from its kept windows, so a meeting that goes on
+    (--append) keeps the embeddings of all its sessions or of none; each mix is refused before
+    any device or model, with the way forward."""
+    plain, kept = tmp_path / "plain", tmp_path / "kept"
+    assert _cli("replay", FALCON, "--out", plain, "--quiet")[0] == 0
+    assert _cli("replay", FALCON, "--out", kept, "--quiet", "--keep-embeddings")[0] == 0
+    rc, err = _cli("mic", "--out", plain, "--append", "--keep-embeddings")
+    assert rc == 2 and f"the meeting in {plain} kept no speaker embeddings" in err, err
+    assert "go on with it without --keep-embeddings, or record this session in another --out" in err
+    rc, err = _cli("mic", "--out", kept, "--append")
+    assert rc == 2 and "add --keep-embeddings to keep this session's too" in err, err
+    rc, err = _cli("livekit", "--url", "ws://127.0.0.1:9", "--token", "t", "--out", kept, "--append")
     lines = err.strip().splitlines()
-    assert rc == 2 and len(lines) == 1 and "kept speaker embeddings for `voicekit export --refine`" in lines[0], err
-    assert f"voicekit export {out} --drop-embeddings" in lines[0]
+    assert rc == 2 and len(lines) == 1 and f"the meeting in {kept} kept its speakers' embeddings" in lines[0], err
+    assert "this command keeps none" in lines[0] and f"voicekit export {kept} --drop-embeddings" in lines[0]
 
 
 def test_debug_is_accepted_after_the_command_too():

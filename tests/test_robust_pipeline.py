@@ -14,7 +14,7 @@ from voicekit.audio import StreamResampler, iter_16k_blocks, load_audio, resampl
 from voicekit.evaluation import cer, load_reference, wer
 from voicekit.hooks import HookRunner
 from voicekit.outputs import clock
-from voicekit.pipeline import Pipeline, PipelineOptions, channel_speaker, run_per_channel
+from voicekit.pipeline import Pipeline, PipelineOptions, run_per_channel
 from voicekit.sources import FileSource
 from voicekit.store import MeetingStore
 
@@ -228,8 +228,6 @@ def test_per_channel_recording_gives_one_speaker_per_channel():
     for speaker, ref in refs.items():
         assert wer(ref, _text(by_speaker[speaker])) <= 0.1
     assert seen == sorted(seen) and seen[-1] == pytest.approx(5.0, abs=0.01)
-    assert [channel_speaker(i) for i in (0, 1, 25, 26, 27)] == \
-        ["Speaker A", "Speaker B", "Speaker Z", "Speaker AA", "Speaker AB"]
 
 
 def test_utterance_latency_counts_from_the_end_of_speech():

@@ -248,9 +248,9 @@ def _meeting_args(p: argparse.ArgumentParser, append: bool = True) -> None:
                         "(<stem>.*, <stem>.refined.*) are deleted first")
     if append:
         g.add_argument("--append", action="store_true",
-                       help="keep the meeting already in OUT and add this run's turns to its store; the "
-                            "outputs are rewritten from all of them (times restart at 0 s and speakers at "
-                            "Speaker A)")
+                       help="go on with the meeting already in OUT (after a dropped connection or a "
+                            "crash): this run's times continue after its audio, new speakers are labelled "
+                            "after its speakers, and the outputs are rewritten from all its turns")
 
 
 def _keep_embeddings_arg(p: argparse.ArgumentParser) -> None:
@@ -583,13 +583,13 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def _interrupt_note(pipes, verb: str) -> tuple[float, str]:  # noqa: ANN001
-    """After Ctrl-C: the seconds of audio every pipeline consumed (the meeting's duration) and the
-    line that says what was committed (``verb at HH:MM:SS.s: …``)."""
+    """After Ctrl-C: the seconds of audio every pipeline consumed in this session and the line
+    that says what was committed (``verb at HH:MM:SS.s: …``, in meeting time)."""
     from voicekit.audio import SAMPLE_RATE
     from voicekit.outputs import clock
 
     seconds = round(min((p.consumed for p in pipes), default=0) / SAMPLE_RATE, 3)
-    at = f"{verb} at {clock(seconds, digits=1)}"
+    at = f"{verb} at {clock(seconds + min((p.start_time for p in pipes), default=0.0), digits=1)}"
     if all(p.finished for p in pipes):
         return seconds, f"{at}: every utterance heard so far was committed"
     return seconds, f"{at} while the last utterances were being committed: only the turns committed before are kept"
@@ -741,21 +741,44 @@ def _check_existing_meeting(store_path: Path, args: argparse.Namespace) -> None:
         CliError: naming the way forward.
     """
     append = getattr(args, "append", None)
-    if append and getattr(args, "keep_embeddings", False):
-        # kept embeddings are keyed by utterance and timed from the session's start: a second session
-        # would replace the first one's and overlap its times, and refinement would mix the two
-        raise CliError("--keep-embeddings cannot go with --append: an appended session restarts at 0 s, so its "
-                       "embeddings would replace and overlap the stored session's; record it in its own --out")
     if not store_path.exists() or not _committed_turns(store_path):
         return
     if not (append or args.overwrite):
         raise CliError(f"{store_path.parent} already holds a meeting ({store_path.name}); pass --overwrite to "
-                       "replace it" + (", --append to add to it" if append is not None else "") +
+                       "replace it" + (", --append to go on with it" if append is not None else "") +
                        ", or choose another --out")
-    if append and _has_embeddings(store_path):
-        raise CliError(f"the meeting in {store_path.parent} kept speaker embeddings for `voicekit export --refine`, "
-                       "and an appended session (its times restart at 0 s) would be refined against them: record "
-                       f"it in another --out, or first `voicekit export {store_path.parent} --drop-embeddings`")
+    if append:
+        # export --refine re-clusters every turn from its kept windows: all sessions keep them, or none
+        kept, keep = _has_embeddings(store_path), getattr(args, "keep_embeddings", None)
+        if kept and not keep:
+            way = ("add --keep-embeddings to keep this session's too, or" if keep is not None else
+                   "this command keeps none (record this session in another --out), or")
+            raise CliError(f"the meeting in {store_path.parent} kept its speakers' embeddings (for `voicekit export "
+                           f"--refine`, and to know its speakers again as it goes on): {way} first "
+                           f"`voicekit export {store_path.parent} --drop-embeddings`")
+        if keep and not kept:
+            raise CliError(f"the meeting in {store_path.parent} kept no speaker embeddings, so `voicekit export "
+                           "--refine` could not re-cluster its earlier turns: go on with it without "
+                           "--keep-embeddings, or record this session in another --out")
+
+
+def _session_meta(store, meta: dict, start_time: float) -> dict:  # noqa: ANN001 - a MeetingStore
+    """Record this capture session's metadata in the store and return the meeting's: ``started``
+    stays the first session's, and ``sessions`` lists each session's source, wall-clock start and
+    meeting time (``start_time``: 0 unless it goes on with a stored meeting)."""
+    now = time.time()
+    stored = store.meta() if start_time else {}
+    session = {"source": meta.get("source"), "started": now, "start_time": start_time}
+    meta = {**meta, "started": stored.get("started", now), "sessions": [*stored.get("sessions", []), session]}
+    store.set_meta(**meta)
+    return meta
+
+
+def _known_speakers(pipe) -> str:  # noqa: ANN001 - a Pipeline
+    """How a resumed meeting's speakers are known, for the line that says it goes on."""
+    known = [s.label for s in getattr(pipe.diarizer, "speakers", ())]
+    return (f"{', '.join(known)} known by voice from the stored embeddings" if known else
+            "new speakers are labelled after the stored ones")
 
 
 def _has_embeddings(store_path: Path) -> bool:
@@ -928,8 +951,13 @@ def cmd_export(args: argparse.Namespace) -> int:
     store = MeetingStore(store_path)
     meta = store.meta()
     stem = meta.get("stem", "meeting")
+    # a meeting that went on after its refinement (mic --append) holds turns the refinement lacks
+    stale = store.unrefined_turns() if store.has_refined() and _has_embeddings(store_path) else 0
     try:
-        if args.refine and (args.num_speakers is not None or not store.has_refined()):
+        if args.refine and (args.num_speakers is not None or not store.has_refined() or stale):
+            if stale:
+                print(f"the stored refinement lacks the {_plural(stale, 'turn')} committed since: re-clustering "
+                      "the whole meeting")
             _refine_stored(store, args.num_speakers)
             print(_refined_summary(store))
         elif args.refine:
@@ -939,6 +967,9 @@ def cmd_export(args: argparse.Namespace) -> int:
             print(f"deleted the speaker embeddings of {_plural(store.drop_embeddings(), 'utterance')}")
         written = _write_outputs(store.turns(), out, stem, meta)
         if store.has_refined():
+            if stale and not args.refine:
+                print(f"the stored refinement lacks the {_plural(stale, 'turn')} committed since (live labels "
+                      f"in {stem}{REFINED_SUFFIX}.*): `voicekit export {out} --refine` re-clusters the whole meeting")
             written += _write_outputs(store.turns(refined=True), out, stem, {**meta, "refined": True},
                                       suffix=REFINED_SUFFIX)
     finally:
@@ -1195,14 +1226,17 @@ def cmd_mic(args: argparse.Namespace) -> int:
     source.start()   # before the store too: a device that refuses the stream leaves no meeting (and
     # --overwrite keeps the old one); the blocks it delivers meanwhile wait in its queue
     store = _fresh_store(out, args.append)
-    meta = {"source": f"mic:{source.device.name}", "stem": stem, "sample_rate": source.sample_rate,
-            "channels": source.channels, "model": args.model, "vad": args.vad, "started": time.time()}
-    store.set_meta(**meta)
     if hooks.names:
         store.set_speaker_names(hooks.names)
     on_turn = None if args.quiet else (lambda t: console.print(format_line(t), markup=False))  # noqa: E731
     pipe = Pipeline(options, components, hooks=hooks, store=store, on_turn=on_turn, realtime_clock=True,
-                    voices=voices)
+                    voices=voices, resume=args.append)
+    meta = _session_meta(store, {"source": f"mic:{source.device.name}", "stem": stem,
+                                 "sample_rate": source.sample_rate, "channels": source.channels,
+                                 "model": args.model, "vad": args.vad}, pipe.start_time)
+    if pipe.start_time:
+        err.print(f"[dim]going on with the meeting in {out}/ at {pipe.start_time:.1f} s "
+                  f"({_known_speakers(pipe)})[/dim]")
     err.print(f"listening on {source.device.name!r} ({source.sample_rate} Hz, {source.channels} ch); "
               "Ctrl-C ends the meeting")
     result = None
@@ -1216,15 +1250,16 @@ def cmd_mic(args: argparse.Namespace) -> int:
     try:
         with _GracefulStop(source.stop):
             result = pipe.run(source, channel="mic")
-        duration = round(source.samples_16k / 16000, 3)
+        heard = round(source.samples_16k / 16000, 3)
     except KeyboardInterrupt:   # the second Ctrl-C: what is still queued is not transcribed
-        duration, note = _interrupt_note([pipe], "aborted")
-        dropped = source.samples_16k / 16000 - duration
+        heard, note = _interrupt_note([pipe], "aborted")
+        dropped = source.samples_16k / 16000 - heard
         err.print(f"[yellow]{note}" + (f"; the {dropped:.1f} s captured after it were not transcribed"
                                        if dropped >= 0.05 else "") + "; writing outputs[/yellow]")
     finally:
         store.set_speaker_names(pipe.speaker_names())
         hooks.close()
+    duration = round(pipe.start_time + heard, 3)   # the meeting's, every session of it
     store.set_meta(duration=duration, input_overflows=source.input_overflows,
                    queue_overflows=source.feed.overflows)
     written = _write_outputs(store.turns(), out, stem, {**meta, "duration": duration})
@@ -1299,11 +1334,10 @@ def cmd_livekit(args: argparse.Namespace) -> int:
     # --overwrite: the old meeting is set aside until the room is joined (a failed join keeps it)
     aside = _SetAside(store_path) if store_path.exists() and not args.append else None
     store = MeetingStore(store_path)
-    meta = {"source": f"livekit:{url}", "stem": args.stem, "model": args.model, "vad": args.vad,
-            "started": time.time()}
+    meta = {"source": f"livekit:{url}", "stem": args.stem, "model": args.model, "vad": args.vad}
     on_turn = None if args.quiet else (lambda t: console.print(f"{t.channel}  {format_line(t)}", markup=False))  # noqa: E731
     bot = LiveKitBot(url, token, options, components=components, store=store, hooks=hooks, on_turn=on_turn,
-                     room_mics=args.room_mic or (), voices=voices,
+                     room_mics=args.room_mic or (), voices=voices, resume=args.append,
                      on_status=lambda message: err.print(message, style="dim", markup=False))
 
     async def main() -> bool:
@@ -1323,8 +1357,10 @@ def cmd_livekit(args: argparse.Namespace) -> int:
         joining.result()   # a refused token or an unreachable server raises CaptureError here
         if aside is not None:
             aside.drop()
-        store.set_meta(**meta)   # (with --append, a failed join leaves the stored meeting as it was)
-        err.print(f"joined room {bot.room_name!r} at {url}; Ctrl-C ends the meeting")
+        # (with --append, a failed join leaves the stored meeting as it was)
+        meta.update(_session_meta(store, meta, bot.start_time))
+        err.print(f"joined room {bot.room_name!r} at {url}; Ctrl-C ends the meeting"
+                  + (f" (going on with the meeting in {out}/ at {bot.start_time:.1f} s)" if bot.start_time else ""))
         try:
             await bot.wait(stop, args.seconds)
         finally:
@@ -1340,6 +1376,8 @@ def cmd_livekit(args: argparse.Namespace) -> int:
                 names.update(lane.pipeline.speaker_names())
         store.set_speaker_names({**names, **hooks.names})
         hooks.close()
+        meta["duration"] = round(bot.meeting_time(), 3)   # the meeting's, every session of it
+        store.set_meta(duration=meta["duration"])
         written = _write_outputs(store.turns(), out, args.stem, meta)
         store.close()
         return written

@@ -26,7 +26,7 @@ from voicekit.diarization.refine import refine_turns
 from voicekit.hooks import HookRunner
 from voicekit.store import MeetingStore
 from voicekit.stt import SttOptions, Transcriber
-from voicekit.turns import SpeakerTurn, Word, extend_to_speech, words_to_turns
+from voicekit.turns import SpeakerTurn, Word, extend_to_speech, speaker_label, words_to_turns
 from voicekit.vad import Endpointer, EndpointerOptions, Utterance, make_vad
 from voicekit.voiceprints import VoiceIdentifier
 
@@ -191,6 +191,15 @@ class Pipeline:
             :class:`~voicekit.diarization.pyannote_backend.PyannoteOfflineDiarizer`); by default
             the embedded online diarizer, or pyannote's streaming diarizer when
             ``options.pyannote`` is set.
+        resume: continue the meeting already in ``store`` (``voicekit mic --append``): the new
+            audio's times go on from :meth:`~voicekit.store.MeetingStore.resume_point` (seconds
+            after the stored audio), its utterances are numbered after the stored ones, new
+            speakers are labelled after the stored ones (``Diarizer.resume``; with the stored
+            meeting's kept embeddings its speakers are known voices from the first utterance), and
+            the stored speaker names apply again (names given in ``hooks`` win).
+
+    Raises:
+        ValueError: ``resume`` without a ``store``.
 
     Attributes:
         turns: the committed turns, in commit order.
@@ -203,7 +212,10 @@ class Pipeline:
     def __init__(self, options: PipelineOptions | None = None, components: Components | None = None,
                  hooks: HookRunner | None = None, store: MeetingStore | None = None,
                  on_turn: Callable[[SpeakerTurn], None] | None = None, realtime_clock: bool = False,
-                 voices: VoiceIdentifier | None = None, diarizer: Diarizer | None = None) -> None:
+                 voices: VoiceIdentifier | None = None, diarizer: Diarizer | None = None,
+                 resume: bool = False) -> None:
+        if resume and store is None:
+            raise ValueError("resume=True continues the meeting in a store: pass store")
         self.options = options or PipelineOptions()
         self.components = components or Components.load(self.options)
         self.hooks = hooks or HookRunner()
@@ -211,8 +223,16 @@ class Pipeline:
         self.on_turn = on_turn
         self.realtime_clock = realtime_clock
         self.voices = voices
-        self.endpointer = Endpointer(make_vad(self.options.vad), self.options.endpointer)
         self.diarizer: Diarizer = diarizer or self._default_diarizer()
+        self.start_time, first_utterance = 0.0, 0
+        if resume:
+            point = store.resume_point()
+            self.start_time, first_utterance = point.start_time, point.next_utterance
+            self.diarizer.resume(store.turns(), store.embeddings())
+            stored = store.speaker_names()
+            self.hooks.set_names({k: v for k, v in stored.items() if k not in self.hooks.names})
+        self.endpointer = Endpointer(make_vad(self.options.vad), self.options.endpointer,
+                                     self.start_time, first_utterance)
         self.turns: list[SpeakerTurn] = []
         self.blocked = 0
         self.stage_seconds = {"vad": 0.0, "stt": 0.0, "diarization": 0.0, "commit": 0.0}
@@ -274,7 +294,7 @@ class Pipeline:
                     log.info("%s is %s (voiceprint similarity %.3f after %.1f s of speech)",
                              m.label, m.voice.name, m.similarity, m.seconds)
             if self.realtime_clock:
-                emitted = time.monotonic() - self._t0
+                emitted = self.start_time + time.monotonic() - self._t0
             else:
                 emitted = utt.closed_at + (time.perf_counter() - t)
             turns = words_to_turns(p.diarized, channel=self._channel, emitted_at=round(emitted, 3))
@@ -458,22 +478,11 @@ class SingleSpeaker:
         self.label = label
         self.history: list = []
 
+    def resume(self, turns, embeddings=()) -> None:  # noqa: ANN001 - Diarizer.resume's signature
+        """Nothing to continue: the label is fixed."""
+
     def process(self, utt, words):  # noqa: ANN001, ANN201 - OnlineDiarizer.process's signature
         return [dataclasses.replace(w, speaker=self.label) for w in words], []
-
-
-def channel_speaker(index: int) -> str:
-    """The speaker label of channel ``index`` (0-based) when channels are speakers:
-    ``Speaker A``, ``Speaker B``, … ``Speaker Z``, ``Speaker AA``… (the diarizer's labels)."""
-    letters = ""
-    n = index
-    while True:
-        n, r = divmod(n, 26)
-        letters = chr(ord("A") + r) + letters
-        if n == 0:
-            break
-        n -= 1
-    return f"Speaker {letters}"
 
 
 def run_per_channel(source: Iterable[np.ndarray], n_channels: int, options: PipelineOptions | None = None,
@@ -484,7 +493,7 @@ def run_per_channel(source: Iterable[np.ndarray], n_channels: int, options: Pipe
     """A recording with one person per channel: each channel is a speaker, no diarization.
 
     Each channel runs through its own VAD, endpointer and STT (models shared); channel ``c``'s
-    turns have the speaker :func:`channel_speaker` (``c``) and the channel ``<channel>/<c>``.
+    turns have the speaker :func:`~voicekit.turns.speaker_label` (``c``) and the channel ``<channel>/<c>``.
     The channels advance block by block together, so turns are committed in about time order.
 
     Args:
@@ -518,7 +527,7 @@ def run_per_channel(source: Iterable[np.ndarray], n_channels: int, options: Pipe
     for c in range(n_channels):
         pipe = Pipeline(options, components, hooks=hooks, store=store, on_turn=collect,
                         realtime_clock=realtime_clock)
-        pipe.diarizer = SingleSpeaker(channel_speaker(c))
+        pipe.diarizer = SingleSpeaker(speaker_label(c))
         pipe.start(f"{channel}/{c}")
         pipes.append(pipe)
     t0 = time.monotonic()

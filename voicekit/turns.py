@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import string
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -103,8 +104,25 @@ def speaker_label(index: int) -> str:
 
 def is_speaker_label(text: str) -> bool:
     """True when ``text`` is a label :func:`speaker_label` gives ("Speaker A", "Speaker AB"…)."""
-    letters = text[len("Speaker "):] if text.startswith("Speaker ") else ""
-    return bool(letters) and all(c in string.ascii_uppercase for c in letters)
+    return speaker_index(text) is not None
+
+
+def speaker_index(label: str) -> int | None:
+    """The inverse of :func:`speaker_label`: ``"Speaker A" -> 0``, ``"Speaker AA" -> 26``; None
+    for any other text (a participant's name)."""
+    letters = label[len("Speaker "):] if label.startswith("Speaker ") else ""
+    if not letters or any(c not in string.ascii_uppercase for c in letters):
+        return None
+    n = 0
+    for c in letters:
+        n = n * 26 + ord(c) - ord("A") + 1
+    return n - 1
+
+
+def next_speaker_index(labels: Iterable[str]) -> int:
+    """The index of the first label after every "Speaker X" label in ``labels`` (0 when none):
+    where a resumed meeting's new speakers start."""
+    return max((i for i in map(speaker_index, labels) if i is not None), default=-1) + 1
 
 
 def join_words(words: tuple[Word, ...] | list[Word]) -> str:

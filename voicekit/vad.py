@@ -188,12 +188,12 @@ class Utterance:
     """Speech from its start to the first silence longer than the hangover.
 
     Attributes:
-        index: 0-based number of the utterance in the stream.
-        start: start time in seconds from the start of the stream.
+        index: 0-based number of the utterance in the meeting.
+        start: start time in seconds from the start of the meeting.
         samples: ``(n,)`` float32 at 16 kHz, from ``start``.
         speech: per VAD frame, whether it was speech, ``(n_frames,)`` bool.
         frame_seconds: duration of one VAD frame in seconds.
-        closed_at: stream time in seconds when the endpointer closed it.
+        closed_at: meeting time in seconds when the endpointer closed it.
     """
 
     index: int
@@ -232,10 +232,21 @@ class Endpointer:
         vad: a VAD (:class:`SileroVad`, :class:`WebRtcVad`): a callable on
             ``(vad.frame_samples,)`` float32 frames returning a speech probability.
         options: :class:`EndpointerOptions`.
+        start_time: meeting time in seconds of the stream's first sample (0 for a new meeting; the
+            end of the stored audio for a resumed one, ``voicekit mic --append``).
+        first_index: :attr:`Utterance.index` of the stream's first utterance (the utterances of a
+            resumed meeting go on numbering after the stored ones).
+
+    Raises:
+        ValueError: a negative ``start_time`` or ``first_index``.
     """
 
-    def __init__(self, vad, options: EndpointerOptions | None = None) -> None:
+    def __init__(self, vad, options: EndpointerOptions | None = None, start_time: float = 0.0,
+                 first_index: int = 0) -> None:
+        if start_time < 0 or first_index < 0:
+            raise ValueError(f"start_time and first_index must be >= 0, got {start_time} and {first_index}")
         self.vad = vad
+        self.start_time = float(start_time)
         self.opt = options or EndpointerOptions()
         self.frames = FrameBuffer(vad.frame_samples)
         self.frame_seconds = vad.frame_samples / SAMPLE_RATE
@@ -250,14 +261,14 @@ class Endpointer:
         self._active_start_frame = 0
         self._silence_run = 0
         self._speech_run = 0
-        self._count = 0
+        self._count = first_index
         self._samples_in = 0
         self.speech_seconds = 0.0
 
     @property
     def position(self) -> float:
-        """Stream time in seconds of the audio consumed so far."""
-        return self._frame_index * self.frame_seconds
+        """Meeting time in seconds of the end of the audio consumed so far."""
+        return self.start_time + self._frame_index * self.frame_seconds
 
     def push(self, block: np.ndarray) -> Iterator[Utterance]:
         """Feed a ``(n,)`` float32 16 kHz block; yield each utterance it closes."""
@@ -307,7 +318,7 @@ class Endpointer:
         frames = self._active or []
         keep = len(frames) if keep is None else keep
         frames, tail = frames[:keep], frames[keep:]
-        start = self._active_start_frame * self.frame_seconds
+        start = self.start_time + self._active_start_frame * self.frame_seconds
         samples = np.concatenate([f for f, _ in frames]) if frames else np.zeros(0, np.float32)
         # the last frame of a stream is zero-padded: never reach past the audio received
         samples = samples[: max(0, self._samples_in - self._active_start_frame * self.vad.frame_samples)]

@@ -142,7 +142,8 @@ class Lane:
         identity, name: the participant's identity and display name ("" when the token gave none).
         track_sid: the track.
         room_mic: diarized as a shared room microphone.
-        offset: meeting time (s) of the lane's first audio frame; None before it.
+        offset: meeting time (s) of the lane's first audio frame (from the join, after a resumed
+            meeting's audio); None before it.
         error: the exception that ended the lane, if one did.
     """
 
@@ -198,7 +199,7 @@ class _LanePipeline(Pipeline):
         meta["track_sid"] = lane.track_sid
         if not lane.room_mic and not lane.name:
             meta.pop("sender_name", None)   # unnamed: labelled by the channel, never the identity
-        emitted = round(time.monotonic() - self.bot.t0, 3)
+        emitted = round(self.bot.meeting_time(), 3)
         turn = turn.replace(start=round(turn.start + shift, 3), end=round(turn.end + shift, 3), words=words,
                             metadata=meta, emitted_at=emitted)
         with self.bot._commit_lock:
@@ -228,6 +229,12 @@ class LiveKitBot:
             None: no identification.
         on_status: called (on the event loop) with a one-line message when a lane opens or ends,
             when the connection drops and the SDK tries again, and when it is back.
+        resume: continue the meeting already in ``store`` (``voicekit livekit --append``): meeting
+            time goes on from its :meth:`~voicekit.store.MeetingStore.resume_point` and lanes are
+            numbered after its lanes, so no channel of this session is taken for one of its.
+
+    Raises:
+        ValueError: ``resume`` without a ``store``.
 
     Attributes:
         lost: None while connected; else why the room was left without :meth:`close`: the
@@ -244,7 +251,9 @@ class LiveKitBot:
                  hooks: HookRunner | None = None, on_turn: Callable[[SpeakerTurn], None] | None = None,
                  room_mics: Iterable[str] = (), max_queue_seconds: float = 30.0,
                  keep_audio: bool = False, voices: Sequence[Voiceprint] | None = None,
-                 on_status: Callable[[str], None] | None = None) -> None:
+                 on_status: Callable[[str], None] | None = None, resume: bool = False) -> None:
+        if resume and store is None:
+            raise ValueError("resume=True continues the meeting in a store: pass store")
         self.keep_audio = keep_audio
         self.on_status = on_status
         self.lost: str | None = None
@@ -269,6 +278,11 @@ class LiveKitBot:
         self.room_name = ""
         self._commit_lock = threading.Lock()
         self._next_lane = 1
+        self.start_time = 0.0  # meeting time (s) of the join
+        if resume:
+            self.start_time = store.resume_point().start_time
+            numbers = [int(n) for t in store.turns() for n in [t.channel.rpartition("/")[2]] if n.isdigit()]
+            self._next_lane = max(numbers, default=0) + 1
         self._loop: asyncio.AbstractEventLoop | None = None
 
     # --- connection -----------------------------------------------------------------------
@@ -304,6 +318,10 @@ class LiveKitBot:
         self.room_name = room.name or "room"
         self.t0 = time.monotonic()
         log.info("joined room %r as %r", self.room_name, room.local_participant.identity)
+
+    def meeting_time(self) -> float:
+        """Seconds of meeting time now: since the join, after the resumed meeting's."""
+        return self.start_time + time.monotonic() - self.t0
 
     def _status(self, message: str) -> None:
         log.info("%s", message)
@@ -452,7 +470,7 @@ class LiveKitBot:
                 block = np.frombuffer(frame.data, dtype=np.int16).astype(np.float32) / 32768.0
                 if lane.first_frame_at is None:
                     lane.first_frame_at = time.monotonic()
-                    lane.offset = round(lane.first_frame_at - self.t0, 3)
+                    lane.offset = round(self.start_time + lane.first_frame_at - self.t0, 3)
                 else:
                     # the lane's audio clock follows the wall clock: a gap in what arrives (a stalled
                     # transport) becomes silence, so turn times stay comparable across lanes

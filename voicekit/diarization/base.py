@@ -3,10 +3,13 @@ backends, a one-speaker lane)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
+import numpy as np
+
 from voicekit.diarization.online import Piece
-from voicekit.turns import Word
+from voicekit.turns import SpeakerTurn, Word
 from voicekit.vad import Utterance
 
 
@@ -28,4 +31,12 @@ class Diarizer(Protocol):
         emitted. When it raises (a KeyboardInterrupt too), the diarizer's state is as it was
         before the call: the pipeline gives the same utterance again (never once it returned).
         """
+        ...
+
+    def resume(self, turns: Sequence[SpeakerTurn],
+               embeddings: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]] = ()) -> None:
+        """Continue a stored meeting, before the first :meth:`process`: new speakers are labelled
+        after every "Speaker X" label of ``turns``; a diarizer that can also knows the stored
+        speakers from their kept ``(starts, ends, vectors)`` window embeddings
+        (:meth:`voicekit.diarization.online.OnlineDiarizer.resume`)."""
         ...

@@ -25,12 +25,13 @@ once given.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from voicekit.diarization.encoder import SpeakerEncoder, WindowEmbeddings
-from voicekit.turns import Word, speaker_label
+from voicekit.turns import SpeakerTurn, Word, next_speaker_index, speaker_index, speaker_label
 from voicekit.vad import Utterance
 
 
@@ -191,6 +192,50 @@ class OnlineDiarizer:
         self.opt = options or DiarizerOptions()
         self.speakers: list[SpeakerState] = []
         self.history: list[tuple[int, WindowEmbeddings]] = []
+        self._label_base = 0  # label index of speakers[0] minus the speakers resumed before it
+
+    def _label(self, i: int) -> str:
+        """The label of ``speakers[i]``: in order of first appearance, after a resumed meeting's."""
+        return speaker_label(self._label_base + i)
+
+    def resume(self, turns: Sequence[SpeakerTurn],
+               embeddings: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]] = ()) -> None:
+        """Continue a stored meeting (``voicekit mic --append``), before the first :meth:`process`.
+
+        New speakers are labelled after every "Speaker X" label of ``turns``. With the stored
+        meeting's kept window embeddings, each of its speakers is known from the first utterance:
+        a window's evidence goes to the speaker of the stored word at the window's centre (windows
+        over no word are left out), so a voice that comes back keeps its label.
+
+        Args:
+            turns: the stored meeting's committed turns (live labels).
+            embeddings: its kept ``(starts, ends, vectors)`` per utterance
+                (:meth:`voicekit.store.MeetingStore.embeddings`): ``(n,)`` float64 seconds,
+                ``(n, 256)`` float32; empty when it kept none.
+
+        Raises:
+            RuntimeError: when this diarizer has already processed an utterance.
+        """
+        if self.speakers or self.history:
+            raise RuntimeError("resume() comes before the first utterance")
+        words = sorted((w for t in turns for w in t.words if w.speaker and speaker_index(w.speaker) is not None),
+                       key=lambda w: w.start)
+        starts = np.array([w.start for w in words])
+        totals: dict[int, np.ndarray] = {}
+        counts: dict[int, int] = {}
+        for w_starts, w_ends, vectors in embeddings:
+            for centre, vector in zip((np.asarray(w_starts) + np.asarray(w_ends)) / 2, vectors):
+                i = int(np.searchsorted(starts, centre, side="right")) - 1
+                if i < 0 or centre > words[i].end:
+                    continue
+                idx = speaker_index(words[i].speaker)
+                totals[idx] = totals.get(idx, 0.0) + vector.astype(np.float64)
+                counts[idx] = counts.get(idx, 0) + 1
+        hop = self.encoder.hop_frames / 100
+        # the speakers are kept in label order; a label with no window (kept embeddings of part
+        # of the meeting only) is not known, but its letter is never given again
+        self.speakers = [SpeakerState(speaker_label(i), totals[i], counts[i] * hop, counts[i]) for i in sorted(totals)]
+        self._label_base = next_speaker_index(t.speaker for t in turns) - len(self.speakers)
 
     # --- evidence -----------------------------------------------------------------------------
     def _speech_windows(self, utt: Utterance, emb: WindowEmbeddings) -> WindowEmbeddings:
@@ -271,7 +316,7 @@ class OnlineDiarizer:
             long_enough = n * window_seconds >= opt.min_new_speaker_seconds
             unknown = long_enough and sims[best] < opt.known_speaker_threshold if sims else True
             if not self.speakers or (not at_cap and (below_min or unknown)):
-                self.speakers.append(SpeakerState(speaker_label(len(self.speakers)), np.zeros(vectors.shape[1])))
+                self.speakers.append(SpeakerState(self._label(len(self.speakers)), np.zeros(vectors.shape[1])))
                 sums.append(np.zeros(vectors.shape[1]))
                 counts.append(0)
                 best = len(self.speakers) - 1
@@ -290,7 +335,7 @@ class OnlineDiarizer:
         remap = {old: known + new for new, old in enumerate(kept)}
         self.speakers = self.speakers[:known] + [self.speakers[i] for i in kept]
         for i, state in enumerate(self.speakers[known:], start=known):
-            state.label = speaker_label(i)
+            state.label = self._label(i)
         owners[:] = [remap.get(i, i) for i in owners]
 
     def process(self, utt: Utterance, words: list[Word]) -> tuple[list[Word], list[Piece]]:

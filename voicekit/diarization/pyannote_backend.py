@@ -40,7 +40,7 @@ from voicekit.audio import SAMPLE_RATE
 from voicekit.devices import require_torch_device, torch_precision
 from voicekit.diarization.online import DiarizerOptions, Piece
 from voicekit.models import ModelError
-from voicekit.turns import Word, speaker_label
+from voicekit.turns import SpeakerTurn, Word, next_speaker_index, speaker_label
 from voicekit.vad import Utterance
 
 DEFAULT_PIPELINE = "pyannote/speaker-diarization-community-1"
@@ -343,18 +343,31 @@ def pieces_from_words(utt: Utterance, words: Sequence[Word], similarity: dict[st
 
 
 class _Names:
-    """Backend labels -> "Speaker A", "Speaker B"… in order of first emission."""
+    """Backend labels -> "Speaker A", "Speaker B"… in order of first emission (after the first
+    ``first`` labels, in a resumed meeting)."""
 
     def __init__(self) -> None:
         self.names: dict[object, str] = {}
+        self.first = 0
 
     def __call__(self, raw: object) -> str:
         if raw not in self.names:
-            self.names[raw] = speaker_label(len(self.names))
+            self.names[raw] = speaker_label(self.first + len(self.names))
         return self.names[raw]
 
 
-class PyannoteOfflineDiarizer:
+class _ResumedLabels:
+    """``Diarizer.resume`` for the pyannote backends: new speakers are labelled after the stored
+    meeting's; its speakers are not known again (pyannote's embeddings are not kept)."""
+
+    _names: _Names
+
+    def resume(self, turns: Sequence[SpeakerTurn], embeddings: Sequence = ()) -> None:
+        """See :meth:`voicekit.diarization.base.Diarizer.resume`."""
+        self._names.first = next_speaker_index(t.speaker for t in turns)
+
+
+class PyannoteOfflineDiarizer(_ResumedLabels):
     """Words of each utterance labelled from a whole-recording pyannote diarization.
 
     Args:
@@ -379,7 +392,7 @@ class PyannoteOfflineDiarizer:
         return out, pieces_from_words(utt, out)
 
 
-class PyannoteStreamingDiarizer:
+class PyannoteStreamingDiarizer(_ResumedLabels):
     """pyannote's segmentation and embedding models on a rolling window (diart), one utterance at
     a time.
 

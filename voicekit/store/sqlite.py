@@ -12,6 +12,7 @@ import json
 import sqlite3
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,21 @@ CREATE TABLE IF NOT EXISTS embeddings (
     dim INTEGER NOT NULL
 );
 """
+
+
+@dataclass(frozen=True)
+class ResumePoint:
+    """Where a session that continues a stored meeting begins (``voicekit mic --append``).
+
+    Attributes:
+        start_time: meeting time in seconds of the new session's first sample: the end of the
+            stored meeting's audio (its recorded ``duration``, or the end of its last turn when a
+            crash left no duration), so the sessions read as one recording without the gap.
+        next_utterance: the first utterance index not stored (kept embeddings are keyed by it).
+    """
+
+    start_time: float
+    next_utterance: int
 
 
 class StoreError(Exception):
@@ -280,9 +296,22 @@ class MeetingStore:
         except sqlite3.Error as exc:
             raise self._write_error(exc) from exc
 
+    def resume_point(self) -> ResumePoint:
+        """Where a session continuing this meeting begins (:class:`ResumePoint`)."""
+        duration = self.meta().get("duration")
+        last_end = self.conn.execute('SELECT MAX("end") FROM turns').fetchone()[0]
+        last_utt = self.conn.execute("SELECT MAX(utterance) FROM embeddings").fetchone()[0]
+        start = max(float(duration) if isinstance(duration, (int, float)) else 0.0, float(last_end or 0.0))
+        return ResumePoint(round(start, 3), 0 if last_utt is None else int(last_utt) + 1)
+
     def has_refined(self) -> bool:
         """Whether refinement has run on this meeting."""
         return self.conn.execute("SELECT COUNT(*) FROM turns WHERE refined_speaker IS NOT NULL").fetchone()[0] > 0
+
+    def unrefined_turns(self) -> int:
+        """How many turns have no refined label: all of them before any refinement; after one,
+        the turns committed since (the meeting went on, ``voicekit mic --append``)."""
+        return self.conn.execute("SELECT COUNT(*) FROM turns WHERE refined_speaker IS NULL").fetchone()[0]
 
     def close(self) -> None:
         """Close the connection."""
