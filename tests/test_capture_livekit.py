@@ -512,9 +512,9 @@ def _subscribe(bot, n: int, identity: str, name: str, pcm: np.ndarray, breaks: b
                              SimpleNamespace(identity=identity, name=name, attributes=attributes or {}))
 
 
-def _offline_bot(tmp_path, monkeypatch):
+def _offline_bot(tmp_path, monkeypatch, resume=False):
     """A bot in room "r" with a meeting store and no server: tracks are given by :func:`_subscribe`
-    and their audio by :class:`FakeStream`."""
+    and their audio by :class:`FakeStream`. ``resume``: go on with the meeting in the store."""
     from livekit import rtc
 
     from voicekit.capture.livekit_bot import LiveKitBot
@@ -522,7 +522,8 @@ def _offline_bot(tmp_path, monkeypatch):
 
     monkeypatch.setattr(rtc, "AudioStream", FakeStream)
     store = MeetingStore(tmp_path / "meeting.sqlite")
-    bot = LiveKitBot("ws://unused", "unused", components=components(), store=store, max_queue_seconds=120)
+    bot = LiveKitBot("ws://unused", "unused", components=components(), store=store, max_queue_seconds=120,
+                     resume=resume)
     bot.room_name = "r"
     return bot, store
 
@@ -613,6 +614,37 @@ def test_a_track_subscribed_again_after_a_reconnect_gets_a_new_lane(tmp_path, mo
     channels = [t.channel for t in store.turns()]   # (the fake stream plays faster than real time: times overlap)
     assert (channels.count("r/1"), channels.count("r/2")) == (len(first.turns), len(second.turns))
     assert {t.speaker for t in store.turns()} == {"Diane"}
+
+
+def test_a_resumed_meeting_goes_on_in_meeting_time_with_new_lanes(tmp_path, monkeypatch):
+    """`voicekit livekit --append` after a dropped connection: the second session's turns come
+    after the first session's in meeting time, and its lanes are numbered after the first's, so
+    no channel ("@r/1" for an unnamed participant) names two people."""
+    _sdk_or_skip()
+    sessions = []
+    for resume in (False, True):
+        bot, store = _offline_bot(tmp_path, monkeypatch, resume=resume)
+
+        async def scenario(bot=bot):  # noqa: ANN001
+            _subscribe(bot, 0, "diane", "", _pcm16(JFK))
+            await until(lambda: bot.lanes["TR_0"].closed, 60, "the lane to end")
+            await bot.close()
+
+        asyncio.run(scenario())
+        duration = round(bot.meeting_time(), 3)   # what the CLI records when it leaves
+        store.set_meta(duration=duration)
+        sessions.append((bot, store.turns(), duration))
+        store.close()
+    (first, stored, duration), (second, turns, _) = sessions
+    # (the fake stream plays faster than real time: the turns may end after the recorded duration)
+    assert first.start_time == 0.0 and second.start_time == max(duration, max(t.end for t in stored))
+    lane = second.lanes["TR_0"]
+    assert lane.channel == "r/2" and lane.offset >= second.start_time
+    new = turns[len(stored):]
+    assert turns[:len(stored)] == stored and len(new) == len(stored) >= 1
+    assert all(t.channel == "r/2" and t.start >= second.start_time for t in new)
+    assert all(t.emitted_at >= second.start_time for t in new)
+    assert [t.text for t in new] == [t.text for t in stored]
 
 
 def test_disconnect_reasons_say_what_happened():
