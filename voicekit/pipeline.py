@@ -204,7 +204,8 @@ class Pipeline:
     Attributes:
         turns: the committed turns, in commit order.
         consumed: samples (16 kHz) given to the endpointer since :meth:`start`: on an
-            interrupted run, ``consumed / 16000`` seconds is what the meeting holds.
+            interrupted run, ``consumed / 16000`` seconds is what this session holds.
+        start_time: meeting time in seconds of the stream's first sample (0 unless ``resume``).
         finished: :meth:`finish` ran to its end (False while an interrupt inside it left
             utterances uncommitted).
     """
