@@ -88,6 +88,21 @@ def test_offline_diarizer_labels_in_order_of_first_appearance_and_pieces():
     assert words[0].speaker == "Speaker A"
 
 
+def test_a_resumed_meeting_labels_pyannote_speakers_after_the_stored_ones():
+    """Diarizer.resume (`mic --append --diarizer pyannote`): pyannote keeps no embeddings, so no
+    stored voice is known again, but no stored label is given to a new speaker."""
+    from voicekit.turns import SpeakerTurn
+
+    stored = [SpeakerTurn("Speaker A", "hi", 0.0, 1.0), SpeakerTurn("Diane", "yes", 1.0, 2.0),
+              SpeakerTurn("Speaker B", "ok", 2.0, 3.0)]
+    diarizer = PyannoteOfflineDiarizer([SpeakerSegment(10.0, 12.0, "SPEAKER_00"),
+                                        SpeakerSegment(12.0, 14.0, "SPEAKER_01")])
+    diarizer.resume(stored)
+    utt = Utterance(5, 10.0, np.zeros(16000 * 4, np.float32))
+    words, _ = diarizer.process(utt, [_w(10.5, 11.0), _w(12.5, 13.0)])
+    assert [w.speaker for w in words] == ["Speaker C", "Speaker D"]
+
+
 def test_pieces_from_words_cover_the_utterance():
     utt = Utterance(0, 10.0, np.zeros(16000 * 4, np.float32))
     words = [Word(10.2, 10.5, "a", 1, "Speaker A"), Word(10.9, 11.2, "b", 1, "Speaker B"),
