@@ -246,11 +246,14 @@ def test_refined_changes_move_to_the_nearest_clause_end():
 
 # --- a meeting that goes on (mic --append): Pipeline(resume=True) ---------------------------------
 
-def _two_sessions(tmp_path, keep):
+def _two_sessions(tmp_path, keep, voices=None, names=None):
     """Session 1: A (MEE009, dev00) then B (FEE083, trn06); session 2, resumed from the store: A
-    again (MEE009, dev01) then a voice not heard before (MEE012, dev00). Returns the store, both
-    results, the resumed pipeline and the meeting times where session 2 and its new voice begin."""
+    again (MEE009, dev01) then a voice not heard before (MEE012, dev00). ``voices``: the voice
+    library's voices, given to both sessions; ``names``: speaker names stored before session 2.
+    Returns the store, both results, the resumed pipeline and the meeting times where session 2
+    and its new voice begin."""
     from voicekit.store import MeetingStore
+    from voicekit.voiceprints import VoiceIdentifier
 
     a1, _ = _cut("dev00", "MEE009")
     b, _ = _cut("trn06", "FEE083")
@@ -261,10 +264,12 @@ def _two_sessions(tmp_path, keep):
     blocks = lambda x: (x[i:i + 1600] for i in range(0, len(x), 1600))  # noqa: E731
     store = MeetingStore(tmp_path / "meeting.sqlite")
     options = PipelineOptions(keep_embeddings=keep)
-    first = Pipeline(options, components(), store=store)
+    ident = (lambda: VoiceIdentifier(voices)) if voices is not None else (lambda: None)  # noqa: E731
+    first = Pipeline(options, components(), store=store, voices=ident())
     r1 = first.run(blocks(s1), channel="mic")
     store.set_meta(duration=len(s1) / 16000)
-    resumed = Pipeline(options, components(), store=store, resume=True)
+    store.set_speaker_names({**first.speaker_names(), **(names or {})})   # what the CLI stores
+    resumed = Pipeline(options, components(), store=store, resume=True, voices=ident())
     r2 = resumed.run(blocks(s2), channel="mic")
     t2 = len(s1) / 16000
     resumed.first_history = len(first.diarizer.history)
@@ -289,15 +294,22 @@ def test_a_resumed_meeting_knows_its_speakers_from_their_kept_embeddings(tmp_pat
     assert len(kept) == resumed.first_history + n2 and resumed.diarizer.history[0][0] >= resumed.first_history
     assert all(starts.min() >= resumed.start_time for starts, _, _ in kept[-n2:])
     assert store.resume_point().next_utterance == resumed.diarizer.history[-1][0] + 1
+    # what a voice enrolled at the end of session 2 is built from: session 2's speech only
+    session = {s.label: s for s in resumed.diarizer.session_speakers}
+    assert set(session) == {a, "Speaker C"}      # B was not heard in session 2
+    assert sum(s.windows for s in session.values()) == sum(len(e) for _, e in resumed.diarizer.history)
+    assert 0 < session[a].windows < resumed.diarizer.speakers[0].windows
 
 
 def test_a_resumed_meeting_without_kept_embeddings_labels_new_speakers_after_the_stored_ones(tmp_path):
-    store, r1, r2, resumed, t2, t_new, t_end = _two_sessions(tmp_path, keep=False)
+    # "Speaker C" was named before session 2 (a label a refinement can open): it is used too
+    store, r1, r2, resumed, t2, t_new, t_end = _two_sessions(tmp_path, keep=False, names={"Speaker C": "Carol"})
     assert {t.speaker for t in r1.turns} == {"Speaker A", "Speaker B"}
     back, _ = _majority(r2.turns, t2, t_new - 1.0)
     new, _ = _majority(r2.turns, t_new, t_end)
     # no voice is known: the returning one is a new label too, never one of session 1's
-    assert (back, new) == ("Speaker C", "Speaker D")
+    assert (back, new) == ("Speaker D", "Speaker E")
+    assert all(t.sender_name != "Carol" for t in r2.turns)
     assert min(t.start for t in r2.turns) >= resumed.start_time
     assert store.embeddings() == [] and store.resume_point().next_utterance == 0
 

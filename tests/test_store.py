@@ -82,3 +82,30 @@ def test_a_store_written_before_refined_words_existed_is_read_and_exported(tmp_p
     store = MeetingStore(out / "meeting.sqlite")
     assert [(t.speaker, t.text) for t in store.turns(refined=True)] == [("Speaker A", "hello there")]
     store.close()
+
+
+def test_resume_point_is_after_the_audio_the_turns_and_the_kept_windows(tmp_path):
+    """Where a session going on with the meeting (mic --append) starts: after the recorded
+    duration, else (a crash wrote none) after the last turn, or after the last kept window when
+    the last utterance's turns were not all committed; its utterances are numbered after the
+    kept ones. Every label used, live, refined or named, is reported."""
+    import numpy as np
+
+    store = MeetingStore(tmp_path / "meeting.sqlite")
+    assert (store.resume_point().start_time, store.resume_point().next_utterance) == (0.0, 0)
+    a = store.commit(turn("Speaker A", "hello there", 0.0))
+    b = store.commit(turn("Speaker B", "hi", 2.0))
+    assert store.resume_point().start_time == b.end == 2.25
+    vectors = np.ones((2, 256), np.float32) / 16
+    store.add_embeddings(0, np.array([0.0, 0.25]), np.array([1.0, 1.25]), vectors)
+    store.add_embeddings(4, np.array([2.0, 3.0]), np.array([3.0, 4.0]), vectors)   # a turn lost at 3-4 s
+    assert (store.resume_point().start_time, store.resume_point().next_utterance) == (4.0, 5)
+    store.set_meta(duration=30.0)
+    assert store.resume_point().start_time == 30.0
+    store.set_refined({a.turn_id: ["Speaker A", "Speaker C"], b.turn_id: ["Speaker B"]})
+    store.set_speaker_names({"Speaker E": "Eve"})
+    assert store.speaker_labels() == {"Speaker A", "Speaker B", "Speaker C", "Speaker E"}
+    assert store.unrefined_turns() == 0
+    store.commit(turn("Speaker A", "again", 31.0))
+    assert store.unrefined_turns() == 1
+    store.close()

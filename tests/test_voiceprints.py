@@ -230,6 +230,24 @@ def test_user_name_wins_then_enrolment_names_the_voice_next_meeting(library, tmp
     hooks.close()
 
 
+def test_a_resumed_meeting_names_a_known_voice_again_with_its_identity(library, tmp_path):
+    """`mic --append --voices`: a label the library named in session 1 is named again in session 2
+    by the library (with its identity: a registered participant, A11), not by copying the stored
+    name as a plain rename (which made the same person a look-alike "Marcus 2" and freed his
+    voice for another label)."""
+    from test_diarization import _two_sessions
+
+    store, r1, r2, resumed, t2, t_new, t_end = _two_sessions(tmp_path, keep=True, voices=library.voices())
+    a = next(t.speaker for t in r1.turns if t.sender_name == "Marcus")
+    assert "Marcus" not in resumed.hooks.names.values()
+    assert resumed.voices.matches[a].voice.name == "Marcus"
+    again = [t for t in r2.turns if t.speaker == a]
+    assert again and all(t.sender_name == "Marcus" and t.metadata["identity_id"] == "voice:Marcus" for t in again)
+    labels = store.labels([t for t in store.turns() if t.sender_name == "Marcus"], resumed.participants())
+    assert {(lab.name, lab.rank) for lab in labels} == {("Marcus", None)}
+    assert [m.voice.name for m in resumed.voices.matches.values()].count("Marcus") == 1
+
+
 def test_a_name_is_one_voice_whatever_its_unicode_form_or_case(tmp_path):
     """"Zoë" typed precomposed (NFC) or decomposed (NFD), or in another case, is one voice: it
     used to be two rows, and `voices delete Zoë` removed one of them only."""

@@ -314,7 +314,9 @@ def _enrol_voices(args: argparse.Namespace, pipelines: list, err) -> None:  # no
     library = _voice_library(args, create=True)
     try:
         skip = pipe.voices.matches if pipe.voices is not None else ()
-        outcomes = enrol_named_speakers(library, pipe.diarizer.speakers, pipe.hooks.names, skip=skip)
+        # a meeting that went on (--append): only this session's speech, the stored one was its own
+        speakers = getattr(pipe.diarizer, "session_speakers", pipe.diarizer.speakers)
+        outcomes = enrol_named_speakers(library, speakers, pipe.hooks.names, skip=skip)
     finally:
         library.close()
     for o in outcomes:
@@ -768,8 +770,11 @@ def _session_meta(store, meta: dict, start_time: float) -> dict:  # noqa: ANN001
     meeting time (``start_time``: 0 unless it goes on with a stored meeting)."""
     now = time.time()
     stored = store.meta() if start_time else {}
+    sessions = stored.get("sessions")
+    if sessions is None and stored:   # a meeting stored before sessions were listed, or a replay
+        sessions = [{"source": stored.get("source"), "started": stored.get("started"), "start_time": 0.0}]
     session = {"source": meta.get("source"), "started": now, "start_time": start_time}
-    meta = {**meta, "started": stored.get("started", now), "sessions": [*stored.get("sessions", []), session]}
+    meta = {**meta, "started": stored.get("started", now), "sessions": [*(sessions or []), session]}
     store.set_meta(**meta)
     return meta
 
@@ -957,7 +962,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         if args.refine and (args.num_speakers is not None or not store.has_refined() or stale):
             if stale:
                 print(f"the stored refinement lacks the {_plural(stale, 'turn')} committed since: re-clustering "
-                      "the whole meeting")
+                      "the whole meeting" + ("" if args.num_speakers else " (--num-speakers N sets the count)"))
             _refine_stored(store, args.num_speakers)
             print(_refined_summary(store))
         elif args.refine:
@@ -1260,9 +1265,15 @@ def cmd_mic(args: argparse.Namespace) -> int:
         store.set_speaker_names(pipe.speaker_names())
         hooks.close()
     duration = round(pipe.start_time + heard, 3)   # the meeting's, every session of it
-    store.set_meta(duration=duration, input_overflows=source.input_overflows,
-                   queue_overflows=source.feed.overflows)
-    written = _write_outputs(store.turns(), out, stem, {**meta, "duration": duration})
+    meta["sessions"][-1].update(duration=heard, input_overflows=source.input_overflows,
+                                queue_overflows=source.feed.overflows)
+    meta.update(duration=duration, **{k: sum(x.get(k, 0) for x in meta["sessions"])
+                                      for k in ("input_overflows", "queue_overflows")})
+    store.set_meta(**meta)
+    written = _write_outputs(store.turns(), out, stem, meta)
+    if store.has_refined():   # (the meeting went on after a refinement)
+        err.print(f"[yellow]{stem}.refined.* (written by an earlier refinement) lack this session: `voicekit "
+                  f"export {out} --refine` re-clusters the whole meeting[/yellow]")
     store.close()
     _enrol_voices(args, [pipe], err)
     err.print(f"[dim]{source.report()}[/dim]")

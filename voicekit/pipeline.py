@@ -196,10 +196,11 @@ class Pipeline:
             after the stored audio), its utterances are numbered after the stored ones, new
             speakers are labelled after the stored ones (``Diarizer.resume``; with the stored
             meeting's kept embeddings its speakers are known voices from the first utterance), and
-            the stored speaker names apply again (names given in ``hooks`` win).
+            the names a hook or the user gave them apply again (names given in ``hooks`` win; a
+            name the voice library gave is given by ``voices`` again, with its identity).
 
     Raises:
-        ValueError: ``resume`` without a ``store``.
+        ValueError: ``resume`` without a ``store``, or with a diarizer that has no ``resume()``.
 
     Attributes:
         turns: the committed turns, in commit order.
@@ -227,11 +228,18 @@ class Pipeline:
         self.diarizer: Diarizer = diarizer or self._default_diarizer()
         self.start_time, first_utterance = 0.0, 0
         if resume:
+            if not hasattr(self.diarizer, "resume"):
+                raise ValueError(f"{type(self.diarizer).__name__} cannot continue a stored meeting: it has "
+                                 "no resume() (voicekit.diarization.base.Diarizer)")
             point = store.resume_point()
             self.start_time, first_utterance = point.start_time, point.next_utterance
-            self.diarizer.resume(store.turns(), store.embeddings())
-            stored = store.speaker_names()
-            self.hooks.set_names({k: v for k, v in stored.items() if k not in self.hooks.names})
+            stored = store.turns()
+            self.diarizer.resume(stored, store.embeddings(), store.speaker_labels())
+            # the names a hook or the user gave apply again; a name the voice library gave is not
+            # a rename: the library matches the resumed speaker again (with its identity, A11)
+            voiced = {t.speaker for t in stored if t.metadata.get("identity_id")}
+            self.hooks.set_names({k: v for k, v in store.speaker_names().items()
+                                  if k not in self.hooks.names and k not in voiced})
         self.endpointer = Endpointer(make_vad(self.options.vad), self.options.endpointer,
                                      self.start_time, first_utterance)
         self.turns: list[SpeakerTurn] = []
@@ -306,8 +314,14 @@ class Pipeline:
             self._commit(p.turns[p.done])  # counts the turn in p.done once its fate is sealed
         speech = utt.speech_span(utt.start, utt.end)
         if p.committed and speech is not None and self.turns[-1].emitted_at is not None:
-            self.utterance_latencies.append(round(float(self.turns[-1].emitted_at - speech[1]), 3))
+            end = self._meeting_time(speech[1])
+            self.utterance_latencies.append(round(float(self.turns[-1].emitted_at - end), 3))
         self.stage_seconds["commit"] += time.perf_counter() - t_diar
+
+    def _meeting_time(self, t: float) -> float:
+        """Meeting time (s) of time ``t`` of this stream's clock: the same here (the endpointer
+        counts from :attr:`start_time`); a LiveKit lane's clock starts at its first frame."""
+        return t
 
     def _commit(self, turn: SpeakerTurn) -> None:
         """Hooks, store, sinks for one turn of the utterance at the head of the pending queue."""
@@ -479,7 +493,7 @@ class SingleSpeaker:
         self.label = label
         self.history: list = []
 
-    def resume(self, turns, embeddings=()) -> None:  # noqa: ANN001 - Diarizer.resume's signature
+    def resume(self, turns, embeddings=(), labels=()) -> None:  # noqa: ANN001 - Diarizer.resume's signature
         """Nothing to continue: the label is fixed."""
 
     def process(self, utt, words):  # noqa: ANN001, ANN201 - OnlineDiarizer.process's signature

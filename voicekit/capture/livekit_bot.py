@@ -18,7 +18,8 @@ Speakers:
   ``voicekit mic``; its speakers read "Speaker A", "Speaker B"… within that lane.
 
 Times: a lane's audio clock starts at its first frame; its turns are shifted by that moment's
-offset from the bot's join, so every turn is in meeting time. Turns are committed to the shared
+offset from the bot's join (after the stored audio, for a meeting that goes on: ``resume``), so
+every turn is in meeting time. Turns are committed to the shared
 store under one lock, and the store reads them back in time order. A lane that fails (an error in
 its pipeline or its audio stream) is logged and closed; the other lanes go on.
 """
@@ -189,6 +190,9 @@ class _LanePipeline(Pipeline):
         or another source cannot take."""
         return (*super().participants(), *self.bot.participants())
 
+    def _meeting_time(self, t: float) -> float:
+        return t + (self.lane.offset or 0.0)
+
     def _commit(self, turn: SpeakerTurn) -> None:
         lane = self.lane
         shift = lane.offset or 0.0
@@ -230,8 +234,9 @@ class LiveKitBot:
         on_status: called (on the event loop) with a one-line message when a lane opens or ends,
             when the connection drops and the SDK tries again, and when it is back.
         resume: continue the meeting already in ``store`` (``voicekit livekit --append``): meeting
-            time goes on from its :meth:`~voicekit.store.MeetingStore.resume_point` and lanes are
-            numbered after its lanes, so no channel of this session is taken for one of its.
+            time goes on from its :meth:`~voicekit.store.MeetingStore.resume_point`, lanes are
+            numbered after its lanes (no channel of this session is one of its) and a room
+            microphone's speakers are labelled after its labels.
 
     Raises:
         ValueError: ``resume`` without a ``store``.
@@ -279,10 +284,13 @@ class LiveKitBot:
         self._commit_lock = threading.Lock()
         self._next_lane = 1
         self.start_time = 0.0  # meeting time (s) of the join
+        self._stored_labels: set[str] = set()  # a resumed meeting's: never given to a new room speaker
         if resume:
+            stored = store.turns()
             self.start_time = store.resume_point().start_time
-            numbers = [int(n) for t in store.turns() for n in [t.channel.rpartition("/")[2]] if n.isdigit()]
+            numbers = [int(n) for t in stored for n in [t.channel.rpartition("/")[2]] if n.isdigit()]
             self._next_lane = max(numbers, default=0) + 1
+            self._stored_labels = store.speaker_labels()
         self._loop: asyncio.AbstractEventLoop | None = None
 
     # --- connection -----------------------------------------------------------------------
@@ -434,6 +442,8 @@ class LiveKitBot:
                                       realtime_clock=True,
                                       voices=VoiceIdentifier(self.voices)
                                       if lane.room_mic and self.voices is not None else None)
+        if lane.room_mic:
+            lane.pipeline.diarizer.resume((), labels=self._stored_labels)
         lane.thread = threading.Thread(target=self._run_lane, args=(lane,), name=f"voicekit-lane-{n}",
                                        daemon=True)
         lane.thread.start()

@@ -3,7 +3,7 @@ backends, a one-speaker lane)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 import numpy as np
@@ -34,9 +34,11 @@ class Diarizer(Protocol):
         ...
 
     def resume(self, turns: Sequence[SpeakerTurn],
-               embeddings: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]] = ()) -> None:
+               embeddings: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]] = (),
+               labels: Iterable[str] = ()) -> None:
         """Continue a stored meeting, before the first :meth:`process`: new speakers are labelled
-        after every "Speaker X" label of ``turns``; a diarizer that can also knows the stored
-        speakers from their kept ``(starts, ends, vectors)`` window embeddings
+        after every "Speaker X" label of ``turns`` and ``labels`` (the meeting's refined and named
+        labels); a diarizer that can also knows the stored speakers from their kept ``(starts,
+        ends, vectors)`` window embeddings
         (:meth:`voicekit.diarization.online.OnlineDiarizer.resume`)."""
         ...

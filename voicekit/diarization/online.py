@@ -25,7 +25,7 @@ once given.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -193,49 +193,71 @@ class OnlineDiarizer:
         self.speakers: list[SpeakerState] = []
         self.history: list[tuple[int, WindowEmbeddings]] = []
         self._label_base = 0  # label index of speakers[0] minus the speakers resumed before it
+        self._resumed: dict[str, SpeakerState] = {}  # the evidence resume() gave each stored speaker
 
     def _label(self, i: int) -> str:
         """The label of ``speakers[i]``: in order of first appearance, after a resumed meeting's."""
         return speaker_label(self._label_base + i)
 
     def resume(self, turns: Sequence[SpeakerTurn],
-               embeddings: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]] = ()) -> None:
+               embeddings: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]] = (),
+               labels: Iterable[str] = ()) -> None:
         """Continue a stored meeting (``voicekit mic --append``), before the first :meth:`process`.
 
-        New speakers are labelled after every "Speaker X" label of ``turns``. With the stored
-        meeting's kept window embeddings, each of its speakers is known from the first utterance:
-        a window's evidence goes to the speaker of the stored word at the window's centre (windows
-        over no word are left out), so a voice that comes back keeps its label.
+        New speakers are labelled after every "Speaker X" label of ``turns`` and ``labels``. With
+        the stored meeting's kept window embeddings, each of its speakers is known from the first
+        utterance: every window's evidence goes to the live speaker of the stored turn at the
+        window's centre (or the nearest turn, as refinement does:
+        :func:`~voicekit.diarization.refine.live_window_speakers`), so a voice that comes back
+        keeps its label. That evidence is not this session's: :attr:`session_speakers` leaves it out.
 
         Args:
             turns: the stored meeting's committed turns (live labels).
             embeddings: its kept ``(starts, ends, vectors)`` per utterance
                 (:meth:`voicekit.store.MeetingStore.embeddings`): ``(n,)`` float64 seconds,
                 ``(n, 256)`` float32; empty when it kept none.
+            labels: every other label it used (refined, named:
+                :meth:`voicekit.store.MeetingStore.speaker_labels`).
 
         Raises:
             RuntimeError: when this diarizer has already processed an utterance.
         """
+        from voicekit.diarization.refine import live_window_speakers
+
         if self.speakers or self.history:
             raise RuntimeError("resume() comes before the first utterance")
-        words = sorted((w for t in turns for w in t.words if w.speaker and speaker_index(w.speaker) is not None),
-                       key=lambda w: w.start)
-        starts = np.array([w.start for w in words])
-        totals: dict[int, np.ndarray] = {}
-        counts: dict[int, int] = {}
-        for w_starts, w_ends, vectors in embeddings:
-            for centre, vector in zip((np.asarray(w_starts) + np.asarray(w_ends)) / 2, vectors):
-                i = int(np.searchsorted(starts, centre, side="right")) - 1
-                if i < 0 or centre > words[i].end:
-                    continue
-                idx = speaker_index(words[i].speaker)
-                totals[idx] = totals.get(idx, 0.0) + vector.astype(np.float64)
-                counts[idx] = counts.get(idx, 0) + 1
-        hop = self.encoder.hop_frames / 100
-        # the speakers are kept in label order; a label with no window (kept embeddings of part
-        # of the meeting only) is not known, but its letter is never given again
-        self.speakers = [SpeakerState(speaker_label(i), totals[i], counts[i] * hop, counts[i]) for i in sorted(totals)]
-        self._label_base = next_speaker_index(t.speaker for t in turns) - len(self.speakers)
+        turns = [t for t in turns if t.words]
+        diarized = [t for t in turns if speaker_index(t.speaker) is not None]
+        kept = [(np.asarray(s) + np.asarray(e)) / 2 for s, e, _ in embeddings]
+        if diarized and kept:
+            centres = np.concatenate(kept)
+            vectors = np.concatenate([v for _, _, v in embeddings]).astype(np.float64)
+            order = list(dict.fromkeys(t.speaker for t in sorted(diarized, key=lambda t: t.start)))
+            owner = live_window_speakers(diarized, centres)
+            hop = self.encoder.hop_frames / 100
+            for label in sorted(order, key=speaker_index):
+                mask = owner == order.index(label)
+                if mask.any():
+                    n = int(mask.sum())
+                    self.speakers.append(SpeakerState(label, vectors[mask].sum(axis=0), n * hop, n))
+        # (the speakers are in label order; a label with no window is not known, but its letter
+        # is never given again)
+        self._resumed = {s.label: dataclasses.replace(s, total=s.total.copy()) for s in self.speakers}
+        self._label_base = next_speaker_index([*(t.speaker for t in turns), *labels]) - len(self.speakers)
+
+    @property
+    def session_speakers(self) -> list[SpeakerState]:
+        """:attr:`speakers` with only this session's evidence: without what :meth:`resume` took
+        from the stored meeting (a speaker heard only there is left out); what a voice enrolled
+        at the end of this session is built from."""
+        out = []
+        for s in self.speakers:
+            old = self._resumed.get(s.label)
+            if old is None:
+                out.append(s)
+            elif s.windows > old.windows:
+                out.append(SpeakerState(s.label, s.total - old.total, s.seconds - old.seconds, s.windows - old.windows))
+        return out
 
     # --- evidence -----------------------------------------------------------------------------
     def _speech_windows(self, utt: Utterance, emb: WindowEmbeddings) -> WindowEmbeddings:

@@ -29,7 +29,7 @@ import contextlib
 import os
 import threading
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -362,9 +362,9 @@ class _ResumedLabels:
 
     _names: _Names
 
-    def resume(self, turns: Sequence[SpeakerTurn], embeddings: Sequence = ()) -> None:
+    def resume(self, turns: Sequence[SpeakerTurn], embeddings: Sequence = (), labels: Iterable[str] = ()) -> None:
         """See :meth:`voicekit.diarization.base.Diarizer.resume`."""
-        self._names.first = next_speaker_index(t.speaker for t in turns)
+        self._names.first = next_speaker_index([*(t.speaker for t in turns), *labels])
 
 
 class PyannoteOfflineDiarizer(_ResumedLabels):

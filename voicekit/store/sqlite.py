@@ -297,12 +297,28 @@ class MeetingStore:
             raise self._write_error(exc) from exc
 
     def resume_point(self) -> ResumePoint:
-        """Where a session continuing this meeting begins (:class:`ResumePoint`)."""
+        """Where a session continuing this meeting begins (:class:`ResumePoint`): after its
+        recorded duration, its last turn and its last kept window (the windows of an utterance
+        whose last turns a crash or a hook left out reach past its last turn)."""
         duration = self.meta().get("duration")
-        last_end = self.conn.execute('SELECT MAX("end") FROM turns').fetchone()[0]
-        last_utt = self.conn.execute("SELECT MAX(utterance) FROM embeddings").fetchone()[0]
-        start = max(float(duration) if isinstance(duration, (int, float)) else 0.0, float(last_end or 0.0))
-        return ResumePoint(round(start, 3), 0 if last_utt is None else int(last_utt) + 1)
+        ends = [float(duration) if isinstance(duration, (int, float)) else 0.0,
+                float(self.conn.execute('SELECT MAX("end") FROM turns').fetchone()[0] or 0.0)]
+        last = self.conn.execute("SELECT utterance, ends FROM embeddings ORDER BY utterance DESC LIMIT 1").fetchone()
+        if last is not None:
+            windows = np.frombuffer(last[1], "<f8")
+            ends.append(float(windows.max()) if len(windows) else 0.0)
+        return ResumePoint(round(max(ends), 3), 0 if last is None else int(last[0]) + 1)
+
+    def speaker_labels(self) -> set[str]:
+        """Every label the meeting has used: live, refined (a refinement may open labels no live
+        turn has) and named (``speaker_names``); a session that goes on gives none of them to a
+        new speaker."""
+        labels = {row[0] for row in self.conn.execute("SELECT speaker FROM turns")}
+        for speaker, words in self.conn.execute("SELECT refined_speaker, refined_words FROM turns "
+                                                "WHERE refined_speaker IS NOT NULL"):
+            labels.add(speaker)
+            labels.update(json.loads(words) if words else ())
+        return labels | set(self.speaker_names())
 
     def has_refined(self) -> bool:
         """Whether refinement has run on this meeting."""
