@@ -196,7 +196,7 @@ def test_mic_append_goes_on_with_the_meeting(virtual_mic, tmp_path):
 
     out = tmp_path / "meeting"
     texts = []
-    for extra in ([], ["--append"]):
+    for extra in (["--append"], ["--append"]):   # the first: onto nothing yet, a new meeting
         run = CliRun(["mic", "--device", "pulse", "--out", out, "--quiet", "--keep-embeddings", *extra],
                      marks=["audio flowing"])
         try:
@@ -209,7 +209,9 @@ def test_mic_append_goes_on_with_the_meeting(virtual_mic, tmp_path):
             run.finish()
         assert rc == 0, run.text
         texts.append(run.text)
+    assert "holds no meeting to go on with (no turn stored): a new meeting starts" in texts[0], texts[0]
     assert "going on with the meeting in" in texts[1] and "known by voice" in texts[1], texts[1]
+    assert "this session: " in texts[1] and "this session: " not in texts[0]
     data = json.loads((out / "meeting.json").read_text())
     sessions = data["meeting"]["sessions"]
     at = sessions[1]["start_time"]

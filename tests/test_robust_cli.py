@@ -172,6 +172,42 @@ def test_append_keeps_embeddings_of_every_session_or_of_none(tmp_path):
     assert "this command keeps none" in lines[0] and f"voicekit export {kept} --drop-embeddings" in lines[0]
 
 
+def test_append_keeps_the_stored_stem(tmp_path):
+    """`--append` rewrites the stored meeting's outputs: a --stem other than its own would write a
+    second set beside them (and leave the first one stale), so it is refused before the device."""
+    out = tmp_path / "m"
+    assert _cli("replay", FALCON, "--out", out, "--quiet")[0] == 0     # stem "test"
+    rc, err = _cli("mic", "--out", out, "--append", "--stem", "standup")
+    assert rc == 2 and f"the meeting in {out} writes its outputs as test.*" in err, err
+    assert "leave out --stem (or give --stem test)" in err
+    rc, err = _cli("livekit", "--url", "ws://127.0.0.1:9", "--token", "t", "--out", out, "--append", "--stem", "x")
+    assert rc == 2 and "writes its outputs as test.*" in err, err
+
+
+def test_export_says_when_a_refinement_lacks_turns_it_cannot_redo(tmp_path, capsys):
+    """A meeting refined by its replay that went on (mic --append) without kept embeddings: the
+    refined files give the new turns their live labels, and export says so instead of claiming
+    to re-cluster."""
+    from voicekit.store import MeetingStore
+    from voicekit.turns import SpeakerTurn, Word
+
+    out = tmp_path / "m"
+    assert _cli("replay", FALCON, "--out", out, "--quiet", "--refine")[0] == 0
+    store = MeetingStore(out / "meeting.sqlite")
+    store.commit(SpeakerTurn("Speaker D", "later on", 40.0, 40.5, words=(Word(40.0, 40.5, " later", 0.9, "Speaker D"),),
+                             channel="mic"))
+    store.close()
+    from voicekit.cli import main
+
+    for extra in ([], ["--refine"]):
+        rc, err = main(["export", str(out), *extra]), capsys.readouterr().out
+        assert rc == 0, err
+        assert "the stored refinement lacks the 1 turn committed since it ran: test.refined.* give them their live " \
+               "labels (no speaker embeddings are kept to re-cluster the meeting)" in err, err
+    refined = json.loads((out / "test.refined.json").read_text())["turns"]
+    assert refined[-1]["speaker"] == "Speaker D" and refined[-1]["text"] == "later on"
+
+
 def test_debug_is_accepted_after_the_command_too():
     """`voicekit replay x.txt --debug` said "unrecognized arguments: --debug" (it was taken only
     before the command); a --debug given before the command is not undone by the subcommand."""

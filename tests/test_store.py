@@ -103,8 +103,8 @@ def test_resume_point_is_after_the_audio_the_turns_and_the_kept_windows(tmp_path
     store.set_meta(duration=30.0)
     assert store.resume_point().start_time == 30.0
     store.set_refined({a.turn_id: ["Speaker A", "Speaker C"], b.turn_id: ["Speaker B"]})
-    store.set_speaker_names({"Speaker E": "Eve"})
-    assert store.speaker_labels() == {"Speaker A", "Speaker B", "Speaker C", "Speaker E"}
+    store.set_speaker_names({"Speaker E": "Eve"})   # named, not carried by any turn: not used
+    assert store.speaker_labels() == {"Speaker A", "Speaker B", "Speaker C"}
     assert store.unrefined_turns() == 0
     store.commit(turn("Speaker A", "again", 31.0))
     assert store.unrefined_turns() == 1

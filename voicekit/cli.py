@@ -250,7 +250,9 @@ def _meeting_args(p: argparse.ArgumentParser, append: bool = True) -> None:
         g.add_argument("--append", action="store_true",
                        help="go on with the meeting already in OUT (after a dropped connection or a "
                             "crash): this run's times continue after its audio, new speakers are labelled "
-                            "after its speakers, and the outputs are rewritten from all its turns")
+                            "after its speakers, and the outputs are rewritten from all its turns; a "
+                            "returning voice keeps its label when every session ran with --keep-embeddings "
+                            "(voicekit mic)")
 
 
 def _keep_embeddings_arg(p: argparse.ArgumentParser) -> None:
@@ -842,6 +844,21 @@ class _SetAside:
             self.dir.rmdir()
 
 
+def _meeting_stem(store_path: Path, args: argparse.Namespace) -> str:
+    """The output stem of a live capture: ``--stem``, else ``meeting``; with ``--append``, the
+    stored meeting's (its outputs are rewritten, never a second set beside them).
+
+    Raises:
+        CliError: ``--append`` with a ``--stem`` other than the stored meeting's.
+    """
+    stem = _check_stem(args.stem)
+    stored = _stored_meta(store_path).get("stem") if args.append and _committed_turns(store_path) else None
+    if stored and stem is not None and stem != stored:
+        raise CliError(f"the meeting in {store_path.parent} writes its outputs as {stored}.*: with --append, "
+                       f"leave out --stem (or give --stem {stored})")
+    return stem or stored or "meeting"
+
+
 def _check_stem(stem: str | None) -> str | None:
     """``--stem`` as given (None: the default), once it is known to be a plain file name."""
     if stem is not None and (not stem.strip() or Path(stem).name != stem or stem in (".", "..")):
@@ -956,11 +973,13 @@ def cmd_export(args: argparse.Namespace) -> int:
     store = MeetingStore(store_path)
     meta = store.meta()
     stem = meta.get("stem", "meeting")
-    # a meeting that went on after its refinement (mic --append) holds turns the refinement lacks
-    stale = store.unrefined_turns() if store.has_refined() and _has_embeddings(store_path) else 0
+    # a meeting that went on after its refinement (mic --append) holds turns the refinement lacks;
+    # it can be redone only from kept embeddings
+    stale = store.unrefined_turns() if store.has_refined() else 0
+    redo = bool(stale) and _has_embeddings(store_path)
     try:
-        if args.refine and (args.num_speakers is not None or not store.has_refined() or stale):
-            if stale:
+        if args.refine and (args.num_speakers is not None or not store.has_refined() or redo):
+            if redo:
                 print(f"the stored refinement lacks the {_plural(stale, 'turn')} committed since: re-clustering "
                       "the whole meeting" + ("" if args.num_speakers else " (--num-speakers N sets the count)"))
             _refine_stored(store, args.num_speakers)
@@ -972,9 +991,11 @@ def cmd_export(args: argparse.Namespace) -> int:
             print(f"deleted the speaker embeddings of {_plural(store.drop_embeddings(), 'utterance')}")
         written = _write_outputs(store.turns(), out, stem, meta)
         if store.has_refined():
-            if stale and not args.refine:
-                print(f"the stored refinement lacks the {_plural(stale, 'turn')} committed since (live labels "
-                      f"in {stem}{REFINED_SUFFIX}.*): `voicekit export {out} --refine` re-clusters the whole meeting")
+            if stale and not (args.refine and redo):
+                print(f"the stored refinement lacks the {_plural(stale, 'turn')} committed since it ran: "
+                      f"{stem}{REFINED_SUFFIX}.* give them their live labels" +
+                      (f" (`voicekit export {out} --refine` re-clusters the whole meeting)" if redo else
+                       " (no speaker embeddings are kept to re-cluster the meeting)"))
             written += _write_outputs(store.turns(refined=True), out, stem, {**meta, "refined": True},
                                       suffix=REFINED_SUFFIX)
     finally:
@@ -1150,6 +1171,8 @@ examples:
   voicekit mic --out out/                       # the default input device
   voicekit mic --device pulse --out out/ --num-speakers 3
   voicekit mic --device 2 --out out/ --seconds 600
+  voicekit mic --out out/ --keep-embeddings           # then, after a crash or an unplugged device:
+  voicekit mic --out out/ --keep-embeddings --append  # the meeting goes on: same clock, same voices
 
 Ctrl-C (or SIGTERM) ends the meeting: capture stops, the audio already captured is processed,
 the open utterance is committed and the outputs are written (a second Ctrl-C aborts the rest).
@@ -1221,8 +1244,8 @@ def cmd_mic(args: argparse.Namespace) -> int:
     if args.seconds is not None and args.seconds <= 0:
         raise CliError(f"--seconds must be positive, got {args.seconds}")
     _check_existing_meeting(out / "meeting.sqlite", args)   # before the device: a wrong option comes first
+    stem = _meeting_stem(out / "meeting.sqlite", args)
     source = MicSource(args.input_device, duration=args.seconds, channels=args.channels)
-    stem = _check_stem(args.stem)
     options = _options(args)
     hooks = _hooks(args, err)
     voices = _voice_identifier(args)
@@ -1242,6 +1265,9 @@ def cmd_mic(args: argparse.Namespace) -> int:
     if pipe.start_time:
         err.print(f"[dim]going on with the meeting in {out}/ at {pipe.start_time:.1f} s "
                   f"({_known_speakers(pipe)})[/dim]")
+    elif args.append:
+        err.print(f"[yellow]--append: {out}/ holds no meeting to go on with (no turn stored): a new meeting "
+                  "starts[/yellow]")
     err.print(f"listening on {source.device.name!r} ({source.sample_rate} Hz, {source.channels} ch); "
               "Ctrl-C ends the meeting")
     result = None
@@ -1271,14 +1297,16 @@ def cmd_mic(args: argparse.Namespace) -> int:
                                       for k in ("input_overflows", "queue_overflows")})
     store.set_meta(**meta)
     written = _write_outputs(store.turns(), out, stem, meta)
-    if store.has_refined():   # (the meeting went on after a refinement)
-        err.print(f"[yellow]{stem}.refined.* (written by an earlier refinement) lack this session: `voicekit "
-                  f"export {out} --refine` re-clusters the whole meeting[/yellow]")
+    if store.has_refined():   # the meeting went on after a refinement; mic writes no refined files
+        how = (f"`voicekit export {out} --refine` re-clusters the whole meeting and rewrites them"
+               if options.keep_embeddings else f"no speaker embeddings are kept to re-cluster the meeting; "
+               f"`voicekit export {out}` rewrites them with this session's turns under their live labels")
+        err.print(f"[yellow]{stem}.refined.* lack this session's turns: {how}[/yellow]")
     store.close()
     _enrol_voices(args, [pipe], err)
     err.print(f"[dim]{source.report()}[/dim]")
     if result is not None:
-        err.print(f"[dim]{_turns_summary(result)}[/dim]")
+        err.print(f"[dim]{'this session: ' if pipe.start_time else ''}{_turns_summary(result)}[/dim]")
     err.print(f"wrote {', '.join(p.name for p in written)} to {out}/")
     if source.lost is not None:  # the watchdog ended the capture: say so, and fail the run
         err.print(f"[red]voicekit: error: {source.lost}; the meeting up to then is written (exit code 1)[/red]")
@@ -1332,7 +1360,7 @@ def cmd_livekit(args: argparse.Namespace) -> int:
         raise CliError(f"--seconds must be positive, got {args.seconds}")
     out = Path(args.out)
     _check_writable(out)
-    _check_stem(args.stem)
+    args.stem = _meeting_stem(out / "meeting.sqlite", args)
     options = _options(args)
     hooks = _hooks(args, err)
     voices = _voice_list(args)
@@ -1372,6 +1400,9 @@ def cmd_livekit(args: argparse.Namespace) -> int:
         meta.update(_session_meta(store, meta, bot.start_time))
         err.print(f"joined room {bot.room_name!r} at {url}; Ctrl-C ends the meeting"
                   + (f" (going on with the meeting in {out}/ at {bot.start_time:.1f} s)" if bot.start_time else ""))
+        if args.append and not bot.start_time:
+            err.print(f"[yellow]--append: {out}/ holds no meeting to go on with (no turn stored): a new meeting "
+                      "starts[/yellow]")
         try:
             await bot.wait(stop, args.seconds)
         finally:
@@ -1446,7 +1477,8 @@ def _capture_parsers(sub) -> None:  # noqa: ANN001
                    help="input device: index or (part of) its name from `voicekit devices` (default: "
                         "the default input)")
     p.add_argument("--out", default="out", help="meeting directory for the store and outputs (default out/)")
-    p.add_argument("--stem", default="meeting", help="output file stem (default meeting)")
+    p.add_argument("--stem", default=None, help="output file stem (default meeting; with --append, the "
+                                                "stored meeting's)")
     p.add_argument("--seconds", type=float, default=None, help="stop by itself after this many seconds")
     p.add_argument("--channels", type=int, default=None,
                    help="input channels to open (default: the device's own count; virtual devices "
@@ -1473,7 +1505,8 @@ def _capture_parsers(sub) -> None:  # noqa: ANN001
     p.add_argument("--room-mic", action="append", metavar="IDENTITY",
                    help="a participant whose track is a shared room microphone: diarized (repeatable)")
     p.add_argument("--out", default="out", help="meeting directory for the store and outputs (default out/)")
-    p.add_argument("--stem", default="meeting", help="output file stem (default meeting)")
+    p.add_argument("--stem", default=None, help="output file stem (default meeting; with --append, the "
+                                                "stored meeting's)")
     p.add_argument("--seconds", type=float, default=None, help="leave by itself after this many seconds")
     p.add_argument("--quiet", action="store_true", help="no live lines")
     _meeting_args(p)

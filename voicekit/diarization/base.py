@@ -37,8 +37,7 @@ class Diarizer(Protocol):
                embeddings: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]] = (),
                labels: Iterable[str] = ()) -> None:
         """Continue a stored meeting, before the first :meth:`process`: new speakers are labelled
-        after every "Speaker X" label of ``turns`` and ``labels`` (the meeting's refined and named
-        labels); a diarizer that can also knows the stored speakers from their kept ``(starts,
+        after every "Speaker X" label of ``turns`` and ``labels`` (the meeting's refined labels); a diarizer that can also knows the stored speakers from their kept ``(starts,
         ends, vectors)`` window embeddings
         (:meth:`voicekit.diarization.online.OnlineDiarizer.resume`)."""
         ...

@@ -216,7 +216,7 @@ class OnlineDiarizer:
             embeddings: its kept ``(starts, ends, vectors)`` per utterance
                 (:meth:`voicekit.store.MeetingStore.embeddings`): ``(n,)`` float64 seconds,
                 ``(n, 256)`` float32; empty when it kept none.
-            labels: every other label it used (refined, named:
+            labels: every other label its turns carry (refined:
                 :meth:`voicekit.store.MeetingStore.speaker_labels`).
 
         Raises:

@@ -310,15 +310,16 @@ class MeetingStore:
         return ResumePoint(round(max(ends), 3), 0 if last is None else int(last[0]) + 1)
 
     def speaker_labels(self) -> set[str]:
-        """Every label the meeting has used: live, refined (a refinement may open labels no live
-        turn has) and named (``speaker_names``); a session that goes on gives none of them to a
-        new speaker."""
+        """Every label a turn of the meeting carries, live or refined (a refinement may open
+        labels no live turn has); a session that goes on gives none of them to a new speaker. (A
+        label only named, by ``--speaker-names``, is not one: nobody has it yet, and the first
+        new speaker to get it takes its name.)"""
         labels = {row[0] for row in self.conn.execute("SELECT speaker FROM turns")}
         for speaker, words in self.conn.execute("SELECT refined_speaker, refined_words FROM turns "
                                                 "WHERE refined_speaker IS NOT NULL"):
             labels.add(speaker)
             labels.update(json.loads(words) if words else ())
-        return labels | set(self.speaker_names())
+        return labels
 
     def has_refined(self) -> bool:
         """Whether refinement has run on this meeting."""
