@@ -619,15 +619,20 @@ def test_a_track_subscribed_again_after_a_reconnect_gets_a_new_lane(tmp_path, mo
 def test_a_resumed_meeting_goes_on_in_meeting_time_with_new_lanes(tmp_path, monkeypatch):
     """`voicekit livekit --append` after a dropped connection: the second session's turns come
     after the first session's in meeting time, and its lanes are numbered after the first's, so
-    no channel ("@r/1" for an unnamed participant) names two people."""
+    no channel ("@r/1" for an unnamed participant) names two people; a room microphone's speakers
+    are labelled after the stored labels (LiveKit keeps no embeddings: nobody is known again)."""
     _sdk_or_skip()
+    from _capture_common import FALCON
+    from voicekit.capture.livekit_bot import ROOM_MIC_ATTRIBUTE
+
     sessions = []
     for resume in (False, True):
         bot, store = _offline_bot(tmp_path, monkeypatch, resume=resume)
 
         async def scenario(bot=bot):  # noqa: ANN001
             _subscribe(bot, 0, "diane", "", _pcm16(JFK))
-            await until(lambda: bot.lanes["TR_0"].closed, 60, "the lane to end")
+            _subscribe(bot, 1, "room", "Room 4", _pcm16(FALCON), attributes={ROOM_MIC_ATTRIBUTE: "true"})
+            await until(lambda: all(lane.closed for lane in bot.lanes.values()), 90, "the lanes to end")
             await bot.close()
 
         asyncio.run(scenario())
@@ -638,13 +643,18 @@ def test_a_resumed_meeting_goes_on_in_meeting_time_with_new_lanes(tmp_path, monk
     (first, stored, duration), (second, turns, _) = sessions
     # (the fake stream plays faster than real time: the turns may end after the recorded duration)
     assert first.start_time == 0.0 and second.start_time == max(duration, max(t.end for t in stored))
-    lane = second.lanes["TR_0"]
-    assert lane.channel == "r/2" and lane.offset >= second.start_time
-    new = turns[len(stored):]
-    assert turns[:len(stored)] == stored and len(new) == len(stored) >= 1
-    assert all(t.channel == "r/2" and t.start >= second.start_time for t in new)
+    lane, room = second.lanes["TR_0"], second.lanes["TR_1"]
+    assert (lane.channel, room.channel) == ("r/3", "r/4") and lane.offset >= second.start_time
+    new = [t for t in turns if t.turn_id > max(t.turn_id for t in stored)]
+    assert sorted(turns, key=lambda t: t.turn_id)[:len(stored)] == sorted(stored, key=lambda t: t.turn_id)
+    assert all(t.channel in ("r/3", "r/4") and t.start >= second.start_time for t in new)
     assert all(t.emitted_at >= second.start_time for t in new)
-    assert [t.text for t in new] == [t.text for t in stored]
+    assert [t.text for t in new if t.channel == "r/3"] == [t.text for t in stored if t.channel == "r/1"]
+    before = [t.speaker for t in stored if t.channel == "r/2"]
+    after = [t.speaker for t in new if t.channel == "r/4"]
+    print("room microphone, session 1:", before, "session 2:", after)
+    assert before[0] == "Speaker A" and len(set(before)) >= 2
+    assert not set(after) & set(before) and after[0] == f"Speaker {chr(ord('A') + len(set(before)))}"
 
 
 def test_disconnect_reasons_say_what_happened():
