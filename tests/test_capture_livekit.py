@@ -312,14 +312,16 @@ def _sheila_speaks(people: subprocess.Popen, run: CliRun) -> None:
 @in_netns
 def test_cli_transcribes_a_room_and_ends_on_ctrl_c(tmp_path):
     """`voicekit livekit` as a user runs it: joins, Sheila speaks, Ctrl-C; exit 0 and outputs with
-    her name, her channel and her words."""
+    her name, her channel and her words; with `--session local` each of her turns also went into
+    the live model session as it was committed."""
     _sdk_or_skip()
     from voicekit.evaluation import wer
 
     out = tmp_path / "standup"
     with Sfu(port=7882) as sfu:
         run = CliRun(["livekit", "--url", sfu.url, "--room", "standup", "--api-key", KEY, "--api-secret", SECRET,
-                      "--out", out], marks=["joined room 'standup'", "lane standup/1: Sheila (sheila)"])
+                      "--out", out, "--session", "local"],
+                     marks=["joined room 'standup'", "lane standup/1: Sheila (sheila)"])
         people = _people(sfu)
         try:
             assert run.seen("joined room 'standup'").wait(120), run.text
@@ -343,6 +345,10 @@ def test_cli_transcribes_a_room_and_ends_on_ctrl_c(tmp_path):
     text = " ".join(t["text"] for t in turns)
     assert wer(LIBRI_TEXT, text) <= 0.35, text
     assert any("standup/1 Sheila (sheila)" in line for line in run.lines), run.text
+    events = [json.loads(line) for line in (out / "session.jsonl").read_text(encoding="utf-8").splitlines()]
+    items = [" ".join(p["text"] for p in e["item"]["content"]) for e in events if e["type"] == "conversation.item.create"]
+    assert events[0]["type"] == "session.update" and len(items) == len(turns)
+    assert all(t["text"] in item for t, item in zip(turns, items)), (items, turns)
 
 
 @in_netns

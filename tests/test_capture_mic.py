@@ -233,6 +233,34 @@ def test_mic_append_goes_on_with_the_meeting(virtual_mic, tmp_path):
     assert len({t["speaker"] for t in refined}) == len(set(speakers))
 
 
+def test_mic_feeds_a_live_model_session(virtual_mic, tmp_path):
+    """`voicekit mic --session local`: the meeting heard on the microphone goes into a live model
+    session as it happens, each committed turn one item, labelled once two people have spoken
+    (attribution.md A2/A3); what a provider would be sent is in OUT/session.jsonl."""
+    out = tmp_path / "meeting"
+    run = CliRun(["mic", "--device", "pulse", "--out", out, "--quiet", "--session", "local"], marks=["audio flowing"])
+    try:
+        assert run.seen("audio flowing").wait(90), run.text
+        play(FALCON)
+        time.sleep(1.0)
+        run.proc.send_signal(signal.SIGINT)
+        rc = run.proc.wait(120)
+    finally:
+        run.finish()
+    assert rc == 0, run.text
+    assert f"the local session's events (what a live model would have received): {out / 'session.jsonl'}" in run.text
+    turns = json.loads((out / "meeting.json").read_text())["turns"]
+    events = [json.loads(line) for line in (out / "session.jsonl").read_text(encoding="utf-8").splitlines()]
+    items = [e["item"] for e in events if e["type"] == "conversation.item.create"]
+    print([part["text"] for item in items for part in item["content"]])
+    assert events[0]["type"] == "session.update" and len(turns) >= 3
+    texts = [" ".join(part["text"] for part in item["content"]) for item in items]
+    assert len(items) == len(turns) and all(t["text"] in x for t, x in zip(turns, texts))
+    speakers = [t["speaker"] for t in turns]
+    second = next(i for i, sp in enumerate(speakers) if sp != speakers[0])
+    assert all(f"{t['speaker']}:" in x or f'"{t["speaker"]}"' in x for t, x in zip(turns[second:], texts[second:]))
+
+
 def test_mic_cli_ends_with_an_error_when_the_device_is_lost(virtual_mic, tmp_path_factory):
     """The audio server goes away mid-meeting (an unplugged USB microphone looks the same to
     PortAudio): the capture ends by itself within seconds, what was heard is committed and written,

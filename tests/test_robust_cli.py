@@ -139,9 +139,12 @@ def test_voices_written_before_the_recording_says_it_took_the_recording(tmp_path
 
 
 @pytest.mark.parametrize("provider, variable", [("openai", "OPENAI_API_KEY"), ("gemini", "GEMINI_API_KEY")])
-def test_a_missing_api_key_stops_before_the_models_and_leaves_nothing(tmp_path, provider, variable):
+@pytest.mark.parametrize("command", [("replay", SAMPLE), ("mic",), ("livekit", "--url", "ws://127.0.0.1:9", "--token", "t")],
+                         ids=["replay", "mic", "livekit"])
+def test_a_missing_api_key_stops_before_the_models_and_leaves_nothing(tmp_path, provider, variable, command):
+    """Also before `mic` opens the device and `livekit` joins the room."""
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")}
-    rc, err = _cli("replay", SAMPLE, "--out", tmp_path / "pre" / "sub", "--session", provider, env=env)
+    rc, err = _cli(*command, "--out", tmp_path / "pre" / "sub", "--session", provider, env=env)
     assert rc == 2 and err.splitlines() == [f"voicekit: error: --session {provider}: no "
                                             f"{'OpenAI' if provider == 'openai' else 'Gemini'} API key: set "
                                             f"{variable}" + (" (or GOOGLE_API_KEY)" if provider == "gemini" else "")], err

@@ -526,13 +526,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
         except StoreError as exc:
             logging.getLogger("voicekit.cli").warning("%s", exc)
         hooks.close()
-        if broadcaster is not None:
-            try:
-                session_missed = not broadcaster.close(timeout=args.session_timeout)
-            except KeyboardInterrupt:  # Ctrl-C while waiting for the session: the outputs still come
-                interrupted = True
-                err.print("[yellow]stopped waiting for the live session (the turns it was not sent are in the store); "
-                          "writing outputs[/yellow]")
+        session_missed, stopped = _close_session(broadcaster, args, err)
+        interrupted = interrupted or stopped
     try:
         written = _write_outputs(store.turns(), out, stem, meta)
         refined_line = None
@@ -569,15 +564,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
     elif decide is not None:  # without --explain the decisions went only to the hooks: say what they were
         err.print(f"[dim]turn-taking: {decide.summary()} (--explain shows each)[/dim]")  # type: ignore[attr-defined]
     err.print(f"wrote {', '.join(p.name for p in written)} to {out}/")
-    session_log = getattr(session, "path", None)
-    if session_log is not None and Path(session_log).is_file():
-        err.print(f"the local session's events (what a live model would have received): {session_log}")
+    _session_log_line(session, err)
     if interrupted:
         return 130
     if session_missed:
-        err.print(f"[red]voicekit: error: the live session ({args.session}) was not sent every turn within "
-                  f"--session-timeout {args.session_timeout:g} s (see the warnings above); the transcript is "
-                  "complete in the outputs and the store (exit code 1)[/red]")
+        err.print(_session_missed_line(args))
         return 1
     if source.info.declared_duration is not None:
         err.print(f"{source.path} is truncated: only its first {source.info.duration:.1f} s of "
@@ -676,6 +667,34 @@ def _start_session(args: argparse.Namespace, session, store_path: Path):  # noqa
             fh.flush()
     session_id = f"{args.session}:{args.session_model or 'default'}"
     return Broadcaster(session, store_path, session_id=session_id, on_event=on_event).start()
+
+
+def _close_session(broadcaster, args: argparse.Namespace, err) -> tuple[bool, bool]:  # noqa: ANN001
+    """At the end of a meeting, wait up to ``--session-timeout`` for the live session to take
+    what is queued. Returns ``(missed, stopped)``: it was not sent every turn; a Ctrl-C stopped the
+    wait (the outputs are written all the same)."""
+    if broadcaster is None:
+        return False, False
+    try:
+        return not broadcaster.close(timeout=args.session_timeout), False
+    except KeyboardInterrupt:
+        err.print("[yellow]stopped waiting for the live session (the turns it was not sent are in the store); "
+                  "writing outputs[/yellow]")
+        return False, True
+
+
+def _session_missed_line(args: argparse.Namespace) -> str:
+    """The closing error of a meeting whose live session was not sent every turn (exit code 1)."""
+    return (f"[red]voicekit: error: the live session ({args.session}) was not sent every turn within "
+            f"--session-timeout {args.session_timeout:g} s (see the warnings above); the transcript is "
+            "complete in the outputs and the store (exit code 1)[/red]")
+
+
+def _session_log_line(session, err) -> None:  # noqa: ANN001
+    """Where the local session wrote what a live model would have received."""
+    path = getattr(session, "path", None)
+    if path is not None and Path(path).is_file():
+        err.print(f"the local session's events (what a live model would have received): {path}")
 
 
 def _chain(*callbacks):
@@ -1171,6 +1190,7 @@ examples:
   voicekit mic --out out/                       # the default input device
   voicekit mic --device pulse --out out/ --num-speakers 3
   voicekit mic --device 2 --out out/ --seconds 600
+  voicekit mic --out out/ --session local             # what a live model session would be sent
   voicekit mic --out out/ --keep-embeddings           # then, after a crash or an unplugged device:
   voicekit mic --out out/ --keep-embeddings --append  # the meeting goes on: same clock, same voices
 
@@ -1245,6 +1265,7 @@ def cmd_mic(args: argparse.Namespace) -> int:
         raise CliError(f"--seconds must be positive, got {args.seconds}")
     _check_existing_meeting(out / "meeting.sqlite", args)   # before the device: a wrong option comes first
     stem = _meeting_stem(out / "meeting.sqlite", args)
+    session = _make_session(args, out)  # a missing API key stops here: nothing written, no device opened
     source = MicSource(args.input_device, duration=args.seconds, channels=args.channels)
     options = _options(args)
     hooks = _hooks(args, err)
@@ -1257,6 +1278,9 @@ def cmd_mic(args: argparse.Namespace) -> int:
     if hooks.names:
         store.set_speaker_names(hooks.names)
     on_turn = None if args.quiet else (lambda t: console.print(format_line(t), markup=False))  # noqa: E731
+    broadcaster = _start_session(args, session, out / "meeting.sqlite")   # --session (realtime)
+    if broadcaster is not None:
+        on_turn = _chain(on_turn, broadcaster.on_turn)
     pipe = Pipeline(options, components, hooks=hooks, store=store, on_turn=on_turn, realtime_clock=True,
                     voices=voices, resume=args.append)
     meta = _session_meta(store, {"source": f"mic:{source.device.name}", "stem": stem,
@@ -1290,6 +1314,7 @@ def cmd_mic(args: argparse.Namespace) -> int:
     finally:
         store.set_speaker_names(pipe.speaker_names())
         hooks.close()
+        session_missed, stopped = _close_session(broadcaster, args, err)
     duration = round(pipe.start_time + heard, 3)   # the meeting's, every session of it
     meta["sessions"][-1].update(duration=heard, input_overflows=source.input_overflows,
                                 queue_overflows=source.feed.overflows)
@@ -1308,10 +1333,16 @@ def cmd_mic(args: argparse.Namespace) -> int:
     if result is not None:
         err.print(f"[dim]{'this session: ' if pipe.start_time else ''}{_turns_summary(result)}[/dim]")
     err.print(f"wrote {', '.join(p.name for p in written)} to {out}/")
+    _session_log_line(session, err)
     if source.lost is not None:  # the watchdog ended the capture: say so, and fail the run
         err.print(f"[red]voicekit: error: {source.lost}; the meeting up to then is written (exit code 1)[/red]")
         return 1
-    return 0 if result is not None else 130
+    if result is None or stopped:
+        return 130
+    if session_missed:
+        err.print(_session_missed_line(args))
+        return 1
+    return 0
 
 
 EPILOG_LIVEKIT = """\
@@ -1361,6 +1392,7 @@ def cmd_livekit(args: argparse.Namespace) -> int:
     out = Path(args.out)
     _check_writable(out)
     args.stem = _meeting_stem(out / "meeting.sqlite", args)
+    session = _make_session(args, out)  # a missing API key stops here: nothing written, no model loaded
     options = _options(args)
     hooks = _hooks(args, err)
     voices = _voice_list(args)
@@ -1374,7 +1406,16 @@ def cmd_livekit(args: argparse.Namespace) -> int:
     aside = _SetAside(store_path) if store_path.exists() and not args.append else None
     store = MeetingStore(store_path)
     meta = {"source": f"livekit:{url}", "stem": args.stem, "model": args.model, "vad": args.vad}
-    on_turn = None if args.quiet else (lambda t: console.print(f"{t.channel}  {format_line(t)}", markup=False))  # noqa: E731
+    printed = None if args.quiet else (lambda t: console.print(f"{t.channel}  {format_line(t)}", markup=False))  # noqa: E731
+    live: list = []   # the broadcaster of --session, started once the room is joined
+    missed: list[bool] = []
+
+    def on_turn(turn) -> None:  # noqa: ANN001 - a lane's thread
+        if printed is not None:
+            printed(turn)
+        for broadcaster in live:
+            broadcaster.on_turn(turn)
+
     bot = LiveKitBot(url, token, options, components=components, store=store, hooks=hooks, on_turn=on_turn,
                      room_mics=args.room_mic or (), voices=voices, resume=args.append,
                      on_status=lambda message: err.print(message, style="dim", markup=False))
@@ -1403,6 +1444,9 @@ def cmd_livekit(args: argparse.Namespace) -> int:
         if args.append and not bot.start_time:
             err.print(f"[yellow]--append: {out}/ holds no meeting to go on with (no turn stored): a new meeting "
                       "starts[/yellow]")
+        broadcaster = _start_session(args, session, store_path)   # --session (realtime)
+        if broadcaster is not None:
+            live.append(broadcaster)
         try:
             await bot.wait(stop, args.seconds)
         finally:
@@ -1418,6 +1462,8 @@ def cmd_livekit(args: argparse.Namespace) -> int:
                 names.update(lane.pipeline.speaker_names())
         store.set_speaker_names({**names, **hooks.names})
         hooks.close()
+        for broadcaster in live:
+            missed.append(_close_session(broadcaster, args, err)[0])
         meta["duration"] = round(bot.meeting_time(), 3)   # the meeting's, every session of it
         store.set_meta(duration=meta["duration"])
         written = _write_outputs(store.turns(), out, args.stem, meta)
@@ -1445,8 +1491,12 @@ def cmd_livekit(args: argparse.Namespace) -> int:
         err.print(f"[dim]{lane.channel} {lane.label} ({lane.identity}): {len(lane.turns)} turns, "
                   f"{lane.samples / 16000:.1f} s of audio, {lane.feed.overflows} blocks dropped, {state}[/dim]")
     err.print(f"wrote {', '.join(p.name for p in written)} to {out}/")
+    _session_log_line(session, err)
     if bot.lost is not None:
         err.print(f"[red]voicekit: error: {bot.lost}; the meeting up to then is written (exit code 1)[/red]")
+        return 1
+    if any(missed):
+        err.print(_session_missed_line(args))
         return 1
     return 1 if any(lane.error for lane in bot.all_lanes()) else 0
 
@@ -1488,6 +1538,7 @@ def _capture_parsers(sub) -> None:  # noqa: ANN001
     _keep_embeddings_arg(p)
     _hook_args(p)
     _voice_args(p)
+    _session_args(p)
     _pipeline_args(p, device_flag="--compute-device")
     p.set_defaults(func=cmd_mic)
 
@@ -1512,6 +1563,7 @@ def _capture_parsers(sub) -> None:  # noqa: ANN001
     _meeting_args(p)
     _hook_args(p, names_scope=" (room-microphone lanes)")
     _voice_args(p)
+    _session_args(p)
     _pipeline_args(p)
     p.set_defaults(func=cmd_livekit)
 
