@@ -164,17 +164,29 @@ def test_a9_new_conversation_after_reconnect_holds_the_note_once(tmp_path):
         assert second[3]["content"][0]["text"].startswith("Alice: ")
 
 
-def test_restart_resumes_from_the_store_without_resending(tmp_path):
+def test_restart_gives_the_new_conversation_the_meeting_so_far_then_what_it_missed(tmp_path):
+    """A restarted broadcaster (voicekit mic --append --session openai after a crash) opens a new
+    provider conversation, which holds nothing of the meeting: like a reconnected one, it is first
+    sent what the earlier run delivered (before, it got only the turn committed meanwhile and the
+    model lost the meeting), then that turn. Nothing is recorded, counted or delivered twice."""
     with FakeOpenAIRealtime() as server:
         store, b, committed = run_meeting(tmp_path, server, SCRIPT[:3])
         late = store.commit(turn("Speaker B", "Bob", "After the restart.", 9))
         b2 = Broadcaster(session(server), store.path, session_id="openai:test").start()
         assert b2.close(timeout=10)
         server.settle()   # the server has read everything the client sent
-        second = user_items(server, 1)
-        assert [i["id"] for i in second] == [f"vk-t{late.turn_id}"]
+        first, second = user_items(server, 0), user_items(server, 1)
+        assert [i["id"] for i in second] == [i["id"] for i in first] + [f"vk-t{late.turn_id}"]
+        assert b2.stats["resent_after_restart"] == 3 and b2.stats["delivered"] == 1
+        assert DeliveryLog(store.path, "openai:test").statuses() == {t.turn_id: "delivered"
+                                                                     for t in [*committed, late]}
         # the session was labelled before the restart: still labelled (A3, durable)
-        assert second[0]["content"][0]["text"] == 'Bob: "After the restart."'
+        assert second[-1]["content"][0]["text"] == 'Bob: "After the restart."'
+        # re-sent as now: labelled from the first line (A3), the note with that first labelled item (A9)
+        assert [i["content"][0]["text"] for i in second[:3]] == \
+            ['Alice: "Good morning, shall we start?"', 'Alice: "First item is the budget."',
+             first[2]["content"][0]["text"]]
+        assert second[0]["content"][1]["text"] == RUNTIME_NOTE and all(len(i["content"]) == 1 for i in second[1:])
 
 
 def test_provider_error_is_logged_with_the_event_id_and_not_retried(tmp_path, caplog):

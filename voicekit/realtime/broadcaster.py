@@ -89,7 +89,8 @@ class Broadcaster:
         self.on_event = on_event
         self.meeting_id = meeting_id
         self.stats = {"delivered": 0, "rejected": 0, "dropped": 0, "queue_full": 0, "connects": 0,
-                      "reconnects": 0, "instructions": 0, "replies_requested": 0, "resent_after_reconnect": 0}
+                      "reconnects": 0, "instructions": 0, "replies_requested": 0, "resent_after_reconnect": 0,
+                      "resent_after_restart": 0}
         self.connected = threading.Event()
         self._q: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=queue_size)
         self._queue_size = queue_size
@@ -287,6 +288,8 @@ class Broadcaster:
                     break
             if first and self.stats["reconnects"] and self._history:
                 await self._resend_history()
+            elif first and not self.stats["reconnects"] and self._log is not None:
+                await self._resend_earlier_run()
             if first or self._catch_up:
                 self._catch_up = False
                 first = False
@@ -346,6 +349,19 @@ class Broadcaster:
         log.info("realtime session %s: %d items of the meeting sent again to the new conversation",
                  self.session_id, len(items))
 
+    async def _resend_earlier_run(self) -> None:
+        """A meeting that goes on (``voicekit mic --append --session …``): this run's provider
+        conversation is new, so it is first sent the last turns an earlier run delivered to this
+        session id (as many as ``history_on_reconnect``), rendered as now, so that the model
+        knows the meeting so far; they are not delivered or asked a reply for again."""
+        turns = self._log.delivered(self._history.maxlen or 0) if self._log is not None else []
+        for turn in turns:
+            await self._send_turn(turn, again=True)
+        if turns:
+            self.stats["resent_after_restart"] += len(turns)
+            log.info("realtime session %s: %d turns an earlier run delivered sent to the new conversation",
+                     self.session_id, len(turns))
+
     async def _send_from_store(self, before: int | None = None) -> None:
         """Send the store's undelivered turns, in commit order (only those with ids below
         ``before`` when given)."""
@@ -354,11 +370,13 @@ class Broadcaster:
         for turn in self._log.undelivered(before):
             await self._send_turn(turn)
 
-    async def _send_turn(self, turn: SpeakerTurn) -> None:
+    async def _send_turn(self, turn: SpeakerTurn, again: bool = False) -> None:
+        """Send one committed turn and record it; ``again``: a turn an earlier run delivered,
+        sent to a new conversation for its context (not recorded, counted or replied to again)."""
         assert self._attr is not None
         role = turn_role(turn, self.assistant_id)
         if not is_speaker_turn(role):
-            if self._log is not None and turn.turn_id is not None:
+            if self._log is not None and turn.turn_id is not None and not again:
                 self._log.mark(turn.turn_id, SKIPPED)
             return
         state = self._attr.snapshot()
@@ -381,19 +399,22 @@ class Broadcaster:
                       self.session_id, turn.turn_id, exc.event_id, exc.code, exc)
             # the item never reached the session: neither its speaker nor its note counts
             self._attr.restore(state)
+            if again:
+                return
             if self._log is not None and turn.turn_id is not None:
                 self._log.mark(turn.turn_id, REJECTED)
             self.stats["rejected"] += 1
             return
-        if self._log is not None and turn.turn_id is not None:
-            self._log.mark(turn.turn_id, DELIVERED)
-        self.stats["delivered"] += 1
+        if not again:
+            if self._log is not None and turn.turn_id is not None:
+                self._log.mark(turn.turn_id, DELIVERED)
+            self.stats["delivered"] += 1
         self._history.append((item, key))
         if label is not None and label.speaker_key not in {s.speaker_key for s in self._sent_speakers}:
             self._sent_speakers.append(label)
             if self._log is not None:
                 self._log.save_speakers(self._sent_speakers)
-        if self.reply_when is not None and self.reply_when(turn):
+        if self.reply_when is not None and self.reply_when(turn) and not again:
             await self._reply()
 
     async def _reply(self) -> None:

@@ -71,6 +71,17 @@ class DeliveryLog:
             (self.session_id, before if before is not None else 2**62)).fetchall()
         return [turn_from_row(row) for row in rows]
 
+    def delivered(self, last: int) -> list[SpeakerTurn]:
+        """The last ``last`` turns this session was sent (an earlier run's, for a new one), in
+        commit order."""
+        if last <= 0:
+            return []
+        columns = ", ".join(f"t.{c.strip()}" for c in TURN_COLUMNS.split(","))
+        rows = self.conn.execute(
+            f"SELECT {columns} FROM turns t JOIN realtime_delivery d ON d.session_id = ? AND d.turn_id = t.id"
+            " WHERE d.status = ? ORDER BY t.id DESC LIMIT ?", (self.session_id, DELIVERED, last)).fetchall()
+        return [turn_from_row(row) for row in reversed(rows)]
+
     def mark(self, turn_id: int, status: str) -> None:
         """Record what became of a turn (one transaction; a second mark of a turn is ignored)."""
         self.conn.execute("INSERT OR IGNORE INTO realtime_delivery(session_id, turn_id, status, at) "
