@@ -189,6 +189,24 @@ def test_restart_gives_the_new_conversation_the_meeting_so_far_then_what_it_miss
         assert second[0]["content"][1]["text"] == RUNTIME_NOTE and all(len(i["content"]) == 1 for i in second[1:])
 
 
+def test_a_drop_during_the_restart_resend_sends_it_all_again(tmp_path):
+    """The new run's first conversation drops after two of the three turns of the earlier run
+    (found in review: the next conversation then got only what the drop had not cut, or nothing,
+    because the restart resend ran on the first connection only). The next conversation gets all
+    three again, then the turn committed meanwhile."""
+    with FakeOpenAIRealtime() as server:
+        store, b, committed = run_meeting(tmp_path, server, SCRIPT[:3])
+        late = store.commit(turn("Speaker B", "Bob", "After the restart.", 9))
+        server.drop_after_items = 2
+        b2 = Broadcaster(session(server), store.path, session_id="openai:test", backoff_initial=0.05).start()
+        assert b2.close(timeout=15)
+        server.settle()
+        earlier = [f"vk-t{t.turn_id}" for t in committed]
+        assert [i["id"] for i in user_items(server, 1)] == earlier[:2]
+        assert [i["id"] for i in user_items(server, 2)] == [*earlier, f"vk-t{late.turn_id}"]
+        assert b2.stats["reconnects"] == 1 and b2.stats["delivered"] == 1
+
+
 def test_provider_error_is_logged_with_the_event_id_and_not_retried(tmp_path, caplog):
     with FakeOpenAIRealtime() as server:
         server.reject_text = "budget"

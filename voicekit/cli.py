@@ -603,11 +603,13 @@ def _write_outputs(turns, out: Path, stem: str, meta: dict, suffix: str = "") ->
 
 
 # --- realtime session (--session) -----------------------------------------------------------
-def _make_session(args: argparse.Namespace, out: Path):
+def _make_session(args: argparse.Namespace, out: Path, echo: bool = True):
     """The realtime session for ``--session`` (None without it); see docs/realtime.md.
 
     Made before the meeting store and the models: it only checks the options (the provider's
-    API key, the log path), it connects later (:func:`_start_session`).
+    API key, the log path), it connects later (:func:`_start_session`). ``echo``: the local
+    session also prints its events (not with ``--quiet``; the live commands never, their live
+    lines are on the terminal).
 
     Raises:
         CliError: no API key for the provider, a bad option, a ``--session-log`` that is a folder.
@@ -640,7 +642,7 @@ def _make_session(args: argparse.Namespace, out: Path):
     try:
         return make_session(args.session, model=args.session_model, base_url=args.session_base_url,
                             log_path=str(log_path) if args.session == "local" and log_path else None,
-                            echo=None if getattr(args, "quiet", False) else stdout_echo,  # --quiet: the log only
+                            echo=stdout_echo if echo and not getattr(args, "quiet", False) else None,
                             instructions=instructions)
     except ValueError as exc:
         raise CliError(f"--session {args.session}: {exc}") from exc
@@ -695,6 +697,20 @@ def _session_log_line(session, err) -> None:  # noqa: ANN001
     path = getattr(session, "path", None)
     if path is not None and Path(path).is_file():
         err.print(f"the local session's events (what a live model would have received): {path}")
+
+
+def _live_sink(printed):  # noqa: ANN001, ANN202
+    """The ``on_turn`` of a live capture and the list it feeds: each committed turn is printed
+    (``printed``, None with ``--quiet``), then handed to every broadcaster appended to the list
+    (``--session``, started when the capture starts)."""
+    live: list = []
+
+    def on_turn(turn) -> None:  # noqa: ANN001
+        if printed is not None:
+            printed(turn)
+        for broadcaster in live:
+            broadcaster.on_turn(turn)
+    return on_turn, live
 
 
 def _chain(*callbacks):
@@ -1265,7 +1281,7 @@ def cmd_mic(args: argparse.Namespace) -> int:
         raise CliError(f"--seconds must be positive, got {args.seconds}")
     _check_existing_meeting(out / "meeting.sqlite", args)   # before the device: a wrong option comes first
     stem = _meeting_stem(out / "meeting.sqlite", args)
-    session = _make_session(args, out)  # a missing API key stops here: nothing written, no device opened
+    session = _make_session(args, out, echo=False)  # a missing API key stops here: nothing written, no device
     source = MicSource(args.input_device, duration=args.seconds, channels=args.channels)
     options = _options(args)
     hooks = _hooks(args, err)
@@ -1277,10 +1293,8 @@ def cmd_mic(args: argparse.Namespace) -> int:
     store = _fresh_store(out, args.append)
     if hooks.names:
         store.set_speaker_names(hooks.names)
-    on_turn = None if args.quiet else (lambda t: console.print(format_line(t), markup=False))  # noqa: E731
-    broadcaster = _start_session(args, session, out / "meeting.sqlite")   # --session (realtime)
-    if broadcaster is not None:
-        on_turn = _chain(on_turn, broadcaster.on_turn)
+    # the broadcaster of --session joins ``live`` just before the capture is read
+    on_turn, live = _live_sink(None if args.quiet else (lambda t: console.print(format_line(t), markup=False)))
     pipe = Pipeline(options, components, hooks=hooks, store=store, on_turn=on_turn, realtime_clock=True,
                     voices=voices, resume=args.append)
     meta = _session_meta(store, {"source": f"mic:{source.device.name}", "stem": stem,
@@ -1302,6 +1316,8 @@ def cmd_mic(args: argparse.Namespace) -> int:
                       "the stream started)[/dim]")
 
     threading.Thread(target=announce, name="voicekit-mic-announce", daemon=True).start()
+    broadcaster = _start_session(args, session, out / "meeting.sqlite")   # --session (realtime)
+    live.extend([broadcaster] if broadcaster is not None else [])
     try:
         with _GracefulStop(source.stop):
             result = pipe.run(source, channel="mic")
@@ -1334,15 +1350,14 @@ def cmd_mic(args: argparse.Namespace) -> int:
         err.print(f"[dim]{'this session: ' if pipe.start_time else ''}{_turns_summary(result)}[/dim]")
     err.print(f"wrote {', '.join(p.name for p in written)} to {out}/")
     _session_log_line(session, err)
+    if session_missed:
+        err.print(_session_missed_line(args))
     if source.lost is not None:  # the watchdog ended the capture: say so, and fail the run
         err.print(f"[red]voicekit: error: {source.lost}; the meeting up to then is written (exit code 1)[/red]")
         return 1
     if result is None or stopped:
         return 130
-    if session_missed:
-        err.print(_session_missed_line(args))
-        return 1
-    return 0
+    return 1 if session_missed else 0
 
 
 EPILOG_LIVEKIT = """\
@@ -1392,7 +1407,7 @@ def cmd_livekit(args: argparse.Namespace) -> int:
     out = Path(args.out)
     _check_writable(out)
     args.stem = _meeting_stem(out / "meeting.sqlite", args)
-    session = _make_session(args, out)  # a missing API key stops here: nothing written, no model loaded
+    session = _make_session(args, out, echo=False)  # a missing API key stops here: nothing written, no model
     options = _options(args)
     hooks = _hooks(args, err)
     voices = _voice_list(args)
@@ -1406,15 +1421,10 @@ def cmd_livekit(args: argparse.Namespace) -> int:
     aside = _SetAside(store_path) if store_path.exists() and not args.append else None
     store = MeetingStore(store_path)
     meta = {"source": f"livekit:{url}", "stem": args.stem, "model": args.model, "vad": args.vad}
-    printed = None if args.quiet else (lambda t: console.print(f"{t.channel}  {format_line(t)}", markup=False))  # noqa: E731
-    live: list = []   # the broadcaster of --session, started once the room is joined
-    missed: list[bool] = []
-
-    def on_turn(turn) -> None:  # noqa: ANN001 - a lane's thread
-        if printed is not None:
-            printed(turn)
-        for broadcaster in live:
-            broadcaster.on_turn(turn)
+    # the broadcaster of --session joins ``live`` once the room is joined; on_turn runs on the lanes' threads
+    on_turn, live = _live_sink(None if args.quiet else
+                               (lambda t: console.print(f"{t.channel}  {format_line(t)}", markup=False)))
+    closed: list[tuple[bool, bool]] = []   # the broadcaster's close: (missed, stopped)
 
     bot = LiveKitBot(url, token, options, components=components, store=store, hooks=hooks, on_turn=on_turn,
                      room_mics=args.room_mic or (), voices=voices, resume=args.append,
@@ -1462,8 +1472,7 @@ def cmd_livekit(args: argparse.Namespace) -> int:
                 names.update(lane.pipeline.speaker_names())
         store.set_speaker_names({**names, **hooks.names})
         hooks.close()
-        for broadcaster in live:
-            missed.append(_close_session(broadcaster, args, err)[0])
+        closed.extend(_close_session(broadcaster, args, err) for broadcaster in live)
         meta["duration"] = round(bot.meeting_time(), 3)   # the meeting's, every session of it
         store.set_meta(duration=meta["duration"])
         written = _write_outputs(store.turns(), out, args.stem, meta)
@@ -1492,13 +1501,15 @@ def cmd_livekit(args: argparse.Namespace) -> int:
                   f"{lane.samples / 16000:.1f} s of audio, {lane.feed.overflows} blocks dropped, {state}[/dim]")
     err.print(f"wrote {', '.join(p.name for p in written)} to {out}/")
     _session_log_line(session, err)
+    missed = any(m for m, _ in closed)
+    if missed:
+        err.print(_session_missed_line(args))
     if bot.lost is not None:
         err.print(f"[red]voicekit: error: {bot.lost}; the meeting up to then is written (exit code 1)[/red]")
         return 1
-    if any(missed):
-        err.print(_session_missed_line(args))
-        return 1
-    return 1 if any(lane.error for lane in bot.all_lanes()) else 0
+    if any(stopped for _, stopped in closed):
+        return 130
+    return 1 if missed or any(lane.error for lane in bot.all_lanes()) else 0
 
 
 def _discard_unjoined(store, store_path: Path, append: bool, aside: "_SetAside | None") -> None:  # noqa: ANN001

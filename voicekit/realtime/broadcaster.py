@@ -15,7 +15,11 @@ only; a full queue drops them (with the warning).
 (:class:`~voicekit.realtime.delivery.DeliveryLog`) once the provider accepted it. After a
 dropped connection the broadcaster reconnects with exponential backoff (``backoff_initial``,
 doubling up to ``backoff_max``) and sends, from the store, every turn without a delivery row:
-nothing lost, nothing sent twice.
+nothing lost, nothing recorded twice. The new provider conversation holds nothing of the old
+one, so it is first sent again the last ``history_on_reconnect`` items the old one had taken;
+likewise a new run on a meeting an earlier run fed (``voicekit mic --append --session …``)
+first sends its new conversation the last turns delivered before. One broadcaster per
+``session_id`` at a time: two would share the delivery rows.
 
 **Attribution** (``shared/docs/attribution.md`` A3, A8–A10): items are built by
 :class:`voicekit.attribution.RealtimeAttribution`. Once the session has been sent two speakers
@@ -65,7 +69,8 @@ class Broadcaster:
         meeting_id: the author register's meeting id.
         history_on_reconnect: after a dropped connection, the new provider conversation is first
             sent again the last this many items the old one had taken (default 100; 0: none), so
-            the model keeps the meeting's recent context.
+            the model keeps the meeting's recent context; a new run on a store an earlier run fed
+            first sends the last this many turns delivered before.
     """
 
     def __init__(self, session: RealtimeSession, store_path: str | Path | None = None, *,
@@ -95,6 +100,8 @@ class Broadcaster:
         self._q: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=queue_size)
         self._queue_size = queue_size
         self._catch_up = False
+        self._catch_lock = threading.Lock()   # _catch_up and _catch_up_through: set by on_turn's callers
+        self._earlier_sent = False   # the restart resend (_resend_earlier_run) has gone out in full
         self._stopping = False
         self._deadline = float("inf")
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -139,9 +146,10 @@ class Broadcaster:
             n = self.stats["queue_full"]
             durable = item[0] == _TURN and self.store_path is not None
             if durable:
-                self._catch_up = True
-                if item[1].turn_id is not None:  # sent from the store once the queue has drained
-                    self._catch_up_through = max(self._catch_up_through or 0, item[1].turn_id)
+                with self._catch_lock:   # on_turn runs on several threads (LiveKit lanes)
+                    self._catch_up = True
+                    if item[1].turn_id is not None:  # sent from the store once the queue has drained
+                        self._catch_up_through = max(self._catch_up_through or 0, item[1].turn_id)
             else:
                 self.stats["dropped"] += 1
             if n == 1 or n % 100 == 0:
@@ -286,12 +294,15 @@ class Broadcaster:
                     self._pending.append(self._q.get_nowait())
                 except queue.Empty:
                     break
-            if first and self.stats["reconnects"] and self._history:
-                await self._resend_history()
-            elif first and not self.stats["reconnects"] and self._log is not None:
+            if first and not self._earlier_sent and self._log is not None:
+                # this run's first conversation, or a later one after a drop cut that resend short
+                self._history.clear()
                 await self._resend_earlier_run()
-            if first or self._catch_up:
-                self._catch_up = False
+            elif first and self.stats["reconnects"] and self._history:
+                await self._resend_history()
+            with self._catch_lock:
+                catch_up, self._catch_up = self._catch_up, False
+            if first or catch_up:
                 first = False
                 # what the store holds from before the queued items: an instruction or a reply
                 # request queued before a turn must not go after it
@@ -315,11 +326,13 @@ class Broadcaster:
                 else:
                     await self._reply()
                 self._pending.popleft()
-            if self._catch_up_through is not None:  # turns dropped from a full queue, after those queued
+            with self._catch_lock:
                 through, self._catch_up_through = self._catch_up_through, None
+            if through is not None:  # turns dropped from a full queue, after those queued
                 await self._send_from_store(before=through + 1)
             if self._stopping and self._q.empty() and (
                     not self.session.reply_in_flight or time.monotonic() > self._deadline):
+                await self._send_from_store()   # a last sweep: nothing committed stays unsent
                 return  # a reply in flight is waited for (up to the close timeout)
             self._wake.clear()
             if self._q.empty() and not self._catch_up and not self._dropped_conn:
@@ -357,8 +370,9 @@ class Broadcaster:
         turns = self._log.delivered(self._history.maxlen or 0) if self._log is not None else []
         for turn in turns:
             await self._send_turn(turn, again=True)
+            self.stats["resent_after_restart"] += 1
+        self._earlier_sent = True   # (a drop before this line: the next conversation gets it all again)
         if turns:
-            self.stats["resent_after_restart"] += len(turns)
             log.info("realtime session %s: %d turns an earlier run delivered sent to the new conversation",
                      self.session_id, len(turns))
 
