@@ -726,8 +726,8 @@ def _session_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("live model session (docs/realtime.md)")
     g.add_argument("--session", default=None, choices=["local", "openai", "gemini"],
                    help="feed every committed turn into a live model session: local (no API key; "
-                        "prints and writes what a provider would be "
-                        "sent), openai (OPENAI_API_KEY) or gemini (GEMINI_API_KEY or GOOGLE_API_KEY)")
+                        "writes what a provider would be sent to OUT/session.jsonl, and replay prints "
+                        "it), openai (OPENAI_API_KEY) or gemini (GEMINI_API_KEY or GOOGLE_API_KEY)")
     g.add_argument("--session-model", default=None, help="the session's model (default per provider)")
     g.add_argument("--session-base-url", default=None,
                    help="provider base URL (openai: ws(s)://…/v1 for the WebSocket base or https://…/v1)")
