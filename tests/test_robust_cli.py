@@ -151,6 +151,27 @@ def test_a_missing_api_key_stops_before_the_models_and_leaves_nothing(tmp_path, 
     assert list(tmp_path.iterdir()) == []  # no meeting store, no --out, no parent of it
 
 
+def test_session_options_that_cannot_apply_are_refused_before_anything(tmp_path):
+    """Found in a trial: a `--session-…` option without --session was silently ignored (exit 0),
+    and `--session-base-url 127.0.0.1:9` was retried for the whole meeting with a doubled host in
+    the warnings. Each is one line before the device, the models or --out."""
+    env = {**os.environ, "OPENAI_API_KEY": "sk-test"}
+    out = tmp_path / "o"
+    cases = [(("mic", "--session-log", tmp_path / "x.jsonl"), "--session-log applies to a live model session: "
+              "add --session local|openai|gemini"),
+             (("livekit", "--url", "ws://127.0.0.1:9", "--token", "t", "--session-model", "m", "--session-base-url",
+               "wss://x/v1"), "--session-model, --session-base-url apply to a live model session"),
+             (("replay", SAMPLE, "--session", "local", "--session-base-url", "ws://x/v1"),
+              "--session-base-url is a provider's address: it applies to --session openai or gemini"),
+             (("mic", "--session", "openai", "--session-base-url", "127.0.0.1:9"),
+              "--session-base-url '127.0.0.1:9' has no scheme: give ws(s)://host/v1 or https://host/v1")]
+    for args, message in cases:
+        rc, err = _cli(*args, "--out", out, env=env)
+        lines = err.strip().splitlines()
+        assert rc == 2 and len(lines) == 1 and lines[0].startswith(f"voicekit: error: {message}"), err
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_append_and_overwrite_together_are_refused(tmp_path):
     rc, err = _cli("mic", "--out", tmp_path / "o", "--append", "--overwrite")
     assert rc == 2 and "argument --overwrite: not allowed with argument --append" in err, err

@@ -615,9 +615,20 @@ def _make_session(args: argparse.Namespace, out: Path, echo: bool = True):
         CliError: no API key for the provider, a bad option, a ``--session-log`` that is a folder.
     """
     if not args.session:
+        given = [f"--{k.replace('_', '-')}" for k in ("session_model", "session_base_url", "session_log",
+                                                       "session_instructions") if getattr(args, k, None)]
+        if given:
+            raise CliError(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} to a live model "
+                           "session: add --session local|openai|gemini, or leave it out")
         return None
     from voicekit.realtime import make_session
     from voicekit.realtime.local_session import stdout_echo
+
+    base = args.session_base_url
+    if base is not None and args.session == "local":
+        raise CliError("--session-base-url is a provider's address: it applies to --session openai or gemini")
+    if base is not None and not base.startswith(("ws://", "wss://", "http://", "https://")):
+        raise CliError(f"--session-base-url {base!r} has no scheme: give ws(s)://host/v1 or https://host/v1")
 
     if args.session_timeout < 0:
         raise CliError(f"--session-timeout must be 0 or more seconds, got {args.session_timeout}")
@@ -677,6 +688,9 @@ def _close_session(broadcaster, args: argparse.Namespace, err) -> tuple[bool, bo
     wait (the outputs are written all the same)."""
     if broadcaster is None:
         return False, False
+    if broadcaster.backlog and args.session_timeout > 0:
+        err.print(f"[dim]waiting up to {args.session_timeout:g} s for the live session to take "
+                  f"{_plural(broadcaster.backlog, 'item')} still queued (Ctrl-C gives up)…[/dim]")
     try:
         return not broadcaster.close(timeout=args.session_timeout), False
     except KeyboardInterrupt:
@@ -689,7 +703,8 @@ def _session_missed_line(args: argparse.Namespace) -> str:
     """The closing error of a meeting whose live session was not sent every turn (exit code 1)."""
     return (f"[red]voicekit: error: the live session ({args.session}) was not sent every turn within "
             f"--session-timeout {args.session_timeout:g} s (see the warnings above); the transcript is "
-            "complete in the outputs and the store (exit code 1)[/red]")
+            "complete in the outputs and the store, and `voicekit mic`/`livekit --append` with the same "
+            "session options sends the rest (exit code 1)[/red]")
 
 
 def _session_log_line(session, err) -> None:  # noqa: ANN001

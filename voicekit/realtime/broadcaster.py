@@ -166,6 +166,11 @@ class Broadcaster:
             except RuntimeError:
                 pass  # the loop has just closed
 
+    @property
+    def backlog(self) -> int:
+        """Items queued or held that the session has not taken yet."""
+        return self._q.qsize() + len(self._pending)
+
     def close(self, timeout: float = 10.0) -> bool:
         """Send what is queued (for up to ``timeout`` seconds), then close the session.
 
@@ -180,8 +185,9 @@ class Broadcaster:
         done = self._q.empty() and not self._pending
         if not done:
             log.warning("realtime session %s closed with %d items not sent; the committed turns stay in the "
-                        "store (a Broadcaster started again on it with this session id sends them)", self.session_id,
-                        self._q.qsize() + len(self._pending))
+                        "store, and the next run with the same session id on it sends them first (voicekit mic "
+                        "or livekit --append with the same --session and --session-model)", self.session_id,
+                        self.backlog)
         return done
 
     # --- the broadcaster's thread ----------------------------------------------------------
