@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from voicekit.diarization.encoder import SpeakerEncoder, WindowEmbeddings
+from voicekit.diarization.refine import live_window_speakers
 from voicekit.turns import SpeakerTurn, Word, next_speaker_index, speaker_index, speaker_label
 from voicekit.vad import Utterance
 
@@ -222,8 +223,6 @@ class OnlineDiarizer:
         Raises:
             RuntimeError: when this diarizer has already processed an utterance.
         """
-        from voicekit.diarization.refine import live_window_speakers
-
         if self.speakers or self.history:
             raise RuntimeError("resume() comes before the first utterance")
         turns = [t for t in turns if t.words]

@@ -59,8 +59,9 @@ class ResumePoint:
 
     Attributes:
         start_time: meeting time in seconds of the new session's first sample: the end of the
-            stored meeting's audio (its recorded ``duration``, or the end of its last turn when a
-            crash left no duration), so the sessions read as one recording without the gap.
+            stored meeting's audio (the latest of its recorded ``duration``, its last turn's end
+            and its last kept window's end: a crash leaves no duration), so the sessions read as
+            one recording without the gap.
         next_utterance: the first utterance index not stored (kept embeddings are keyed by it).
     """
 
