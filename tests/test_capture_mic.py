@@ -197,8 +197,8 @@ def test_mic_append_goes_on_with_the_meeting(virtual_mic, tmp_path):
     out = tmp_path / "meeting"
     texts = []
     for extra in (["--append"], ["--append"]):   # the first: onto nothing yet, a new meeting
-        run = CliRun(["mic", "--device", "pulse", "--out", out, "--quiet", "--keep-embeddings", *extra],
-                     marks=["audio flowing"])
+        run = CliRun(["mic", "--device", "pulse", "--out", out, "--quiet", "--keep-embeddings", "--session", "local",
+                      *extra], marks=["audio flowing"])
         try:
             assert run.seen("audio flowing").wait(90), run.text
             play(FALCON)
@@ -212,6 +212,8 @@ def test_mic_append_goes_on_with_the_meeting(virtual_mic, tmp_path):
     assert "holds no meeting to go on with (no turn stored): a new meeting starts" in texts[0], texts[0]
     assert "going on with the meeting in" in texts[1] and "known by voice" in texts[1], texts[1]
     assert "this session: " in texts[1] and "this session: " not in texts[0]
+    # the live session's new conversation began with session 1's turns, sent again for context
+    assert "an earlier run delivered, sent again for context" in texts[1] and "again for context" not in texts[0]
     data = json.loads((out / "meeting.json").read_text())
     sessions = data["meeting"]["sessions"]
     at = sessions[1]["start_time"]

@@ -707,11 +707,16 @@ def _session_missed_line(args: argparse.Namespace) -> str:
             "session options sends the rest (exit code 1)[/red]")
 
 
-def _session_log_line(session, err) -> None:  # noqa: ANN001
-    """Where the local session wrote what a live model would have received."""
+def _session_log_line(session, err, broadcasters=()) -> None:  # noqa: ANN001
+    """Where the local session wrote what a live model would have received; for a meeting that
+    went on (``--append``), that this run's conversation began with the turns an earlier run had
+    delivered, sent again for context (so the file holds them twice)."""
     path = getattr(session, "path", None)
     if path is not None and Path(path).is_file():
-        err.print(f"the local session's events (what a live model would have received): {path}")
+        resent = sum(b.stats["resent_after_restart"] for b in broadcasters if b is not None)
+        err.print(f"the local session's events (what a live model would have received): {path}"
+                  + (f" (this run's conversation, from its session.update on, began with the "
+                     f"{_plural(resent, 'turn')} an earlier run delivered, sent again for context)" if resent else ""))
 
 
 def _live_sink(printed):  # noqa: ANN001, ANN202
@@ -1364,7 +1369,7 @@ def cmd_mic(args: argparse.Namespace) -> int:
     if result is not None:
         err.print(f"[dim]{'this session: ' if pipe.start_time else ''}{_turns_summary(result)}[/dim]")
     err.print(f"wrote {', '.join(p.name for p in written)} to {out}/")
-    _session_log_line(session, err)
+    _session_log_line(session, err, [broadcaster])
     if session_missed:
         err.print(_session_missed_line(args))
     if source.lost is not None:  # the watchdog ended the capture: say so, and fail the run
@@ -1515,7 +1520,7 @@ def cmd_livekit(args: argparse.Namespace) -> int:
         err.print(f"[dim]{lane.channel} {lane.label} ({lane.identity}): {len(lane.turns)} turns, "
                   f"{lane.samples / 16000:.1f} s of audio, {lane.feed.overflows} blocks dropped, {state}[/dim]")
     err.print(f"wrote {', '.join(p.name for p in written)} to {out}/")
-    _session_log_line(session, err)
+    _session_log_line(session, err, live)
     missed = any(m for m, _ in closed)
     if missed:
         err.print(_session_missed_line(args))
