@@ -7,6 +7,7 @@ diarization. Prints pooled DER (collar 0.5, live and refined) per grid point, be
 
     python scripts/tune_diarization.py --grid known_speaker_threshold=0.9,0.91 change_threshold=0.92,0.93
     python scripts/tune_diarization.py --refine MERGE_SIMILARITY=1.01
+    python scripts/tune_diarization.py --narrowband 8000     # the same files as 8 kHz telephone audio
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pickle
 import sys
 from pathlib import Path
 
-from voicekit.audio import probe
+from voicekit.audio import SAMPLE_RATE, load_audio, probe, resample
 from voicekit.diarization.encoder import SpeakerEncoder
 from voicekit.diarization.online import DiarizerOptions, OnlineDiarizer
 from voicekit.diarization import refine as refine_module
@@ -31,9 +32,19 @@ from voicekit.vad import Endpointer, EndpointerOptions, make_vad
 HELD_OUT = {"sample"}
 
 
-def transcribe_all(files, vad: str, hangover: float, cache: Path, threshold: float, max_utterance: float):
+def narrowband_blocks(path: Path, rate: int, block_seconds: float = 0.1):
+    """The recording as telephone audio: resampled to ``rate`` Hz (soxr's low-pass at its Nyquist
+    frequency) and back to 16 kHz, in ``block_seconds`` blocks of ``(n,)`` float32."""
+    x = resample(resample(load_audio(path), SAMPLE_RATE, rate), rate, SAMPLE_RATE)
+    step = int(block_seconds * SAMPLE_RATE)
+    return [x[i:i + step] for i in range(0, len(x), step)]
+
+
+def transcribe_all(files, vad: str, hangover: float, cache: Path, threshold: float, max_utterance: float,
+                   narrowband: int | None = None):
     default = max_utterance == EndpointerOptions().max_utterance
-    path = cache / f"stt2-{vad}-{hangover}-t{threshold}{'' if default else f'-max{max_utterance}'}.pkl"
+    path = cache / (f"stt2-{vad}-{hangover}-t{threshold}{'' if default else f'-max{max_utterance}'}"
+                    f"{f'-nb{narrowband}' if narrowband else ''}.pkl")
     if path.exists():
         return pickle.loads(path.read_bytes())
     stt = Transcriber()
@@ -42,7 +53,7 @@ def transcribe_all(files, vad: str, hangover: float, cache: Path, threshold: flo
         ep = Endpointer(make_vad(vad), EndpointerOptions(hangover=hangover, threshold=threshold,
                                                          max_utterance=max_utterance))
         utts = []
-        for block in FileSource(f.audio):
+        for block in narrowband_blocks(f.audio, narrowband) if narrowband else FileSource(f.audio):
             utts.extend(ep.push(block))
         utts.extend(ep.flush())
         data[f.file_id] = [(u, stt.transcribe(u.samples, u.start, speech=u.speech, frame_seconds=u.frame_seconds))
@@ -62,6 +73,9 @@ def main() -> int:
     ap.add_argument("--max-utterance", type=float, default=EndpointerOptions().max_utterance,
                     help="seconds at which the endpointer closes an utterance while speech goes on "
                          "(default: the endpointer's)")
+    ap.add_argument("--narrowband", type=int, default=None, metavar="HZ",
+                    help="score the files as telephone audio: resampled to HZ (e.g. 8000) and back to 16 kHz "
+                         "before the VAD")
     ap.add_argument("--window", type=float, default=1.0)
     ap.add_argument("--hop", type=float, default=0.25)
     ap.add_argument("--cache", default="/tmp/voicekit-tune")
@@ -78,7 +92,8 @@ def main() -> int:
     cache = Path(args.cache)
     cache.mkdir(parents=True, exist_ok=True)
     files = [f for f in load_index(args.eval_dir) if f.file_id not in HELD_OUT]
-    data = transcribe_all(files, args.vad, args.hangover, cache, args.vad_threshold, args.max_utterance)
+    data = transcribe_all(files, args.vad, args.hangover, cache, args.vad_threshold, args.max_utterance,
+                          args.narrowband)
     encoder = SpeakerEncoder(window=args.window, hop=args.hop)
     refs = {f.file_id: load_reference(f, probe(f.audio).duration) for f in files}
     names, values = [], []
@@ -114,7 +129,7 @@ def main() -> int:
               f"refined {100*pr.der:.1f} (conf {100*pr.confusion/pr.total:.1f}) exact {exact_l}/{exact_r} "
               f"within 1 {near_l}/{near_r}",
               file=sys.stderr)
-    print(f"\nrefine {' '.join(args.refine) or 'defaults'}; window {args.window} hop {args.hop} vad {args.vad} hangover {args.hangover} "
+    print(f"\nrefine {' '.join(args.refine) or 'defaults'}; window {args.window} hop {args.hop} vad {args.vad}{f' narrowband {args.narrowband} Hz' if args.narrowband else ''} hangover {args.hangover} "
           f"max utterance {args.max_utterance}; "
           f"{len(files)} files (held out: {sorted(HELD_OUT)}); DER c0.5 pooled")
     for pl_der, pr_der, combo, el, er, pl, pr, nl, nr in sorted(rows, key=lambda r: r[0] + r[1]):
