@@ -97,8 +97,10 @@ def test_devices_lists_the_virtual_microphone(virtual_mic):
 
 
 def test_mic_matches_a_replay_of_the_same_recording(virtual_mic):
-    """Play a 3-speaker recording into the virtual mic: same words (WER <= 10 %), same speakers,
-    turn boundaries within 0.3 s of a replay, once the measured capture offset is removed."""
+    """Play a 3-speaker recording into the virtual mic: same words (WER <= 10 %) at the same times
+    (within 0.3 s of a replay, once the measured capture offset is removed), same speakers."""
+    import difflib
+
     from voicekit.audio import load_audio
     from voicekit.capture.mic import MicSource
     from voicekit.evaluation import wer
@@ -145,12 +147,22 @@ def test_mic_matches_a_replay_of_the_same_recording(virtual_mic):
 
     error = wer(text_of(replay), text_of(live))
     assert error <= 0.10, (error, text_of(replay), text_of(live))
-    # the same words at the same times: the capture path delivers the recording's audio
+    # the same words at the same times: the capture path delivers the recording's audio; words
+    # are matched after lower-casing and dropping punctuation (Whisper may write "begins!")
     replay_words = [w for t in replay for w in t.words]
     live_words = [w for t in live for w in t.words]
-    if [w.text for w in live_words] == [w.text for w in replay_words]:
-        for a, b in zip(replay_words, live_words):
-            assert abs((b.start - offset) - a.start) <= 0.3, (a, b, offset)
+
+    def key(w) -> str:  # noqa: ANN001 - a Word
+        return "".join(c for c in w.text.lower() if c.isalnum())
+
+    matcher = difflib.SequenceMatcher(a=[key(w) for w in replay_words], b=[key(w) for w in live_words],
+                                      autojunk=False)
+    pairs = [(replay_words[block.a + k], live_words[block.b + k])
+             for block in matcher.get_matching_blocks() for k in range(block.size)]
+    assert len(pairs) >= 0.9 * len(replay_words), (len(pairs), len(replay_words))
+    for a, b in pairs:
+        assert abs((b.start - offset) - a.start) <= 0.3, (a, b, offset)
+        assert abs((b.end - offset) - a.end) <= 0.3, (a, b, offset)
     # speakers: the diarizer sees the capture 0.21 s or so off the recording's 16 kHz grid, so its
     # 1 s windows differ; a speaker change inside an utterance sits near its threshold and can
     # come out differently (one CI run split "This is what a | crocodile sounds like…" into a new

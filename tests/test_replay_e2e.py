@@ -64,7 +64,7 @@ def test_acceptance_refined_der_and_wer(replayed):
 
 @pytest.mark.xfail(reason="issue 2 target not reached: live output finds 1 speaker on the pyannote "
                           "sample (DER c0.5 46.6% measured, target <= 20% with 2 speakers); see "
-                          "docs/accuracy.md", strict=False)
+                          "docs/accuracy.md", strict=True)
 def test_acceptance_live_der(replayed):
     live, _refined, d_live, _d_ref, _w = _acceptance(replayed)
     assert len({t.speaker for t in live}) == 2
@@ -77,7 +77,7 @@ def test_num_speakers_is_honoured_live_and_refined(replayed_two):
     assert {t.speaker for t in store.turns(refined=True)} == {"Speaker A", "Speaker B"}
     d = _scores(store.turns())
     print(f"sample with --num-speakers 2: live DER c0.5 {100 * d.der:.1f}%")
-    assert d.der < 0.5
+    assert d.der <= 0.20  # 14.0 % measured; issue 2's live bound for two speakers
 
 
 def test_outputs_are_written_in_every_format(replayed):

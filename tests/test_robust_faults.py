@@ -4,7 +4,6 @@ outputs; a 50,000-turn meeting exported with a fixed number of queries."""
 import errno
 import json
 import pathlib
-import sqlite3
 import sys
 import threading
 import time
@@ -202,11 +201,3 @@ def test_transcript_json_is_one_turn_per_line_and_loads_back(tmp_path):
     assert json.loads((tmp_path / "empty.json").read_text())["turns"] == []
 
 
-def test_sqlite_full_error_is_sqlite_own():
-    """The fault injection above is SQLite's own SQLITE_FULL, the error a full disk gives."""
-    conn = sqlite3.connect(":memory:")
-    conn.execute("CREATE TABLE t (x TEXT)")
-    conn.execute("PRAGMA max_page_count = 2")
-    with pytest.raises(sqlite3.OperationalError, match="database or disk is full"):
-        for _ in range(100):
-            conn.execute("INSERT INTO t VALUES (?)", ("x" * 4000,))

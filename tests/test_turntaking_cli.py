@@ -117,9 +117,9 @@ def test_a_hook_script_on_the_command_line_receives_speak_decisions(members: Pat
     lines = log.read_text(encoding="utf-8").splitlines()
     print(lines)
     assert len(lines) == 3  # the recording's three turns, one decision each
-    assert [line.split("|")[0] for line in lines] == ["Speaker A", "Speaker B", "Speaker C"]
-    assert all(line.split("|")[1] in {"mention", "group_address", "continuation", "fallback", "silence"}
-               for line in lines)
+    # no name is said and no director is configured: T5 gives each turn to the one member who may
+    # answer it (Elena answers only Diane, and no speaker is named Diane here)
+    assert lines == ["Speaker A|fallback|Iris", "Speaker B|fallback|Iris", "Speaker C|fallback|Iris"]
     # without --explain the decisions are not printed one by one, but their count is
     err = capsys.readouterr().err
     assert "turn-taking: 3 turns decided:" in err and "(--explain shows each)" in err
