@@ -9,7 +9,8 @@ import pytest
 
 from _realtime_meeting import SCRIPT, open_store, turn
 
-from voicekit.cli import CliError, _make_session, _start_session, build_parser
+from voicekit.cli import CliError, build_parser
+from voicekit.cli.session import _make_session, _start_session
 
 
 def test_session_options_parse():

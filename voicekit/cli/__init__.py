@@ -1,0 +1,134 @@
+"""The ``voicekit`` command line (console script ``voicekit.cli:main``; ``python -m voicekit.cli``).
+
+Every subcommand lives in its own module, with the function that adds its parser:
+
+    replay.py    voicekit replay (and speak_decisions, the --members turn-taking callback)
+    export.py    voicekit export
+    tools.py     voicekit eval, voicekit models
+    voices.py    voicekit voices list|delete|enrol, and the voice library behind --voices
+    capture.py   voicekit devices, mic, livekit (live capture, docs/capture.md)
+
+and what they share:
+
+    common.py    CliError, small helpers, machine_line and source_commit
+    options.py   the argument groups several subcommands take, and args -> PipelineOptions, hooks
+    meeting.py   the meeting store in --out: checks, stems, outputs, refinement, summaries
+    session.py   the realtime session of --session (docs/realtime.md)
+
+This module builds the parser (:func:`build_parser`, subcommands in --help order) and runs the
+command (:func:`main`): every expected error becomes one line on stderr and an exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from voicekit.cli.capture import _capture_parsers
+from voicekit.cli.common import CliError, machine_line, source_commit
+from voicekit.cli.export import _export_parser
+from voicekit.cli.replay import _replay_parser, speak_decisions
+from voicekit.cli.tools import _tool_parsers
+from voicekit.cli.voices import _voices_parser
+
+__all__ = ["CliError", "build_parser", "machine_line", "main", "source_commit", "speak_decisions"]
+
+# the description of `voicekit --help`
+_DESCRIPTION = """The voicekit command: one subcommand per task.
+
+    voicekit replay meeting.wav --out out/      a recording through the pipeline, live lines
+    voicekit export out/ [--refine]             rewrite the outputs from the meeting store
+    voicekit eval [--files ID …]                DER / WER / RTF on ../shared/eval
+    voicekit models [--verify]                  where each model comes from, checksums
+    voicekit devices                            list audio input devices
+    voicekit mic [--device NAME|INDEX] --out out/   the shared conference microphone, live
+    voicekit livekit --url URL --token T --out out/ a LiveKit room bot, one lane per participant
+    voicekit voices list|delete NAME|delete --all|enrol NAME AUDIO   known voices (opt-in)
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="voicekit", description=_DESCRIPTION,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    _replay_parser(sub)
+    _export_parser(sub)
+    _tool_parsers(sub)
+    _voices_parser(sub)
+    _capture_parsers(sub)
+    _debug_everywhere(parser)
+    return parser
+
+
+def _debug_everywhere(parser: argparse.ArgumentParser) -> None:
+    """Let ``--debug`` come after the command too (``voicekit replay x.wav --debug``), not only
+    before it: every subcommand, nested ones included, takes it without overriding a ``--debug``
+    given before the command (``default=SUPPRESS``)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):   # (aliases map to the same parser)
+                sub.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                                 help="show tracebacks and debug logs (also accepted before the command)")
+                _debug_everywhere(sub)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``voicekit`` command; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    out = Path(args.out).absolute() if isinstance(getattr(args, "out", None), str) else None
+    made = [d for d in ([out, *out.parents] if out is not None else []) if not d.exists()]
+    code = 1
+    try:
+        code = _dispatch(args)
+        return code
+    finally:
+        if code != 0:  # a command that failed before writing anything leaves no empty --out
+            for d in made:  # --out first, then the parents it created
+                if d.is_dir() and not any(d.iterdir()):
+                    d.rmdir()
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    """Run the command; every expected error becomes one line on stderr and an exit code."""
+    from voicekit.audio import AudioError
+    from voicekit.capture import CaptureError
+    from voicekit.devices import DeviceError
+    from voicekit.hooks import HookError
+    from voicekit.models import ModelError
+    from voicekit.outputs import OutputError
+    from voicekit.store import StoreError
+    from voicekit.voiceprints import VoiceprintError
+
+    try:
+        return args.func(args)
+    except (CliError, AudioError, ModelError, StoreError, HookError, CaptureError, OutputError,
+            VoiceprintError, DeviceError) as exc:
+        if args.debug:
+            raise
+        print(f"voicekit: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:  # Ctrl-C outside a meeting's own handling (loading models, eval…)
+        if args.debug:
+            raise
+        print("voicekit: interrupted", file=sys.stderr)
+        return 130
+    except OSError as exc:  # a file or directory the command needed
+        if args.debug:
+            raise
+        where = f" ({exc.filename})" if exc.filename else ""
+        print(f"voicekit: error: {exc.strerror or exc}{where}; check the path and free space "
+              "(--debug shows where)", file=sys.stderr)
+        return 2
+    except Exception as exc:  # noqa: BLE001 - never a traceback without --debug
+        if args.debug:
+            raise
+        print(f"voicekit: internal error: {type(exc).__name__}: {exc}; rerun with --debug for the "
+              "traceback and report it", file=sys.stderr)
+        return 1

@@ -1,0 +1,355 @@
+"""Live capture (docs/capture.md): ``voicekit devices``, ``voicekit mic`` (the shared conference
+microphone) and ``voicekit livekit`` (a LiveKit room bot, one lane per participant)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+import urllib.parse
+from pathlib import Path
+
+from voicekit.cli.common import CliError, _check_writable, _GracefulStop
+from voicekit.cli.meeting import (_check_existing_meeting, _discard_unjoined, _fresh_store, _interrupt_note,
+                                  _known_speakers, _meeting_stem, _session_meta, _SetAside, _turns_summary,
+                                  _write_outputs)
+from voicekit.cli.options import (_diarizer_name, _hook_args, _hooks, _keep_embeddings_arg, _meeting_args,
+                                  _options, _pipeline_args, _session_args, _voice_args)
+from voicekit.cli.session import (_close_session, _live_sink, _make_session, _session_log_line,
+                                  _session_missed_line, _start_session)
+from voicekit.cli.voices import _enrol_voices, _voice_identifier, _voice_list
+
+
+EPILOG_MIC = """\
+examples:
+  voicekit devices
+  voicekit mic --out out/                       # the default input device
+  voicekit mic --device pulse --out out/ --num-speakers 3
+  voicekit mic --device 2 --out out/ --seconds 600
+  voicekit mic --out out/ --session local             # what a live model session would be sent
+  voicekit mic --out out/ --keep-embeddings           # then, after a crash or an unplugged device:
+  voicekit mic --out out/ --keep-embeddings --append  # the meeting goes on: same clock, same voices
+
+Ctrl-C (or SIGTERM) ends the meeting: capture stops, the audio already captured is processed,
+the open utterance is committed and the outputs are written (a second Ctrl-C aborts the rest).
+A device that stops delivering audio (unplugged, audio server gone) ends the meeting the
+same way, with a message and exit code 1.
+"""
+
+
+def cmd_devices(args: argparse.Namespace) -> int:
+    from voicekit.capture.mic import list_input_devices
+
+    devices = list_input_devices()
+    if not devices:
+        print("no audio input devices (is a microphone connected, or PulseAudio running?)", file=sys.stderr)
+        return 1
+    for d in devices:
+        print(f"{'*' if d.default else ' '} {d.index:3d}  {d.name}  ({d.hostapi}, {d.channels} ch, "
+              f"{d.sample_rate} Hz)")
+    return 0
+
+
+def cmd_mic(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from voicekit.capture.mic import MicSource
+    from voicekit.outputs import format_line
+    from voicekit.pipeline import Components, Pipeline
+
+    console = Console(highlight=False, soft_wrap=True)
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    out = Path(args.out)
+    _check_writable(out)
+    if args.seconds is not None and args.seconds <= 0:
+        raise CliError(f"--seconds must be positive, got {args.seconds}")
+    _check_existing_meeting(out / "meeting.sqlite", args)   # before the device: a wrong option comes first
+    stem = _meeting_stem(out / "meeting.sqlite", args)
+    session = _make_session(args, out, echo=False)  # a missing API key stops here: nothing written, no device
+    source = MicSource(args.input_device, duration=args.seconds, channels=args.channels)
+    options = _options(args)
+    hooks = _hooks(args, err)
+    voices = _voice_identifier(args)
+    err.print(f"[dim]loading models ({args.model}, {_diarizer_name(options)})…[/dim]")
+    components = Components.load(options)  # before the store: a missing model leaves no meeting
+    source.start()   # before the store too: a device that refuses the stream leaves no meeting (and
+    # --overwrite keeps the old one); the blocks it delivers meanwhile wait in its queue
+    store = _fresh_store(out, args.append)
+    if hooks.names:
+        store.set_speaker_names(hooks.names)
+    # the broadcaster of --session joins ``live`` just before the capture is read
+    on_turn, live = _live_sink(None if args.quiet else (lambda t: console.print(format_line(t), markup=False)))
+    pipe = Pipeline(options, components, hooks=hooks, store=store, on_turn=on_turn, realtime_clock=True,
+                    voices=voices, resume=args.append)
+    meta = _session_meta(store, {"source": f"mic:{source.device.name}", "stem": stem,
+                                 "sample_rate": source.sample_rate, "channels": source.channels,
+                                 "model": args.model, "vad": args.vad}, pipe.start_time)
+    if pipe.start_time:
+        err.print(f"[dim]going on with the meeting in {out}/ at {pipe.start_time:.1f} s "
+                  f"({_known_speakers(pipe)})[/dim]")
+    elif args.append:
+        err.print(f"[yellow]--append: {out}/ holds no meeting to go on with (no turn stored): a new meeting "
+                  "starts[/yellow]")
+    err.print(f"listening on {source.device.name!r} ({source.sample_rate} Hz, {source.channels} ch); "
+              "Ctrl-C ends the meeting")
+    result = None
+
+    def announce() -> None:
+        if source.first_callback.wait(30.0):
+            err.print(f"[dim]audio flowing ({source.first_callback_at - source.started_at:.2f} s after "
+                      "the stream started)[/dim]")
+
+    threading.Thread(target=announce, name="voicekit-mic-announce", daemon=True).start()
+    broadcaster = _start_session(args, session, out / "meeting.sqlite")   # --session (realtime)
+    live.extend([broadcaster] if broadcaster is not None else [])
+    try:
+        with _GracefulStop(source.stop):
+            result = pipe.run(source, channel="mic")
+        heard = round(source.samples_16k / 16000, 3)
+    except KeyboardInterrupt:   # the second Ctrl-C: what is still queued is not transcribed
+        heard, note = _interrupt_note([pipe], "aborted")
+        dropped = source.samples_16k / 16000 - heard
+        err.print(f"[yellow]{note}" + (f"; the {dropped:.1f} s captured after it were not transcribed"
+                                       if dropped >= 0.05 else "") + "; writing outputs[/yellow]")
+    finally:
+        store.set_speaker_names(pipe.speaker_names())
+        hooks.close()
+        session_missed, stopped = _close_session(broadcaster, args, err)
+    duration = round(pipe.start_time + heard, 3)   # the meeting's, every session of it
+    meta["sessions"][-1].update(duration=heard, input_overflows=source.input_overflows,
+                                queue_overflows=source.feed.overflows)
+    meta.update(duration=duration, **{k: sum(x.get(k, 0) for x in meta["sessions"])
+                                      for k in ("input_overflows", "queue_overflows")})
+    store.set_meta(**meta)
+    written = _write_outputs(store.turns(), out, stem, meta)
+    if store.has_refined():   # the meeting went on after a refinement; mic writes no refined files
+        how = (f"`voicekit export {out} --refine` re-clusters the whole meeting and rewrites them"
+               if options.keep_embeddings else f"no speaker embeddings are kept to re-cluster the meeting; "
+               f"`voicekit export {out}` rewrites them with this session's turns under their live labels")
+        err.print(f"[yellow]{stem}.refined.* lack this session's turns: {how}[/yellow]")
+    store.close()
+    _enrol_voices(args, [pipe], err)
+    err.print(f"[dim]{source.report()}[/dim]")
+    if result is not None:
+        err.print(f"[dim]{'this session: ' if pipe.start_time else ''}{_turns_summary(result)}[/dim]")
+    err.print(f"wrote {', '.join(p.name for p in written)} to {out}/")
+    _session_log_line(session, err, [broadcaster])
+    if session_missed:
+        err.print(_session_missed_line(args))
+    if source.lost is not None:  # the watchdog ended the capture: say so, and fail the run
+        err.print(f"[red]voicekit: error: {source.lost}; the meeting up to then is written (exit code 1)[/red]")
+        return 1
+    if result is None or stopped:
+        return 130
+    return 1 if session_missed else 0
+
+
+EPILOG_LIVEKIT = """\
+examples:
+  voicekit livekit --url ws://localhost:7880 --api-key devkey --api-secret secret --room standup --out out/
+  voicekit livekit --url wss://example.livekit.cloud --token "$BOT_TOKEN" --out out/
+  voicekit livekit --url ws://localhost:7880 --room standup --room-mic conference-room --out out/
+
+LIVEKIT_URL, LIVEKIT_API_KEY and LIVEKIT_API_SECRET are read when the options are not given.
+One lane per participant audio track: a participant's turns carry their name (no diarization);
+an unnamed participant reads "@<room>/<n>". A --room-mic identity (or a participant with the
+attribute voicekit.room_mic=true) is diarized: "Speaker A", "Speaker B"… within its lane.
+Ctrl-C ends: every lane's open utterance is committed and the outputs are written.
+See docs/livekit.md for running against a real livekit-server.
+"""
+
+
+def cmd_livekit(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from rich.console import Console
+
+    from voicekit.capture.livekit_bot import LiveKitBot, mint_token
+    from voicekit.outputs import format_line
+    from voicekit.pipeline import Components
+
+    console = Console(highlight=False, soft_wrap=True)
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    url = args.url or os.environ.get("LIVEKIT_URL")
+    if not url:
+        raise CliError("give --url (or LIVEKIT_URL), e.g. ws://localhost:7880")
+    parsed = urllib.parse.urlsplit(url)
+    if parsed.scheme not in ("ws", "wss", "http", "https") or not parsed.hostname:
+        raise CliError(f"--url {url!r} is not a LiveKit server URL: give ws://HOST:PORT (a local "
+                       "livekit-server: ws://localhost:7880) or wss://HOST (LiveKit Cloud)")
+    if not getattr(args, "debug", False):
+        # the SDK logs every failed attempt at ERROR (6-35 lines); voicekit's own lines say what
+        # happened, --debug shows the SDK's
+        logging.getLogger("livekit").setLevel(logging.CRITICAL)
+    token = args.token
+    if not token:
+        token = mint_token(args.api_key or os.environ.get("LIVEKIT_API_KEY", ""),
+                           args.api_secret or os.environ.get("LIVEKIT_API_SECRET", ""),
+                           args.room or "", identity=args.identity, name=args.name)
+    if args.seconds is not None and args.seconds <= 0:
+        raise CliError(f"--seconds must be positive, got {args.seconds}")
+    out = Path(args.out)
+    _check_writable(out)
+    args.stem = _meeting_stem(out / "meeting.sqlite", args)
+    session = _make_session(args, out, echo=False)  # a missing API key stops here: nothing written, no model
+    options = _options(args)
+    hooks = _hooks(args, err)
+    voices = _voice_list(args)
+    _check_existing_meeting(out / "meeting.sqlite", args)
+    err.print(f"[dim]loading models ({args.model}, {_diarizer_name(options)})…[/dim]")
+    components = Components.load(options)  # before the store: a missing model leaves no meeting
+    from voicekit.store import MeetingStore
+
+    store_path = out / "meeting.sqlite"
+    # --overwrite: the old meeting is set aside until the room is joined (a failed join keeps it)
+    aside = _SetAside(store_path) if store_path.exists() and not args.append else None
+    store = MeetingStore(store_path)
+    meta = {"source": f"livekit:{url}", "stem": args.stem, "model": args.model, "vad": args.vad}
+    # the broadcaster of --session joins ``live`` once the room is joined; on_turn runs on the lanes' threads
+    on_turn, live = _live_sink(None if args.quiet else
+                               (lambda t: console.print(f"{t.channel}  {format_line(t)}", markup=False)))
+    closed: list[tuple[bool, bool]] = []   # the broadcaster's close: (missed, stopped)
+
+    bot = LiveKitBot(url, token, options, components=components, store=store, hooks=hooks, on_turn=on_turn,
+                     room_mics=args.room_mic or (), voices=voices, resume=args.append,
+                     on_status=lambda message: err.print(message, style="dim", markup=False))
+
+    async def main() -> bool:
+        """Join, then wait for Ctrl-C, --seconds or a lost connection. False: stopped while joining."""
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        err.print(f"[dim]joining {url}…[/dim]")
+        joining, stopping = asyncio.ensure_future(bot.connect()), asyncio.ensure_future(stop.wait())
+        await asyncio.wait({joining, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        if not joining.done():   # Ctrl-C while the server has not answered yet
+            joining.cancel()
+            await asyncio.gather(joining, return_exceptions=True)
+            return False
+        joining.result()   # a refused token or an unreachable server raises CaptureError here
+        if aside is not None:
+            aside.drop()
+        # (with --append, a failed join leaves the stored meeting as it was)
+        meta.update(_session_meta(store, meta, bot.start_time))
+        err.print(f"joined room {bot.room_name!r} at {url}; Ctrl-C ends the meeting"
+                  + (f" (going on with the meeting in {out}/ at {bot.start_time:.1f} s)" if bot.start_time else ""))
+        if args.append and not bot.start_time:
+            err.print(f"[yellow]--append: {out}/ holds no meeting to go on with (no turn stored): a new meeting "
+                      "starts[/yellow]")
+        broadcaster = _start_session(args, session, store_path)   # --session (realtime)
+        if broadcaster is not None:
+            live.append(broadcaster)
+        try:
+            await bot.wait(stop, args.seconds)
+        finally:
+            err.print("[dim]leaving: committing every lane's open utterance…[/dim]")
+            await bot.close()
+        return True
+
+    def finish() -> list[Path]:
+        """Store the speakers' names and write the outputs from every committed turn."""
+        names = {}
+        for lane in bot.all_lanes():
+            if lane.pipeline is not None and lane.room_mic:
+                names.update(lane.pipeline.speaker_names())
+        store.set_speaker_names({**names, **hooks.names})
+        hooks.close()
+        closed.extend(_close_session(broadcaster, args, err) for broadcaster in live)
+        meta["duration"] = round(bot.meeting_time(), 3)   # the meeting's, every session of it
+        store.set_meta(duration=meta["duration"])
+        written = _write_outputs(store.turns(), out, args.stem, meta)
+        store.close()
+        return written
+
+    try:
+        joined = asyncio.run(main())
+    except BaseException:
+        if bot.room is None:   # never joined: nothing was recorded, leave no meeting behind
+            hooks.close()
+            _discard_unjoined(store, store_path, args.append, aside)
+        else:
+            finish()
+        raise
+    if not joined:
+        hooks.close()
+        _discard_unjoined(store, store_path, args.append, aside)
+        err.print("[yellow]stopped before the room was joined: nothing was recorded[/yellow]")
+        return 130
+    written = finish()
+    _enrol_voices(args, [lane.pipeline for lane in bot.all_lanes() if lane.room_mic], err)
+    for lane in bot.all_lanes():
+        state = f"failed: {lane.error}" if lane.error else "ok"
+        err.print(f"[dim]{lane.channel} {lane.label} ({lane.identity}): {len(lane.turns)} turns, "
+                  f"{lane.samples / 16000:.1f} s of audio, {lane.feed.overflows} blocks dropped, {state}[/dim]")
+    err.print(f"wrote {', '.join(p.name for p in written)} to {out}/")
+    _session_log_line(session, err, live)
+    missed = any(m for m, _ in closed)
+    if missed:
+        err.print(_session_missed_line(args))
+    if bot.lost is not None:
+        err.print(f"[red]voicekit: error: {bot.lost}; the meeting up to then is written (exit code 1)[/red]")
+        return 1
+    if any(stopped for _, stopped in closed):
+        return 130
+    return 1 if missed or any(lane.error for lane in bot.all_lanes()) else 0
+
+
+def _capture_parsers(sub) -> None:  # noqa: ANN001
+    p = sub.add_parser("devices", help="list audio input devices (for voicekit mic --device)",
+                       description="List the audio input devices PortAudio sees: index, name, host API, "
+                                   "channels and native sample rate; '*' marks the default. Give the index "
+                                   "or (part of) the name to `voicekit mic --device`.")
+    p.set_defaults(func=cmd_devices)
+
+    p = sub.add_parser("mic", help="transcribe the shared conference microphone live",
+                       description="Capture a microphone at its native rate and run it through the "
+                                   "pipeline: one line per speaker turn, live.",
+                       epilog=EPILOG_MIC, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--device", dest="input_device", default=None, metavar="NAME|INDEX",
+                   help="input device: index or (part of) its name from `voicekit devices` (default: "
+                        "the default input)")
+    p.add_argument("--out", default="out", help="meeting directory for the store and outputs (default out/)")
+    p.add_argument("--stem", default=None, help="output file stem (default meeting; with --append, the "
+                                                "stored meeting's)")
+    p.add_argument("--seconds", type=float, default=None, help="stop by itself after this many seconds")
+    p.add_argument("--channels", type=int, default=None,
+                   help="input channels to open (default: the device's own count; virtual devices "
+                        "advertising more than 8 are opened in stereo)")
+    p.add_argument("--quiet", action="store_true", help="no live lines")
+    _meeting_args(p)
+    _keep_embeddings_arg(p)
+    _hook_args(p)
+    _voice_args(p)
+    _session_args(p)
+    _pipeline_args(p, device_flag="--compute-device")
+    p.set_defaults(func=cmd_mic)
+
+    p = sub.add_parser("livekit", help="a bot that transcribes a LiveKit room, one lane per participant",
+                       description="Join a LiveKit room and transcribe every participant's audio track.",
+                       epilog=EPILOG_LIVEKIT, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--url", default=None, help="server URL, ws://host:7880 or wss://… (default $LIVEKIT_URL)")
+    p.add_argument("--token", default=None, help="the bot's join token (else minted from the key and secret)")
+    p.add_argument("--api-key", default=None, help="API key to mint a token (default $LIVEKIT_API_KEY)")
+    p.add_argument("--api-secret", default=None, help="API secret to mint a token (default $LIVEKIT_API_SECRET)")
+    p.add_argument("--room", default=None, help="room to join (when minting a token)")
+    p.add_argument("--identity", default="voicekit-bot", help="the bot's identity (minted token; default voicekit-bot)")
+    p.add_argument("--name", default="voicekit", help="the bot's display name in the room, when voicekit mints "
+                                                     "the token (default: voicekit)")
+    p.add_argument("--room-mic", action="append", metavar="IDENTITY",
+                   help="a participant whose track is a shared room microphone: diarized (repeatable)")
+    p.add_argument("--out", default="out", help="meeting directory for the store and outputs (default out/)")
+    p.add_argument("--stem", default=None, help="output file stem (default meeting; with --append, the "
+                                                "stored meeting's)")
+    p.add_argument("--seconds", type=float, default=None, help="leave by itself after this many seconds")
+    p.add_argument("--quiet", action="store_true", help="no live lines")
+    _meeting_args(p)
+    _hook_args(p, names_scope=" (room-microphone lanes)")
+    _voice_args(p)
+    _session_args(p)
+    _pipeline_args(p)
+    p.set_defaults(func=cmd_livekit)

@@ -1,0 +1,97 @@
+"""What the whole command line shares: :class:`CliError` (the one-line error, exit code 2), small
+helpers (plurals, a writable ``--out``, chained ``on_turn`` callbacks, graceful Ctrl-C) and the
+lines a measurement is recorded with (:func:`machine_line`, :func:`source_commit`)."""
+
+from __future__ import annotations
+
+import os
+import platform
+import signal
+from pathlib import Path
+
+
+class CliError(Exception):
+    """An error to print as one line (exit code 2)."""
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _check_writable(out: Path) -> None:
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".voicekit-write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        a_file = next((p for p in (out, *out.parents) if p.exists() and not p.is_dir()), None)
+        if a_file is not None:
+            raise CliError(f"cannot write to the output directory {out}: {a_file} is a file, not a "
+                           "directory; choose another --out") from exc
+        raise CliError(f"cannot write to the output directory {out} ({exc.strerror}); "
+                       "choose another --out") from exc
+
+
+def _chain(*callbacks):
+    live = [c for c in callbacks if c is not None]
+
+    def on_turn(turn) -> None:
+        for c in live:
+            c(turn)
+    return on_turn
+
+
+class _GracefulStop:
+    """First SIGINT/SIGTERM calls ``stop``; the next SIGINT raises
+    :class:`voicekit.pipeline.MeetingAborted` (the pipeline then commits nothing more)."""
+
+    def __init__(self, stop) -> None:  # noqa: ANN001
+        self.stop = stop
+        self.requested = False
+
+    def _handler(self, signum, frame) -> None:  # noqa: ANN001
+        if self.requested and signum == signal.SIGINT:
+            from voicekit.pipeline import MeetingAborted
+
+            raise MeetingAborted
+        self.requested = True
+        self.stop()
+
+    def __enter__(self) -> "_GracefulStop":
+        self._old = {s: signal.signal(s, self._handler) for s in (signal.SIGINT, signal.SIGTERM)}
+        return self
+
+    def __exit__(self, *exc) -> None:  # noqa: ANN002
+        for s, h in self._old.items():
+            signal.signal(s, h)
+
+
+def source_commit() -> str:
+    """The git commit of this checkout (``abc1234``, ``-dirty`` when tracked files differ), or
+    ``unknown`` outside a git checkout: what a measurement is recorded against."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[2]
+    try:
+        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True,
+                             text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, check=True).stdout.strip()
+        return sha + ("-dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def machine_line() -> str:
+    """One line naming the machine a measurement ran on."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return (f"machine: {cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}, "
+            f"Python {platform.python_version()}")

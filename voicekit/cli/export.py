@@ -1,0 +1,73 @@
+"""``voicekit export``: rewrite a meeting's outputs from its store, refine it later, drop its kept
+speaker embeddings."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from voicekit.cli.common import CliError, _plural
+from voicekit.cli.meeting import _has_embeddings, _refine_stored, _refined_summary, _write_outputs
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from voicekit.outputs import REFINED_SUFFIX
+    from voicekit.store import MeetingStore
+
+    out = Path(args.dir)
+    store_path = out / "meeting.sqlite"
+    if not store_path.is_file():
+        raise CliError(f"{store_path} not found: give the --out directory of a voicekit replay or mic meeting")
+    if args.num_speakers is not None and not args.refine:
+        raise CliError("--num-speakers applies to the re-clustering: add --refine")
+    store = MeetingStore(store_path)
+    meta = store.meta()
+    stem = meta.get("stem", "meeting")
+    # a meeting that went on after its refinement (mic --append) holds turns the refinement lacks;
+    # it can be redone only from kept embeddings
+    stale = store.unrefined_turns() if store.has_refined() else 0
+    redo = bool(stale) and _has_embeddings(store_path)
+    try:
+        if args.refine and (args.num_speakers is not None or not store.has_refined() or redo):
+            if redo:
+                print(f"the stored refinement lacks the {_plural(stale, 'turn')} committed since: re-clustering "
+                      "the whole meeting" + ("" if args.num_speakers else " (--num-speakers N sets the count)"))
+            _refine_stored(store, args.num_speakers)
+            print(_refined_summary(store))
+        elif args.refine:
+            print("using the refinement already stored" + (" (pass --num-speakers N to re-cluster from the "
+                                                            "kept embeddings)" if store.embeddings() else ""))
+        if args.drop_embeddings:
+            print(f"deleted the speaker embeddings of {_plural(store.drop_embeddings(), 'utterance')}")
+        written = _write_outputs(store.turns(), out, stem, meta)
+        if store.has_refined():
+            if stale and not (args.refine and redo):
+                print(f"the stored refinement lacks the {_plural(stale, 'turn')} committed since it ran: "
+                      f"{stem}{REFINED_SUFFIX}.* give them their live labels" +
+                      (f" (`voicekit export {out} --refine` re-clusters the whole meeting)" if redo else
+                       " (no speaker embeddings are kept to re-cluster the meeting)"))
+            written += _write_outputs(store.turns(refined=True), out, stem, {**meta, "refined": True},
+                                      suffix=REFINED_SUFFIX)
+    finally:
+        store.close()
+    print(f"wrote {', '.join(p.name for p in written)} to {out}/")
+    return 0
+
+
+def _export_parser(sub) -> None:  # noqa: ANN001
+    p = sub.add_parser("export", help="rewrite the outputs from a meeting store",
+                       description="Rewrite OUT/<stem>.{json,rttm,srt,vtt,txt} (and <stem>.refined.* where a "
+                                   "refinement is stored) from OUT/meeting.sqlite: after a crash, a Ctrl-C, or to "
+                                   "refine a meeting later. Re-clustering needs the speaker embeddings, which "
+                                   "only --keep-embeddings keeps (`replay --refine` alone does not).")
+    p.add_argument("dir", metavar="OUT", help="the --out directory of a replay or a mic meeting")
+    p.add_argument("--refine", action="store_true",
+                   help="write <stem>.refined.*: re-cluster from the embeddings kept with --keep-embeddings "
+                        "when the meeting has no refinement yet or --num-speakers is given, else use the "
+                        "refinement stored (live labels are never changed); without --refine, "
+                        "<stem>.refined.* are rewritten only where a refinement is stored")
+    p.add_argument("--num-speakers", type=int, default=None,
+                   help="with --refine: re-cluster into exactly this many speakers (needs the kept embeddings)")
+    p.add_argument("--drop-embeddings", action="store_true",
+                   help="delete the speaker embeddings kept with --keep-embeddings (after any --refine)")
+    p.set_defaults(func=cmd_export)

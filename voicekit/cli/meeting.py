@@ -1,0 +1,292 @@
+"""The meeting in ``--out``: reading an existing store, refusing to start over it (or setting it
+aside, or going on with it), the output stem, writing the outputs, refining a stored meeting, and
+the summary lines a command ends with."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from voicekit.cli.common import CliError, _plural
+
+
+def _read_store(store_path: Path, sql: str) -> list[tuple] | None:
+    """The rows of one query on an existing meeting store, read without the store class (no
+    schema is created, the connection is closed: no -wal/-shm left behind); None when the file is
+    not a readable store."""
+    import contextlib
+    import sqlite3
+
+    try:
+        with contextlib.closing(sqlite3.connect(store_path)) as conn:
+            return conn.execute(sql).fetchall()
+    except sqlite3.Error:
+        return None
+
+
+def _committed_turns(store_path: Path) -> int:
+    """Turns in an existing meeting store (0 for an empty or unreadable one, e.g. a failed start)."""
+    rows = _read_store(store_path, "SELECT COUNT(*) FROM turns")
+    return rows[0][0] if rows else 0
+
+
+def _stored_meta(store_path: Path) -> dict:
+    """The metadata of an existing meeting store ({} for an unreadable one)."""
+    import json
+
+    try:
+        return {k: json.loads(v) for k, v in _read_store(store_path, "SELECT key, value FROM meeting") or []}
+    except ValueError:
+        return {}
+
+
+def _check_existing_meeting(store_path: Path, args: argparse.Namespace) -> None:
+    """Refuse to start over a meeting already in ``--out`` unless ``--overwrite`` (or, for live
+    capture, ``--append``) says what to do with it.
+
+    Raises:
+        CliError: naming the way forward.
+    """
+    append = getattr(args, "append", None)
+    if not store_path.exists() or not _committed_turns(store_path):
+        return
+    if not (append or args.overwrite):
+        raise CliError(f"{store_path.parent} already holds a meeting ({store_path.name}); pass --overwrite to "
+                       "replace it" + (", --append to go on with it" if append is not None else "") +
+                       ", or choose another --out")
+    if append:
+        # export --refine re-clusters every turn from its kept windows: all sessions keep them, or none
+        kept, keep = _has_embeddings(store_path), getattr(args, "keep_embeddings", None)
+        if kept and not keep:
+            way = ("add --keep-embeddings to keep this session's too, or" if keep is not None else
+                   "this command keeps none (record this session in another --out), or")
+            raise CliError(f"the meeting in {store_path.parent} kept its speakers' embeddings (for `voicekit export "
+                           f"--refine`, and to know its speakers again as it goes on): {way} first "
+                           f"`voicekit export {store_path.parent} --drop-embeddings`")
+        if keep and not kept:
+            raise CliError(f"the meeting in {store_path.parent} kept no speaker embeddings, so `voicekit export "
+                           "--refine` could not re-cluster its earlier turns: go on with it without "
+                           "--keep-embeddings, or record this session in another --out")
+
+
+def _session_meta(store, meta: dict, start_time: float) -> dict:  # noqa: ANN001 - a MeetingStore
+    """Record this capture session's metadata in the store and return the meeting's: ``started``
+    stays the first session's, and ``sessions`` lists each session's source, wall-clock start and
+    meeting time (``start_time``: 0 unless it goes on with a stored meeting)."""
+    now = time.time()
+    stored = store.meta() if start_time else {}
+    sessions = stored.get("sessions")
+    if sessions is None and stored:   # a meeting stored before sessions were listed, or a replay
+        sessions = [{"source": stored.get("source"), "started": stored.get("started"), "start_time": 0.0}]
+    session = {"source": meta.get("source"), "started": now, "start_time": start_time}
+    meta = {**meta, "started": stored.get("started", now), "sessions": [*(sessions or []), session]}
+    store.set_meta(**meta)
+    return meta
+
+
+def _known_speakers(pipe) -> str:  # noqa: ANN001 - a Pipeline
+    """How a resumed meeting's speakers are known, for the line that says it goes on."""
+    known = [s.label for s in getattr(pipe.diarizer, "speakers", ())]
+    return (f"{', '.join(known)} known by voice from the stored embeddings" if known else
+            "new speakers are labelled after the stored ones")
+
+
+def _has_embeddings(store_path: Path) -> bool:
+    """Whether an existing meeting store kept speaker embeddings (False for an unreadable one)."""
+    return bool(_read_store(store_path, "SELECT 1 FROM embeddings LIMIT 1"))
+
+
+def _meeting_files(store_path: Path) -> list[Path]:
+    """The files of the meeting stored at ``store_path`` that exist: its store (with SQLite's
+    ``-wal``/``-shm``), the outputs voicekit wrote from it (``<stem>.<ext>`` and
+    ``<stem>.refined.<ext>`` of its stem, ``meeting`` when none is stored, as ``export`` names
+    them) and the local session's default log; nothing else."""
+    from voicekit.outputs import output_paths
+
+    stem = _stored_meta(store_path).get("stem")
+    paths = [*output_paths(store_path.parent, stem if isinstance(stem, str) and stem else "meeting"), store_path,
+             Path(f"{store_path}-wal"), Path(f"{store_path}-shm"), store_path.parent / "session.jsonl"]
+    return [path for path in paths if path.is_file()]
+
+
+def _remove_meeting(store_path: Path) -> None:
+    """Remove the meeting a new one replaces (:func:`_meeting_files`)."""
+    for path in _meeting_files(store_path):
+        path.unlink(missing_ok=True)
+
+
+class _SetAside:
+    """The meeting ``--overwrite`` replaces in a live command, moved into ``OUT/.voicekit-replaced/``
+    until the new one has started (the room joined), then deleted; moved back when it never
+    starts (a refused token, an unreachable server, Ctrl-C while joining), so a failed start
+    loses nothing."""
+
+    def __init__(self, store_path: Path) -> None:
+        self.dir = store_path.parent / ".voicekit-replaced"
+        self.moved: list[Path] = []
+        files = _meeting_files(store_path)
+        if files:
+            self.dir.mkdir(exist_ok=True)
+        for path in files:
+            path.rename(self.dir / path.name)
+            self.moved.append(path)
+
+    def drop(self) -> None:
+        """The new meeting started: delete the old one."""
+        import shutil
+
+        shutil.rmtree(self.dir, ignore_errors=True)
+        self.moved = []
+
+    def restore(self) -> None:
+        """The new meeting never started: put the old one back."""
+        for path in self.moved:
+            (self.dir / path.name).rename(path)
+        self.moved = []
+        if self.dir.is_dir() and not any(self.dir.iterdir()):
+            self.dir.rmdir()
+
+
+def _meeting_stem(store_path: Path, args: argparse.Namespace) -> str:
+    """The output stem of a live capture: ``--stem``, else ``meeting``; with ``--append``, the
+    stored meeting's (its outputs are rewritten, never a second set beside them).
+
+    Raises:
+        CliError: ``--append`` with a ``--stem`` other than the stored meeting's.
+    """
+    stem = _check_stem(args.stem)
+    stored = _stored_meta(store_path).get("stem") if args.append and _committed_turns(store_path) else None
+    if stored and stem is not None and stem != stored:
+        raise CliError(f"the meeting in {store_path.parent} writes its outputs as {stored}.*: with --append, "
+                       f"leave out --stem (or give --stem {stored})")
+    return stem or stored or "meeting"
+
+
+def _check_stem(stem: str | None) -> str | None:
+    """``--stem`` as given (None: the default), once it is known to be a plain file name."""
+    if stem is not None and (not stem.strip() or Path(stem).name != stem or stem in (".", "..")):
+        raise CliError(f"--stem {stem!r} must be a file name without a folder (e.g. meeting); "
+                       "the folder is --out")
+    return stem
+
+
+def _turns_summary(result, speed: bool = False) -> str:  # noqa: ANN001 - MeetingResult
+    """``N turns, M speakers[, audio in time (RTF)][, median turn latency]`` (no latency without turns)."""
+    lat = sorted(result.latencies)
+    parts = [_plural(len(result.turns), "turn"), _plural(len({t.speaker for t in result.turns}), "speaker")]
+    if speed:
+        parts.append(f"{result.audio_seconds:.1f} s of audio in {result.processing_seconds:.1f} s "
+                     f"(RTF {result.rtf:.3f})")
+    if lat:
+        parts.append(f"median turn latency {lat[len(lat) // 2]:.2f} s")
+    return ", ".join(parts)
+
+
+def _unmatched_names(named: set[str], store) -> str | None:  # noqa: ANN001 - MeetingStore
+    """The warning for ``--speaker-names`` labels that no turn of the meeting carries, live or
+    refined (when the store holds a refinement); None when every label matched."""
+    if not named:
+        return None
+    speakers = {t.speaker for t in store.turns()}
+    refined = store.has_refined()
+    if refined:
+        speakers |= {t.speaker for t in store.turns(refined=True)}
+    unmatched = sorted(set(named) - speakers)
+    if not unmatched:
+        return None
+    return (f"--speaker-names: {', '.join(unmatched)} matched no speaker of this meeting (its speakers"
+            f"{', live and refined' if refined else ''}: {', '.join(sorted(speakers)) or 'none'}); "
+            "the name is kept in the store and names that label if a later `voicekit export OUT "
+            "--refine --num-speakers N` finds it")
+
+
+def _refined_summary(store) -> str:  # noqa: ANN001 - MeetingStore
+    """One line on a refinement: speakers found, live turns whose main speaker changed (a speaker
+    with a persistent name is shown with it, as the outputs show it)."""
+    live, refined = store.turns(), store.turns(refined=True)
+    changed = store.changed_turns()
+    names = store.speaker_names()
+
+    def shown(label: str) -> str:
+        return f"{label} ({names[label]})" if label in names else label
+
+    return (f"refined: {_plural(len({t.speaker for t in refined}), 'speaker')} "
+            f"(live: {len({t.speaker for t in live})}); {len(changed)} of {_plural(len(live), 'live turn')} "
+            "changed main speaker" + (" (" + ", ".join(f"#{tid} {shown(a)} → {shown(b)}" for tid, a, b in changed[:6])
+                                      + (" …" if len(changed) > 6 else "") + ")" if changed else "")
+            + (f"; the .refined files hold {_plural(len(refined) - len(live), 'more turn')}: live turns "
+               "whose words go to different speakers are split" if len(refined) > len(live) else ""))
+
+
+def _refine_stored(store, num_speakers: int | None) -> None:  # noqa: ANN001 - MeetingStore
+    """Re-cluster a finished meeting from the embeddings its store kept; record the refined labels
+    beside the live ones."""
+    from voicekit.diarization.encoder import WindowEmbeddings
+    from voicekit.diarization.refine import refine_turns
+
+    if num_speakers is not None and num_speakers < 1:
+        raise CliError(f"--num-speakers must be at least 1, got {num_speakers}")
+    kept = store.embeddings()
+    if not kept:
+        if store.has_refined():
+            raise CliError("cannot re-cluster: this meeting's speaker embeddings were not kept (or were "
+                           "dropped); its stored refinement is written by `voicekit export OUT --refine` "
+                           "without --num-speakers")
+        source = str(store.meta().get("source", ""))
+        if source.startswith("livekit:"):
+            how = "`voicekit livekit` keeps no speaker embeddings (it has no --keep-embeddings), so this meeting cannot be refined"
+        elif source.startswith("mic:"):
+            how = ("a microphone meeting keeps them only when it ran with `voicekit mic --keep-embeddings`; "
+                   "this one cannot be refined")
+        else:
+            how = "replay the recording again with --refine, or with --keep-embeddings to refine it later here"
+        raise CliError(f"this meeting has no refined labels and no speaker embeddings to refine from: {how}")
+    store.set_refined(refine_turns(store.turns(), [WindowEmbeddings(*k) for k in kept], num_speakers))
+
+
+def _interrupt_note(pipes, verb: str) -> tuple[float, str]:  # noqa: ANN001
+    """After Ctrl-C: the seconds of audio every pipeline consumed in this session and the line
+    that says what was committed (``verb at HH:MM:SS.s: …``, in meeting time)."""
+    from voicekit.audio import SAMPLE_RATE
+    from voicekit.outputs import clock
+
+    seconds = round(min((p.consumed for p in pipes), default=0) / SAMPLE_RATE, 3)
+    at = f"{verb} at {clock(seconds + min((p.start_time for p in pipes), default=0.0), digits=1)}"
+    if all(p.finished for p in pipes):
+        return seconds, f"{at}: every utterance heard so far was committed"
+    return seconds, f"{at} while the last utterances were being committed: only the turns committed before are kept"
+
+
+def _write_outputs(turns, out: Path, stem: str, meta: dict, suffix: str = "") -> list[Path]:  # noqa: ANN001
+    """:func:`voicekit.outputs.write_all`, its failure told as one line with the way back."""
+    from voicekit.outputs import OutputError, write_all
+
+    try:
+        return write_all(turns, out, stem, meta, suffix=suffix)
+    except OutputError as exc:
+        n = len(turns)
+        raise CliError(f"{exc}; the {_plural(n, 'turn')} {'is' if n == 1 else 'are'} safe in "
+                       f"{out / 'meeting.sqlite'}: free space, then run `voicekit export {out}`") from exc
+
+
+def _fresh_store(out: Path, append: bool):
+    """The meeting store in ``out``: the existing one with ``append``, else a new one in place of
+    any meeting there (:func:`_remove_meeting`; :func:`_check_existing_meeting` ran first)."""
+    from voicekit.store import MeetingStore
+
+    store_path = out / "meeting.sqlite"
+    if store_path.exists() and not append:
+        _remove_meeting(store_path)
+    return MeetingStore(store_path)
+
+
+def _discard_unjoined(store, store_path: Path, append: bool, aside: "_SetAside | None") -> None:  # noqa: ANN001
+    """After a join that failed or was stopped: close the store; remove it when this run made it
+    (not ``--append``) and it holds no turn, so no empty meeting is left; and put back the meeting
+    ``--overwrite`` had set aside."""
+    store.close()
+    if not append and not _committed_turns(store_path):
+        _remove_meeting(store_path)
+    if aside is not None:
+        aside.restore()

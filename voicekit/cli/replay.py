@@ -1,0 +1,330 @@
+"""``voicekit replay``: a recording through the pipeline, live lines, the outputs; with
+``--members``, the turn-taking ladder on every turn (:func:`speak_decisions`)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from voicekit.cli.common import CliError, _chain, _check_writable, _GracefulStop, _plural
+from voicekit.cli.meeting import (_check_existing_meeting, _check_stem, _committed_turns, _fresh_store,
+                                  _interrupt_note, _refined_summary, _turns_summary, _unmatched_names,
+                                  _write_outputs)
+from voicekit.cli.options import (_diarizer_name, _hook_args, _hooks, _keep_embeddings_arg, _meeting_args,
+                                  _options, _pipeline_args, _session_args, _voice_args)
+from voicekit.cli.session import (_close_session, _make_session, _session_log_line, _session_missed_line,
+                                  _start_session)
+from voicekit.cli.voices import _enrol_voices, _voice_identifier
+
+if TYPE_CHECKING:
+    from voicekit.hooks import HookRunner
+    from voicekit.turns import SpeakerTurn
+
+
+EPILOG_REPLAY = """\
+examples:
+  voicekit replay meeting.wav --out out/
+  voicekit replay call.mp3 --out out/ --speaker-names "Speaker A=Diane,Speaker B=Sheila"
+  voicekit replay meeting.flac --out out/ --quiet --refine --num-speakers 3
+  voicekit replay meeting.wav --out out/ --realtime        # paced at 1x, as live capture
+  voicekit replay meeting.wav --out out/ --members members.yaml --explain
+
+outputs in OUT: <stem>.json (turns with words, times in seconds, speaker, confidence),
+<stem>.rttm, <stem>.srt, <stem>.vtt, <stem>.txt, and meeting.sqlite (the store every output is
+rebuilt from with `voicekit export OUT`). With --refine also <stem>.refined.*.
+
+With --members, every committed turn goes through the turn-taking ladder (docs/turn-taking.md)
+under its speaker's attribution label (the speaker name after renames, ranked against look-alike
+names); no model is called: a dry run in which each chosen member counts as having answered.
+--explain prints each turn with its decision and rung, and a count per rung at the end.
+"""
+
+
+def speak_decisions(members: str | Path, *, explain: bool = False, out: TextIO | None = None,
+                    hooks: "HookRunner | None" = None) -> "Callable[[SpeakerTurn], None]":
+    """An ``on_turn`` callback that runs the turn-taking ladder on every committed turn.
+
+    Each turn is labelled as attribution does (``voicekit.attribution``): the speaker's name is
+    ``turn.sender_name`` (a rename from ``--speaker-names`` or a hook, else the diarization label
+    ``Speaker A``), the channel ``turn.channel``, and the rank against look-alike names is fixed
+    in an in-memory author register when the turn arrives (A11, A12). The turn and its label go
+    through :func:`voicekit.turntaking.replay.replay_room` with one :class:`TurnTaker` for the
+    whole meeting and no director or model (T9: T4 is skipped; the chosen members are recorded
+    as having answered, so continuation and least-recent order behave as in a meeting).
+
+    Args:
+        members: a ``members.yaml`` file (see ``docs/turn-taking.md``).
+        explain: print each turn with its decision and rung (``format_step``) to ``out``.
+        out: where ``explain`` prints (default: stdout at call time).
+        hooks: a runner whose ``ON_SPEAK_DECISION`` hooks receive every decision.
+
+    Returns:
+        The callback. Its ``steps`` attribute lists the :class:`ReplayStep` of every turn so far,
+        its ``summary()`` gives the count line (``3 turns decided: fallback=1, mention=2; answered: Iris 3``).
+
+    Raises:
+        CliError: when the members file cannot be read or is invalid.
+    """
+    import sqlite3
+    import threading
+
+    from voicekit.attribution import AuthorRegister, meeting_lock
+    from voicekit.turntaking import MembersError, TurnTaker, load_members
+    from voicekit.turntaking.replay import format_step, replay_room, summarize_steps
+
+    try:
+        room = load_members(members)
+    except OSError as exc:
+        raise CliError(f"--members {members}: cannot read it ({exc.strerror or exc})") from exc
+    except MembersError as exc:
+        raise CliError(f"--members {members}: {exc}") from exc
+    taker = TurnTaker(room)
+    if hooks is not None:
+        taker.attach_hooks(hooks)
+    conn = sqlite3.connect(":memory:", check_same_thread=False)
+    AuthorRegister.ensure_schema(conn)
+    register = AuthorRegister("replay")
+    lock = threading.Lock()
+    steps: list = []
+
+    def on_turn(turn: "SpeakerTurn") -> None:
+        with lock:
+            named = turn.replace(metadata={**turn.metadata, "sender_name": turn.sender_name})
+            with meeting_lock(conn):
+                label = register.record_turn(conn, len(steps) + 1, named)
+            if label is None:  # not a person's turn (an assistant reply, an instruction)
+                return
+            for step in replay_room([(turn, label)], taker):
+                steps.append(step)
+                if explain:
+                    print(format_step(step), file=out or sys.stdout, flush=True)
+
+    on_turn.steps = steps  # type: ignore[attr-defined]
+    on_turn.summary = lambda: summarize_steps(steps)  # type: ignore[attr-defined]
+    return on_turn
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    if args.explain and not args.members:
+        raise CliError("--explain shows turn-taking decisions: give --members members.yaml too")
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from voicekit.audio import RawPcm
+    from voicekit.outputs import REFINED_SUFFIX, format_line
+    from voicekit.pipeline import Components, Pipeline, run_per_channel
+    from voicekit.sources import FileSource
+    from voicekit.store import StoreError
+
+    console = Console(highlight=False, soft_wrap=True)
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    if args.per_channel and args.channel is not None:
+        raise CliError("--per-channel keeps every channel as its own speaker: drop --channel")
+    if args.per_channel and (args.voices is not None or args.enrol_voices):
+        raise CliError("--voices/--enrol-voices name diarized speakers, but with --per-channel each channel "
+                       "is a speaker: drop --voices/--enrol-voices")
+    if args.per_channel and args.refine:
+        raise CliError("--refine re-clusters speakers, but with --per-channel each channel is a speaker: "
+                       "drop --refine")
+    raw = RawPcm(args.raw_rate, args.raw_format, args.raw_channels) if args.raw_rate else None
+    source = FileSource(args.audio, realtime=args.realtime, channel=args.channel, per_channel=args.per_channel,
+                        raw=raw)
+    if args.per_channel and source.info.channels == 1:
+        raise CliError(f"{source.path} has one channel: --per-channel makes each channel a speaker, so the whole "
+                       "recording would be one speaker; drop --per-channel to diarize it")
+    out = Path(args.out)
+    _check_writable(out)
+    stem = _check_stem(args.stem) or source.path.stem
+    options = _options(args, whole_recording=True)
+    if options.pyannote is not None and args.per_channel:
+        raise CliError("--per-channel makes each channel a speaker, so there is nothing to diarize: drop "
+                       "--diarizer pyannote or --per-channel")
+    if options.pyannote is not None and args.refine:
+        raise CliError("--refine re-clusters the embedded diarizer's speaker embeddings; with --diarizer "
+                       "pyannote drop --refine (offline mode already diarizes the whole recording)")
+    hooks = _hooks(args, err)
+    named = set(hooks.names)  # --speaker-names, before any hook renames
+    voices = _voice_identifier(args)
+    decide = speak_decisions(args.members, explain=args.explain, hooks=hooks) if args.members else None
+    session = _make_session(args, out)  # a missing API key stops here: nothing written, no model loaded
+    store_path = out / "meeting.sqlite"
+    _check_existing_meeting(store_path, args)
+    if not args.quiet:
+        err.print(f"[dim]loading models ({args.model}, {_diarizer_name(options)})…[/dim]")
+    components = Components.load(options)  # before the store: a missing model leaves no meeting
+    diarizer = None
+    if options.pyannote is not None and options.pyannote.mode == "offline":
+        from voicekit.audio import load_audio
+        from voicekit.diarization.pyannote_backend import PyannoteOfflineDiarizer
+
+        t = time.monotonic()
+        d = options.diarizer
+        segments = components.pyannote.diarize(load_audio(source.path, channel=args.channel),
+                                                d.num_speakers, d.min_speakers, d.max_speakers)
+        diarizer = PyannoteOfflineDiarizer(segments)
+        err.print(f"[dim]pyannote diarized the whole recording in {time.monotonic() - t:.1f} s: "
+                  f"{_plural(len({s.label for s in segments}), 'speaker')}, "
+                  f"{_plural(len(segments), 'speaker turn')}[/dim]")
+    store = _fresh_store(out, append=False)  # replaced: --overwrite, or a store with no turn
+    meta = {"source": str(source.path), "stem": stem, "duration": round(source.info.duration, 3),
+            "sample_rate": source.info.sample_rate, "channels": source.info.channels,
+            "model": args.model, "vad": args.vad}
+    if options.pyannote is not None:
+        meta["diarizer"] = f"pyannote:{options.pyannote.source} ({options.pyannote.mode})"
+    store.set_meta(**meta)
+    if hooks.names:
+        store.set_speaker_names(hooks.names)
+    pipeline_kw = {}
+    if args.quiet:
+        progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
+                            TextColumn("{task.completed:.0f}/{task.total:.0f} s"), TimeRemainingColumn(),
+                            console=err, transient=True, disable=not err.is_terminal)  # no bar in a log
+        progress.start()
+        task = progress.add_task(stem, total=max(source.info.duration, 0.01))
+        pipeline_kw["progress"] = lambda s: progress.update(task, completed=s)
+        on_turn = None
+    else:
+        progress = None
+        on_turn = lambda t: console.print(format_line(t), markup=False)  # noqa: E731
+    if decide is not None:
+        # --explain prints each turn with its decision instead of the plain line
+        on_turn = decide if (args.explain or on_turn is None) else _chain(on_turn, decide)
+    broadcaster = _start_session(args, session, store_path)              # --session (realtime)
+    if broadcaster is not None:
+        on_turn = _chain(on_turn, broadcaster.on_turn)
+    pipe = None
+    pipes: list[Pipeline] = []   # the pipeline, or one per channel: what they consumed and finished
+    if not args.per_channel:
+        pipe = Pipeline(options, components, hooks=hooks, store=store, on_turn=on_turn,
+                        realtime_clock=args.realtime, voices=voices, diarizer=diarizer)
+        pipes.append(pipe)
+    # the first Ctrl-C (or SIGTERM) stops reading the recording and lets every utterance heard so
+    # far be committed; a second Ctrl-C aborts what is left
+    def stop() -> None:
+        source.stop()
+        err.print("[yellow]stopping: committing the utterances heard so far (Ctrl-C again to abort)…[/yellow]")
+
+    interrupted, result, session_missed = False, None, False
+    try:
+        try:
+            with _GracefulStop(stop) as graceful:
+                if pipe is not None:
+                    result = pipe.run(source, progress=pipeline_kw.get("progress"), refine=False)
+                else:
+                    result = run_per_channel(source, source.info.channels, options, components, hooks=hooks,
+                                             store=store, on_turn=on_turn, progress=pipeline_kw.get("progress"),
+                                             realtime_clock=args.realtime, pipes=pipes)
+        except KeyboardInterrupt:  # the second Ctrl-C
+            result = None
+        interrupted = graceful.requested or result is None
+        if interrupted:
+            meta["duration"], note = _interrupt_note(pipes, "interrupted")
+            err.print(f"[yellow]{note}; writing outputs[/yellow]")
+    except StoreError as exc:
+        kept = _committed_turns(store_path)
+        raise CliError(f"{exc}; the {_plural(kept, 'turn')} committed before {'is' if kept == 1 else 'are'} "
+                       f"kept: free space, then run `voicekit export {out}` to write the outputs") from exc
+    finally:
+        if progress is not None:
+            progress.stop()
+        try:
+            if interrupted:
+                store.set_meta(duration=meta["duration"])   # what was heard, not the file's length
+            store.set_speaker_names(pipe.speaker_names() if pipe is not None else hooks.names)
+        except StoreError as exc:
+            logging.getLogger("voicekit.cli").warning("%s", exc)
+        hooks.close()
+        session_missed, stopped = _close_session(broadcaster, args, err)
+        interrupted = interrupted or stopped
+    try:
+        written = _write_outputs(store.turns(), out, stem, meta)
+        refined_line = None
+        later = (f"refine later with `voicekit export {out} --refine`" if options.keep_embeddings else
+                 f"run the replay again with --refine, or with --keep-embeddings to refine later with "
+                 f"`voicekit export {out} --refine`")
+        if args.refine and interrupted:
+            err.print(f"[yellow]the replay was interrupted: no refined outputs ({later})[/yellow]")
+        elif args.refine:
+            try:
+                pipe.refine()
+            except KeyboardInterrupt:
+                interrupted = True
+                err.print(f"[yellow]refinement interrupted: the live outputs are written; no refined ones "
+                          f"({later})[/yellow]")
+            else:
+                written += _write_outputs(store.turns(refined=True), out, stem, {**meta, "refined": True},
+                                          suffix=REFINED_SUFFIX)
+                refined_line = _refined_summary(store)
+        unmatched = _unmatched_names(named, store)
+    finally:
+        store.close()
+    _enrol_voices(args, [pipe], err)
+    if result is not None:
+        err.print(f"[dim]{_turns_summary(result, speed=True)}"
+                  + (f", {result.blocked} blocked by hooks" if result.blocked else "")
+                  + (f", {len(hooks.failures)} hook failures" if hooks.failures else "") + "[/dim]")
+    if refined_line:
+        err.print(f"[dim]{refined_line}[/dim]")
+    if unmatched and result is not None:
+        err.print(f"[yellow]{unmatched}[/yellow]")
+    if decide is not None and args.explain:
+        print(decide.summary())  # type: ignore[attr-defined]
+    elif decide is not None:  # without --explain the decisions went only to the hooks: say what they were
+        err.print(f"[dim]turn-taking: {decide.summary()} (--explain shows each)[/dim]")  # type: ignore[attr-defined]
+    err.print(f"wrote {', '.join(p.name for p in written)} to {out}/")
+    _session_log_line(session, err)
+    if interrupted:
+        return 130
+    if session_missed:
+        err.print(_session_missed_line(args))
+        return 1
+    if source.info.declared_duration is not None:
+        err.print(f"{source.path} is truncated: only its first {source.info.duration:.1f} s of "
+                  f"{source.info.declared_duration:.1f} s were transcribed (exit code 1)")
+        return 1
+    return 0
+
+
+def _replay_parser(sub) -> None:  # noqa: ANN001
+    p = sub.add_parser("replay", help="replay a recording through the pipeline",
+                       description="Replay a recorded meeting: one line per speaker turn as the "
+                                   "recording plays through VAD, Whisper and diarization. Ctrl-C stops "
+                                   "reading the recording and commits every utterance heard so far "
+                                   "(outputs written, exit code 130); a second Ctrl-C aborts what is left.",
+                       epilog=EPILOG_REPLAY, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("audio", help="WAV/FLAC/OGG/MP3/M4A, any sample rate, mono or multichannel")
+    p.add_argument("--out", default="out", help="meeting directory for the store and outputs (default out/)")
+    p.add_argument("--stem", default=None, help="output file stem (default: the recording's name)")
+    p.add_argument("--quiet", action="store_true",
+                   help="a progress bar instead of live lines (--session local then only writes its log)")
+    p.add_argument("--realtime", action="store_true", help="pace the replay at 1x, exactly as live capture")
+    p.add_argument("--refine", action="store_true",
+                   help="re-cluster the whole meeting afterwards and also write <stem>.refined.*")
+    p.add_argument("--channel", type=int, default=None, help="use this channel (0-based) instead of the downmix")
+    p.add_argument("--per-channel", action="store_true",
+                   help="one person per channel (a call recorded in stereo, a mixer's multitrack): each "
+                        "channel is a speaker (channel 0 = Speaker A, 1 = Speaker B…), no diarization")
+    g = p.add_argument_group("headerless PCM (.raw, .pcm)")
+    g.add_argument("--raw-rate", type=int, default=None, metavar="HZ",
+                   help="read AUDIO as headerless PCM at this sample rate")
+    g.add_argument("--raw-format", default="s16le", choices=["s16le", "s24le", "s32le", "f32le", "u8"],
+                   help="sample format of headerless PCM (default s16le)")
+    g.add_argument("--raw-channels", type=int, default=1, help="interleaved channels of headerless PCM (default 1)")
+    _meeting_args(p, append=False)  # a replay is never resumed: per-channel mode covers several channels
+    _keep_embeddings_arg(p)
+    _hook_args(p, decisions=True)
+    _voice_args(p)
+    g = p.add_argument_group("turn-taking")
+    g.add_argument("--members", default=None, metavar="MEMBERS.yaml",
+                   help="AI members of the meeting: run the turn-taking ladder on every turn "
+                        "(see docs/turn-taking.md; no model is called)")
+    g.add_argument("--explain", action="store_true",
+                   help="print each turn with its turn-taking decision and rung (needs --members)")
+    _pipeline_args(p)
+    _session_args(p)
+    p.set_defaults(func=cmd_replay)

@@ -1,0 +1,141 @@
+"""The realtime session of ``--session`` (docs/realtime.md): made from the options before anything
+else, started with the meeting, closed at its end; and the ``on_turn`` sink of a live capture that
+feeds it."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from voicekit.cli.common import CliError, _plural
+
+
+def _make_session(args: argparse.Namespace, out: Path, echo: bool = True):
+    """The realtime session for ``--session`` (None without it); see docs/realtime.md.
+
+    Made before the meeting store and the models: it only checks the options (the provider's
+    API key, the log path), it connects later (:func:`_start_session`). ``echo``: the local
+    session also prints its events (not with ``--quiet``; the live commands never, their live
+    lines are on the terminal).
+
+    Raises:
+        CliError: no API key for the provider, a bad option, a ``--session-log`` that is a folder.
+    """
+    if not args.session:
+        given = [f"--{k.replace('_', '-')}" for k in ("session_model", "session_base_url", "session_log",
+                                                       "session_instructions") if getattr(args, k, None)]
+        if given:
+            raise CliError(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} to a live model "
+                           "session: add --session local|openai|gemini, or leave it out")
+        return None
+    from voicekit.realtime import make_session
+    from voicekit.realtime.local_session import stdout_echo
+
+    base = args.session_base_url
+    if base is not None and args.session == "local":
+        raise CliError("--session-base-url is a provider's address: it applies to --session openai or gemini")
+    if base is not None and not base.startswith(("ws://", "wss://", "http://", "https://")):
+        raise CliError(f"--session-base-url {base!r} has no scheme: give ws(s)://host/v1 or https://host/v1")
+
+    if args.session_timeout < 0:
+        raise CliError(f"--session-timeout must be 0 or more seconds, got {args.session_timeout}")
+    log_path = Path(args.session_log) if args.session_log else (
+        out / "session.jsonl" if args.session == "local" else None)
+    if log_path is not None and log_path.is_dir():
+        raise CliError(f"--session-log {log_path} is a folder: give a file name, e.g. {log_path / 'session.jsonl'}")
+    if log_path is not None:
+        blocked = next((d for d in log_path.parents if d.exists() and not d.is_dir()), None)
+        if blocked is not None:
+            raise CliError(f"--session-log {log_path}: {blocked} is a file, not a folder; give a path in a folder")
+        if log_path.exists() and not os.access(log_path, os.W_OK):
+            raise CliError(f"--session-log {log_path} cannot be written (permissions); give another path")
+    instructions = args.session_instructions
+    if instructions is not None and "\n" not in instructions and Path(instructions).is_file():
+        try:
+            instructions = Path(instructions).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CliError(f"--session-instructions {instructions}: cannot read it as UTF-8 text ({exc})") from exc
+    if instructions is not None and not instructions.strip():
+        raise CliError("--session-instructions is empty: give the assistant's instructions, or leave it out")
+    try:
+        return make_session(args.session, model=args.session_model, base_url=args.session_base_url,
+                            log_path=str(log_path) if args.session == "local" and log_path else None,
+                            echo=stdout_echo if echo and not getattr(args, "quiet", False) else None,
+                            instructions=instructions)
+    except ValueError as exc:
+        raise CliError(f"--session {args.session}: {exc}") from exc
+
+
+def _start_session(args: argparse.Namespace, session, store_path: Path):  # noqa: ANN001 - RealtimeSession
+    """The started broadcaster that feeds ``session`` (from :func:`_make_session`) every turn
+    committed to ``store_path``; None without ``--session``."""
+    if session is None:
+        return None
+    import json
+
+    from voicekit.realtime import Broadcaster
+
+    on_event = None
+    if args.session_log and args.session != "local":
+        log_path = Path(args.session_log)
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        fh = log_path.open("a", encoding="utf-8")
+
+        def on_event(ev) -> None:
+            fh.write(json.dumps({"kind": ev.kind, "text": ev.text, "event_id": ev.event_id},
+                                ensure_ascii=False) + "\n")
+            fh.flush()
+    session_id = f"{args.session}:{args.session_model or 'default'}"
+    return Broadcaster(session, store_path, session_id=session_id, on_event=on_event).start()
+
+
+def _close_session(broadcaster, args: argparse.Namespace, err) -> tuple[bool, bool]:  # noqa: ANN001
+    """At the end of a meeting, wait up to ``--session-timeout`` for the live session to take
+    what is queued. Returns ``(missed, stopped)``: it was not sent every turn; a Ctrl-C stopped the
+    wait (the outputs are written all the same)."""
+    if broadcaster is None:
+        return False, False
+    if broadcaster.backlog and args.session_timeout > 0:
+        err.print(f"[dim]waiting up to {args.session_timeout:g} s for the live session to take "
+                  f"{_plural(broadcaster.backlog, 'item')} still queued (Ctrl-C gives up)…[/dim]")
+    try:
+        return not broadcaster.close(timeout=args.session_timeout), False
+    except KeyboardInterrupt:
+        err.print("[yellow]stopped waiting for the live session (the turns it was not sent are in the store); "
+                  "writing outputs[/yellow]")
+        return False, True
+
+
+def _session_missed_line(args: argparse.Namespace) -> str:
+    """The closing error of a meeting whose live session was not sent every turn (exit code 1)."""
+    return (f"[red]voicekit: error: the live session ({args.session}) was not sent every turn within "
+            f"--session-timeout {args.session_timeout:g} s (see the warnings above); the transcript is "
+            "complete in the outputs and the store, and `voicekit mic`/`livekit --append` with the same "
+            "session options sends the rest (exit code 1)[/red]")
+
+
+def _session_log_line(session, err, broadcasters=()) -> None:  # noqa: ANN001
+    """Where the local session wrote what a live model would have received; for a meeting that
+    went on (``--append``), that this run's conversation began with the turns an earlier run had
+    delivered, sent again for context (so the file holds them twice)."""
+    path = getattr(session, "path", None)
+    if path is not None and Path(path).is_file():
+        resent = sum(b.stats["resent_after_restart"] for b in broadcasters if b is not None)
+        err.print(f"the local session's events (what a live model would have received): {path}"
+                  + (f" (this run's conversation, from its session.update on, began with the "
+                     f"{_plural(resent, 'turn')} an earlier run delivered, sent again for context)" if resent else ""))
+
+
+def _live_sink(printed):  # noqa: ANN001, ANN202
+    """The ``on_turn`` of a live capture and the list it feeds: each committed turn is printed
+    (``printed``, None with ``--quiet``), then handed to every broadcaster appended to the list
+    (``--session``, started when the capture starts)."""
+    live: list = []
+
+    def on_turn(turn) -> None:  # noqa: ANN001
+        if printed is not None:
+            printed(turn)
+        for broadcaster in live:
+            broadcaster.on_turn(turn)
+    return on_turn, live

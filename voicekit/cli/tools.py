@@ -1,0 +1,75 @@
+"""``voicekit eval`` (DER / WER / RTF on ../shared/eval) and ``voicekit models`` (where each model
+comes from, its checksums)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from voicekit.cli.common import CliError, machine_line, source_commit
+from voicekit.cli.options import _options, _pipeline_args
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from voicekit.evaluation import evaluate_file, format_table, load_index
+    from voicekit.pipeline import Components
+
+    err = Console(stderr=True, highlight=False)
+    files = load_index(args.eval_dir)
+    if args.files:
+        unknown = set(args.files) - {f.file_id for f in files}
+        if unknown:
+            raise CliError(f"--files: unknown file id{'s' if len(unknown) > 1 else ''} {', '.join(sorted(unknown))}; "
+                           f"the ids in {Path(args.eval_dir) / 'index.tsv'}: {', '.join(f.file_id for f in files)}")
+        files = [f for f in files if f.file_id in args.files]
+    options = _options(args)
+    components = Components.load(options)
+    results = []
+    for f in files:
+        err.print(f"[dim]{f.file_id}…[/dim]")
+        results.append(evaluate_file(f, components, options))
+    print(format_table(results))
+    print()
+    print(machine_line())
+    print(f"commit: {source_commit()}")
+    return 0 if all(r.error is None for r in results) else 1
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    from voicekit.models import MANIFEST, ModelError, model_path, verify
+
+    bad = 0
+    for name, entry in MANIFEST.items():
+        print(f"{name}  ({entry['kind']}) from {entry['package']}")
+        try:
+            print(f"    {model_path(name)}")
+            if args.verify:
+                ok = verify(name)
+                bad += not all(ok.values())
+                print("    sha256 " + ("ok" if all(ok.values()) else
+                                      "MISMATCH: " + ", ".join(f for f, good in ok.items() if not good)
+                                      + f"; reinstall: {entry['install']}"))
+        except ModelError as exc:
+            print(f"    not available: {exc}")
+    return 1 if bad else 0
+
+
+def _tool_parsers(sub) -> None:  # noqa: ANN001
+    p = sub.add_parser("eval", help="DER / WER / RTF on the evaluation recordings",
+                       description="Run the pipeline on every recording with a reference and print "
+                                   "DER (collar 0 and 0.5), speakers found, WER and RTF.")
+    p.add_argument("--eval-dir", default=str(Path(__file__).resolve().parents[2].parent / "shared" / "eval"),
+                   help="folder with index.tsv (default ../shared/eval)")
+    p.add_argument("--files", nargs="*", help="only these file ids")
+    _pipeline_args(p)
+    p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("models", help="list the models, where they come from, and check their checksums",
+                       description="List every model voicekit can use (Whisper tiny.en and base, the speaker "
+                                   "encoder, Silero VAD), the PyPI package each comes from, where it lies on "
+                                   "this machine; with --verify, whether its files match the recorded sha256 "
+                                   "checksums (exit code 1 if one does not).")
+    p.add_argument("--verify", action="store_true", help="check sha256 of the packaged weights")
+    p.set_defaults(func=cmd_models)

@@ -1,0 +1,187 @@
+"""``voicekit voices list|delete|enrol`` and the voice library behind ``--voices`` and
+``--enrol-voices`` (opt-in biometric data: docs/voiceprints.md)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from voicekit.cli.common import CliError
+
+
+def _library_path(args: argparse.Namespace) -> Path:
+    from voicekit.voiceprints import default_library_path
+
+    return Path(args.voices).expanduser() if getattr(args, "voices", None) else default_library_path()
+
+
+def _voice_library(args: argparse.Namespace, create: bool = False):
+    from voicekit.voiceprints import VoiceLibrary, VoiceprintError
+
+    try:
+        return VoiceLibrary(_library_path(args), create=create)
+    except VoiceprintError as exc:
+        raise CliError(str(exc)) from exc
+
+
+def _voice_list(args: argparse.Namespace) -> list:
+    """The voiceprints to identify with (``--voices``), or None when identification is off."""
+    if getattr(args, "voices", None) is None:
+        return None
+    path = _library_path(args)
+    if not path.is_file():
+        if args.enrol_voices:
+            return []  # the library is created at the end of this meeting
+        raise CliError(f"--voices: no voice library at {path}; enrol voices first "
+                       "(voicekit voices enrol, or --enrol-voices)")
+    library = _voice_library(args)
+    try:
+        return library.voices()
+    finally:
+        library.close()
+
+
+def _voice_identifier(args: argparse.Namespace):
+    from voicekit.voiceprints import VoiceIdentifier
+
+    voices = _voice_list(args)
+    return None if voices is None else VoiceIdentifier(voices)
+
+
+def _enrol_voices(args: argparse.Namespace, pipelines: list, err) -> None:  # noqa: ANN001
+    """``--enrol-voices``: store the voiceprint of every named speaker of the meeting."""
+    if not args.enrol_voices:
+        return
+    from voicekit.voiceprints import enrol_named_speakers
+
+    diarized = [p for p in pipelines if p is not None and hasattr(p.diarizer, "speakers")]
+    if len(diarized) != 1:
+        err.print(f"[yellow]--enrol-voices: {len(diarized)} diarized lanes; names are per label, so "
+                  "voices are enrolled only from a meeting with exactly one[/yellow]")
+        return
+    pipe = diarized[0]
+    library = _voice_library(args, create=True)
+    try:
+        skip = pipe.voices.matches if pipe.voices is not None else ()
+        # a meeting that went on (--append): only this session's speech, the stored one was its own
+        speakers = getattr(pipe.diarizer, "session_speakers", pipe.diarizer.speakers)
+        outcomes = enrol_named_speakers(library, speakers, pipe.hooks.names, skip=skip)
+    finally:
+        library.close()
+    for o in outcomes:
+        if o.enrolled is not None:
+            err.print(f"enrolled the voice of {o.name} ({', '.join(o.labels)}, {o.seconds:.1f} s of speech) "
+                      f"in {library.path}")
+        else:
+            err.print(f"[yellow]not enrolled: {o.reason}[/yellow]")
+    if not outcomes:
+        err.print("[yellow]--enrol-voices: no speaker was named (--speaker-names or a hook); nothing "
+                  "enrolled[/yellow]")
+
+
+def cmd_voices(args: argparse.Namespace) -> int:
+    """``voicekit voices list | delete NAME | delete --all | enrol NAME AUDIO``."""
+    import datetime
+
+    from voicekit.voiceprints import VoiceprintError
+
+    path = _library_path(args)
+    if args.action == "list":
+        if not path.is_file():
+            print(f"no voice library at {path} (no voice enrolled)")
+            return 0
+        library = _voice_library(args)
+        try:
+            voices = library.voices()
+        finally:
+            library.close()
+        print(f"{len(voices)} voice{'s' if len(voices) != 1 else ''} in {path}")
+        for v in voices:
+            when = datetime.datetime.fromtimestamp(v.updated).strftime("%Y-%m-%d %H:%M")
+            print(f"  {v.name}  {v.seconds:.1f} s of speech, {v.meetings} enrolment"
+                  f"{'s' if v.meetings != 1 else ''}, updated {when}")
+        return 0
+    if args.action == "delete":
+        if bool(args.all) == bool(args.name):
+            raise CliError("voices delete: give a NAME or --all")
+        if not path.is_file():
+            raise CliError(f"no voice library at {path}; nothing to delete")
+        library = _voice_library(args)
+        try:
+            if args.all:
+                n = library.delete_all()
+                print(f"deleted {n} voice{'s' if n != 1 else ''} from {path}")
+                return 0
+            deleted = library.delete(args.name)
+            if deleted is None:
+                raise CliError(f"no voice named {args.name!r} in {path}; see voicekit voices list")
+        finally:
+            library.close()
+        print(f"deleted the voice of {deleted} from {path}")
+        return 0
+    # enrol
+    from voicekit.audio import SAMPLE_RATE, load_audio
+    from voicekit.diarization.encoder import SpeakerEncoder
+    from voicekit.voiceprints import MIN_ENROL_SECONDS, check_enrolment, embed_speech
+
+    if args.start is not None and args.end is not None and args.end <= args.start:
+        raise CliError(f"--end {args.end:g} is not after --start {args.start:g}: give the start and the end "
+                       "of their speech in seconds")
+    samples = load_audio(args.audio, channel=args.channel)
+    lo = int(round((args.start or 0.0) * SAMPLE_RATE))
+    hi = len(samples) if args.end is None else int(round(args.end * SAMPLE_RATE))
+    if not 0 <= lo < hi <= len(samples):
+        raise CliError(f"--start/--end must lie inside the recording (0 to {len(samples) / SAMPLE_RATE:.1f} s)")
+    try:
+        vector, seconds = embed_speech(samples[lo:hi], SpeakerEncoder(), vad=args.vad)
+        check_enrolment(args.name, seconds, MIN_ENROL_SECONDS)   # before a library file is made
+        library = _voice_library(args, create=True)
+        try:
+            voice = library.enrol(args.name, vector, seconds, min_seconds=MIN_ENROL_SECONDS)
+        finally:
+            library.close()
+    except VoiceprintError as exc:
+        raise CliError(str(exc)) from exc
+    print(f"enrolled the voice of {voice.name} ({seconds:.1f} s of speech; {voice.seconds:.1f} s in all) in {path}")
+    return 0
+
+
+EPILOG_VOICES = """\
+examples:
+  voicekit voices enrol Diane diane.wav             # a recording of Diane alone (>= 8 s of speech)
+  voicekit voices enrol Diane meeting.wav --start 62 --end 95
+  voicekit replay meeting.wav --out out/ --voices   # name known voices
+  voicekit replay meeting.wav --out out/ --speaker-names "Speaker A=Diane" --enrol-voices
+  voicekit voices list
+  voicekit voices delete Diane
+  voicekit voices delete --all
+
+A voiceprint is biometric data: enrol a person only with their consent. Deleting removes the row
+and scrubs it from the file. The library is $VOICEKIT_VOICES, else voices.sqlite in the user data
+directory; --library chooses another. See docs/voiceprints.md.
+"""
+
+
+def _voices_parser(sub) -> None:  # noqa: ANN001
+    p = sub.add_parser("voices", help="known voices: list, delete or enrol voiceprints (opt-in)",
+                       description="The voice library: voiceprints that name speakers in later "
+                                   "meetings (--voices). Biometric data: see docs/voiceprints.md.",
+                       epilog=EPILOG_VOICES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    vsub = p.add_subparsers(dest="action", required=True)
+    for name, help_text in (("list", "list the enrolled voices"), ("delete", "delete a voice (or --all)"),
+                            ("enrol", "enrol a voice from a recording of that person")):
+        q = vsub.add_parser(name, help=help_text)
+        q.add_argument("--library", dest="voices", default=None, metavar="PATH",
+                       help="the voice library file (default $VOICEKIT_VOICES, else voices.sqlite in "
+                            "the user data directory)")
+        if name == "delete":
+            q.add_argument("name", nargs="?", default=None, help="the person's name")
+            q.add_argument("--all", action="store_true", help="delete every voice")
+        elif name == "enrol":
+            q.add_argument("name", help="the person's name")
+            q.add_argument("audio", help="a recording in which only this person speaks (or use --start/--end)")
+            q.add_argument("--start", type=float, default=None, help="start of their speech (seconds)")
+            q.add_argument("--end", type=float, default=None, help="end of their speech (seconds)")
+            q.add_argument("--channel", type=int, default=None, help="use this channel (0-based)")
+            q.add_argument("--vad", default="silero", help="silero (default) or webrtc")
+    p.set_defaults(func=cmd_voices)
