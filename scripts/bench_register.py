@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import icu  # noqa: E402
 
-from voicekit.attribution import AuthorRegister, meeting_lock  # noqa: E402
+from voicekit.attribution import AuthorRegister  # noqa: E402
 from voicekit.turns import SpeakerTurn  # noqa: E402
 
 

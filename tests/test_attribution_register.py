@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import sqlite3
-import unicodedata
 
 import pytest
 

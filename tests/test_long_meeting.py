@@ -15,8 +15,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
-
 from tests._pipeline_support import components, eval_file, needs_eval
 
 LOOP_FILES = ("sample", "test", "diarizationExample", "trn01")
