@@ -80,6 +80,16 @@ def test_num_speakers_is_honoured_live_and_refined(replayed_two):
     assert d.der <= 0.20  # 14.0 % measured; issue 2's live bound for two speakers
 
 
+def test_a_telephone_band_recording_gets_the_speaker_count_hint(tmp_path, capsys):
+    """The sample is telephone-band, where the embedded diarizer merges voices: the replay says
+    so and how to give the count; with the count given, it does not."""
+    assert main(["replay", str(SAMPLE), "--out", str(tmp_path / "a"), "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "the audio is telephone-band (nothing above 4 kHz)" in err and "--num-speakers N" in err, err
+    assert main(["replay", str(SAMPLE), "--out", str(tmp_path / "b"), "--quiet", "--num-speakers", "2"]) == 0
+    assert "telephone-band" not in capsys.readouterr().err
+
+
 def test_outputs_are_written_in_every_format(replayed):
     for suffix in ("", ".refined"):
         for ext in ("json", "rttm", "srt", "vtt", "txt"):

@@ -21,6 +21,8 @@ from voicekit.audio import (
     RawPcm,
     StreamResampler,
     decode_pcm_bytes,
+    high_band_share,
+    is_telephone_band,
     iter_16k_blocks,
     load_audio,
     normalize,
@@ -255,3 +257,19 @@ def test_raw_pcm_bytes_decode_to_their_float_values():
     out = decode_pcm_bytes(values.astype("<i2").tobytes(), RawPcm(16000))
     assert out.dtype == np.float32
     assert np.array_equal(out, values.astype(np.float32) / 32768)
+
+
+def test_telephone_band_audio_is_told_from_wideband():
+    """The pyannote sample is an 8 kHz call in a 16 kHz file; JFK and the falcon recording are
+    wideband, and become telephone-band once resampled to 8 kHz and back."""
+    falcon = load_audio(EVAL / "picovoice_falcon" / "test.wav")
+    sample, jfk = load_audio(SAMPLE), load_audio(JFK)
+    shares = {name: high_band_share(x) for name, x in
+              [("sample", sample), ("jfk", jfk), ("falcon", falcon),
+               ("falcon at 8 kHz", resample(resample(falcon, 16000, 8000), 8000))]}
+    print({k: f"{v:.1e}" for k, v in shares.items()})
+    assert shares["sample"] < 1e-6 and shares["falcon at 8 kHz"] < 1e-9   # 2.5e-7 measured
+    assert shares["jfk"] > 2e-5 and shares["falcon"] > 1e-3                  # 4.7e-5, 2.5e-2
+    assert is_telephone_band(sample) and not is_telephone_band(jfk)
+    assert high_band_share(np.zeros(16000, np.float32)) == 1.0   # silence is not telephone audio
+    assert high_band_share(sample[:100]) == 1.0                  # nor 6 ms of it

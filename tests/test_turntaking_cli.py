@@ -123,6 +123,7 @@ def test_a_hook_script_on_the_command_line_receives_speak_decisions(members: Pat
     # without --explain the decisions are not printed one by one, but their count is
     err = capsys.readouterr().err
     assert "turn-taking: 3 turns decided:" in err and "(--explain shows each)" in err
+    assert "telephone-band" not in err  # a wideband recording gets no speaker-count hint
 
 
 def test_an_on_speak_decision_hook_without_members_is_reported_unused(tmp_path: Path, capsys):

@@ -239,6 +239,47 @@ class StreamResampler:
         return self._stream.resample_chunk(block, last=last)
 
 
+TELEPHONE_CUTOFF = 4100.0
+"""Hz: just above the 4 kHz Nyquist frequency of 8 kHz telephone audio."""
+
+TELEPHONE_SHARE = 1e-5
+"""Below this share of its power above :data:`TELEPHONE_CUTOFF`, audio is telephone-band."""
+
+
+def high_band_share(samples: np.ndarray, sample_rate: int = SAMPLE_RATE, cutoff: float = TELEPHONE_CUTOFF) -> float:
+    """The share of a stretch's power above ``cutoff`` Hz (Welch's method: Hann windows of 32 ms,
+    ``scipy.signal.welch``).
+
+    Telephone audio (8 kHz, or 8 kHz played into a 16 kHz stream) has almost none: the pyannote
+    sample 2.5e-7 above 4.1 kHz; the wideband evaluation recordings 7.6e-5 to 9e-2 per utterance
+    (JFK's 1961 address 4.7e-5 over the whole file), and their copies resampled to 8 kHz and back
+    under 1e-10 (docs/accuracy.md).
+
+    Args:
+        samples: ``(n_samples,)`` float32 audio.
+        sample_rate: Hz.
+        cutoff: Hz.
+
+    Returns:
+        A fraction in [0, 1]; 1.0 for a stretch without power or shorter than one 32 ms window
+        (nothing to call telephone audio).
+    """
+    from scipy.signal import welch
+
+    nperseg = int(0.032 * sample_rate)
+    if len(samples) < nperseg:
+        return 1.0
+    freqs, power = welch(np.asarray(samples, dtype=np.float64), fs=sample_rate, nperseg=nperseg)
+    total = float(power.sum())
+    return float(power[freqs >= cutoff].sum()) / total if total > 0 else 1.0
+
+
+def is_telephone_band(samples: np.ndarray, sample_rate: int = SAMPLE_RATE) -> bool:
+    """Whether ``(n_samples,)`` float32 audio is telephone-band: less than :data:`TELEPHONE_SHARE`
+    of its power above 4.1 kHz (:func:`high_band_share`)."""
+    return high_band_share(samples, sample_rate) < TELEPHONE_SHARE
+
+
 def resample(samples: np.ndarray, in_rate: int, out_rate: int = SAMPLE_RATE) -> np.ndarray:
     """Resample a whole ``(n,)`` float32 signal; identical to :class:`StreamResampler`."""
     return StreamResampler(in_rate, out_rate).process(samples, last=True)

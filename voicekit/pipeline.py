@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from voicekit.audio import SAMPLE_RATE
+from voicekit.audio import SAMPLE_RATE, is_telephone_band
 from voicekit.diarization.base import Diarizer
 from voicekit.diarization.encoder import SpeakerEncoder
 from voicekit.diarization.online import DiarizerOptions, OnlineDiarizer
@@ -123,6 +123,9 @@ class MeetingResult:
         blocked: number of turns a hook blocked.
         utterance_latencies: per utterance that committed a turn, the seconds from the end of its
             speech (its last VAD speech frame) to the emission of its last turn.
+        telephone_share: the share (0-1) of the transcribed utterances' seconds that were
+            telephone-band audio (:func:`voicekit.audio.is_telephone_band`), where the speaker
+            encoder hears voices as more alike (docs/accuracy.md).
     """
 
     turns: list[SpeakerTurn]
@@ -133,6 +136,7 @@ class MeetingResult:
     stage_seconds: dict[str, float]
     blocked: int = 0
     utterance_latencies: list[float] = field(default_factory=list)
+    telephone_share: float = 0.0
 
     @property
     def rtf(self) -> float:
@@ -250,6 +254,7 @@ class Pipeline:
         self.consumed = 0
         self.finished = False
         self.utterance_latencies: list[float] = []
+        self._band_seconds = [0.0, 0.0]  # telephone-band, all: of the transcribed utterances
         self._pending: deque[Utterance] = deque()
         self._progress: _Progress | None = None
         self._failed: Utterance | None = None
@@ -288,6 +293,9 @@ class Pipeline:
         if p.words is None:
             p.words = self.components.transcriber.transcribe(utt.samples, utt.start, speech=utt.speech,
                                                              frame_seconds=utt.frame_seconds)
+            if p.words:
+                self._band_seconds[0] += utt.duration * is_telephone_band(utt.samples)
+                self._band_seconds[1] += utt.duration
         t_stt = time.perf_counter()
         self.stage_seconds["stt"] += t_stt - t
         if p.diarized is None:
@@ -465,7 +473,8 @@ class Pipeline:
         """What the stream produced so far."""
         return MeetingResult(self.turns, refined, self.consumed / SAMPLE_RATE, self.endpointer.speech_seconds,
                              time.monotonic() - self._t0, dict(self.stage_seconds), self.blocked,
-                             list(self.utterance_latencies))
+                             list(self.utterance_latencies),
+                             self._band_seconds[0] / self._band_seconds[1] if self._band_seconds[1] else 0.0)
 
     def refine(self) -> dict[int, list[str]]:
         """Re-cluster the meeting so far; returns ``{turn_id: [label per word]}`` and records it

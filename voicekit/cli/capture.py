@@ -14,8 +14,8 @@ from pathlib import Path
 
 from voicekit.cli.common import CliError, _check_writable, _GracefulStop
 from voicekit.cli.meeting import (_check_existing_meeting, _discard_unjoined, _fresh_store, _interrupt_note,
-                                  _known_speakers, _meeting_stem, _session_meta, _SetAside, _turns_summary,
-                                  _write_outputs)
+                                  _known_speakers, _meeting_stem, _session_meta, _SetAside, _telephone_hint,
+                                  _turns_summary, _write_outputs)
 from voicekit.cli.options import (_diarizer_name, _hook_args, _hooks, _keep_embeddings_arg, _meeting_args,
                                   _options, _pipeline_args, _session_args, _voice_args)
 from voicekit.cli.session import (_close_session, _live_sink, _make_session, _session_log_line,
@@ -135,6 +135,9 @@ def cmd_mic(args: argparse.Namespace) -> int:
     err.print(f"[dim]{source.report()}[/dim]")
     if result is not None:
         err.print(f"[dim]{'this session: ' if pipe.start_time else ''}{_turns_summary(result)}[/dim]")
+        hint = _telephone_hint(result, options)
+        if hint:
+            err.print(f"[yellow]{hint}[/yellow]")
     err.print(f"wrote {', '.join(p.name for p in written)} to {out}/")
     _session_log_line(session, err, [broadcaster])
     if session_missed:

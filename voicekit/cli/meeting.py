@@ -183,6 +183,17 @@ def _turns_summary(result, speed: bool = False) -> str:  # noqa: ANN001 - Meetin
     return ", ".join(parts)
 
 
+def _telephone_hint(result, options) -> str | None:  # noqa: ANN001 - MeetingResult, PipelineOptions
+    """The line that says what to do when most of the speech was telephone-band audio and the
+    embedded diarizer had no speaker count: there it merged voices (docs/accuracy.md); else None."""
+    d = options.diarizer
+    if result.telephone_share < 0.5 or options.pyannote is not None or d.num_speakers or d.min_speakers:
+        return None
+    return ("the audio is telephone-band (nothing above 4 kHz), where the speaker encoder hears voices as "
+            "more alike: two people may share a label; give --num-speakers N (or --min-speakers N) when "
+            "you know how many spoke")
+
+
 def _unmatched_names(named: set[str], store) -> str | None:  # noqa: ANN001 - MeetingStore
     """The warning for ``--speaker-names`` labels that no turn of the meeting carries, live or
     refined (when the store holds a refinement); None when every label matched."""

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, TextIO
 
 from voicekit.cli.common import CliError, _chain, _check_writable, _GracefulStop, _plural
 from voicekit.cli.meeting import (_check_existing_meeting, _check_stem, _committed_turns, _fresh_store,
-                                  _interrupt_note, _refined_summary, _turns_summary, _unmatched_names,
-                                  _write_outputs)
+                                  _interrupt_note, _refined_summary, _telephone_hint, _turns_summary,
+                                  _unmatched_names, _write_outputs)
 from voicekit.cli.options import (_diarizer_name, _hook_args, _hooks, _keep_embeddings_arg, _meeting_args,
                                   _options, _pipeline_args, _session_args, _voice_args)
 from voicekit.cli.session import (_close_session, _make_session, _session_log_line, _session_missed_line,
@@ -270,6 +270,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
                   + (f", {len(hooks.failures)} hook failures" if hooks.failures else "") + "[/dim]")
     if refined_line:
         err.print(f"[dim]{refined_line}[/dim]")
+    hint = _telephone_hint(result, options) if result is not None else None
+    if hint:
+        err.print(f"[yellow]{hint}[/yellow]")
     if unmatched and result is not None:
         err.print(f"[yellow]{unmatched}[/yellow]")
     if decide is not None and args.explain:
