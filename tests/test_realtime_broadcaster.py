@@ -116,6 +116,18 @@ def test_local_session_writes_exactly_the_openai_events_as_json_lines(tmp_path):
     assert events[4] == {"type": "response.create", "event_id": "vk-oa-5"}
 
 
+def test_a_second_run_on_the_same_local_session_file_numbers_its_events_after_the_first(tmp_path):
+    """`--append` runs write into one session.jsonl: an event id still names one line of it."""
+    path = tmp_path / "session.jsonl"
+    for run in range(2):
+        local = LocalSession(path, echo=None)
+        asyncio.run(local.connect())
+        asyncio.run(local.send_instruction(f"run {run}"))
+        asyncio.run(local.close())
+    ids = [json.loads(line)["event_id"] for line in path.read_text(encoding="utf-8").splitlines()]
+    assert ids == ["vk-oa-1", "vk-oa-2", "vk-oa-3", "vk-oa-4"]
+
+
 def test_attribution_off_sends_bare_text_and_no_note(tmp_path):
     store = open_store(tmp_path)
     local = LocalSession(None, echo=None)

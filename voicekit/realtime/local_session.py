@@ -47,6 +47,9 @@ class LocalSession(RealtimeSession):
     async def connect(self) -> None:
         if self.path is not None and self._fh is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            if self.path.is_file():  # an earlier run's events (--append): number on after them,
+                with self.path.open("rb") as f:  # so that an event id names one line of the file
+                    self._ids = EventIds("oa", start=sum(1 for _ in f) + 1)
             self._fh = self.path.open("a", encoding="utf-8")
         self._closed = asyncio.Event()
         self._write(session_update(self._ids.next(), self.instructions, ("text",)))

@@ -11,13 +11,13 @@ from typing import Any
 
 
 class EventIds:
-    """Client event ids, unique within a process run: ``vk-<prefix>-<n>``.
+    """Client event ids, unique within a process run: ``vk-<prefix>-<n>``, ``n`` from ``start``.
 
     A provider error names the client event that caused it by this id.
     """
 
-    def __init__(self, prefix: str = "e") -> None:
-        self._n = itertools.count(1)
+    def __init__(self, prefix: str = "e", start: int = 1) -> None:
+        self._n = itertools.count(start)
         self.prefix = prefix
 
     def next(self) -> str:
