@@ -485,3 +485,16 @@ def test_ctrl_c_while_models_load_is_one_line_and_leaves_nothing(tmp_path, monke
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1] == "voicekit: interrupted" and "Traceback" not in "\n".join(err)
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("args, message, helps", [
+    (["replay", FALCON, "--num-speakers", "abc"], "argument --num-speakers: invalid int value: 'abc'",
+     "voicekit replay"),
+    (["replay"], "the following arguments are required: audio", "voicekit replay"),
+    (["export", "out", "--nosuch"], "unrecognized arguments: --nosuch", "voicekit"),  # (found by the top parser)
+])
+def test_argument_errors_are_one_line_that_points_at_the_help(args, message, helps):
+    """argparse printed its usage block (28 lines for replay) before its error; now the error is one
+    line like voicekit's others, naming the --help to read."""
+    rc, err = _cli(*args)
+    assert rc == 2 and err.splitlines() == [f"voicekit: error: {message}; `{helps} --help` lists the options"], err

@@ -25,6 +25,7 @@ import argparse
 import logging
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 from voicekit.cli.capture import _capture_parsers
 from voicekit.cli.common import CliError, machine_line, source_commit
@@ -49,9 +50,17 @@ _DESCRIPTION = """The voicekit command: one subcommand per task.
 """
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser with one-line usage errors, like voicekit's other errors (docs/robustness.md):
+    ``voicekit: error: <argparse's message>; `voicekit replay --help` lists the options``, exit
+    code 2, without the usage block. Subcommand parsers are made of this class too."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"voicekit: error: {message}; `{self.prog} --help` lists the options\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="voicekit", description=_DESCRIPTION,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _Parser(prog="voicekit", description=_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
     sub = parser.add_subparsers(dest="command", required=True)
 
