@@ -491,7 +491,8 @@ def test_ctrl_c_while_models_load_is_one_line_and_leaves_nothing(tmp_path, monke
     (["replay", FALCON, "--num-speakers", "abc"], "argument --num-speakers: invalid int value: 'abc'",
      "voicekit replay"),
     (["replay"], "the following arguments are required: audio", "voicekit replay"),
-    (["export", "out", "--nosuch"], "unrecognized arguments: --nosuch", "voicekit"),  # (found by the top parser)
+    (["export", "out", "--nosuch"], "unrecognized arguments: --nosuch", "voicekit export"),
+    (["replay", FALCON, "--nosuch", "x"], "unrecognized arguments: --nosuch x", "voicekit replay"),
 ])
 def test_argument_errors_are_one_line_that_points_at_the_help(args, message, helps):
     """argparse printed its usage block (28 lines for replay) before its error; now the error is one

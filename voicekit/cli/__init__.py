@@ -88,7 +88,10 @@ def _debug_everywhere(parser: argparse.ArgumentParser) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``voicekit`` command; returns the exit code."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # (what the subcommand did not take reaches the top parser: name the subcommand's help)
+        parser.exit(2, f"voicekit: error: unrecognized arguments: {' '.join(extra)}; "
+                       f"`voicekit {args.command} --help` lists the options\n")
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     out = Path(args.out).absolute() if isinstance(getattr(args, "out", None), str) else None
