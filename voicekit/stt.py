@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from voicekit.devices import check_compute_type, require_ctranslate2_device
-from voicekit.models import ModelError, resolve_whisper
+from voicekit.models import ModelError, check_whisper_name, resolve_whisper
 from voicekit.turns import Word
 
 log = logging.getLogger(__name__)
@@ -72,7 +72,10 @@ class SttOptions:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        """Raises ValueError for a language code Whisper does not know (before any model loads)."""
+        """Raises ValueError for a language code Whisper does not know, and
+        :class:`voicekit.models.ModelError` for a model name voicekit does not carry (both before
+        any model loads)."""
+        check_whisper_name(self.model)
         if self.language is not None:
             from faster_whisper.tokenizer import _LANGUAGE_CODES
 

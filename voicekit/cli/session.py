@@ -82,10 +82,11 @@ def _start_session(args: argparse.Namespace, session, store_path: Path):  # noqa
         log_path.parent.mkdir(parents=True, exist_ok=True)
         fh = log_path.open("a", encoding="utf-8")
 
-        def on_event(ev) -> None:
+        def write_event(ev) -> None:  # noqa: ANN001 - voicekit.realtime.SessionEvent
             fh.write(json.dumps({"kind": ev.kind, "text": ev.text, "event_id": ev.event_id},
                                 ensure_ascii=False) + "\n")
             fh.flush()
+        on_event = write_event
     session_id = f"{args.session}:{args.session_model or 'default'}"
     return Broadcaster(session, store_path, session_id=session_id, on_event=on_event).start()
 
