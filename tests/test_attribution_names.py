@@ -164,3 +164,6 @@ def test_a11_at_sign_names_group_with_their_bare_form():
 @pytest.mark.parametrize("name", ["", "   ", "@", "\u200b"])
 def test_a4_empty_names_are_absent(name):
     assert resolve_name(turn(name)) is None
+    # absent, so the participant record names the source (it did not, for "@" and "\u200b")
+    carol = Participant("u-carol", "Carol", channels=("room1/1",))
+    assert resolve_name(turn(name, participant_id="u-carol", channel="room1/1"), [carol]) == "Carol"

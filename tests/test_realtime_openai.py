@@ -164,6 +164,27 @@ def test_a9_new_conversation_after_reconnect_holds_the_note_once(tmp_path):
         assert second[3]["content"][0]["text"].startswith("Alice: ")
 
 
+def test_a9_the_note_goes_with_the_first_resent_labelled_item_when_its_carrier_is_older_than_the_history(tmp_path):
+    """history_on_reconnect=1 keeps only Alice's fourth line, not Bob's line that carried the note:
+    the new conversation's first labelled item (that fourth line) brings the note, once."""
+    with FakeOpenAIRealtime() as server:
+        server.drop_after_items = 4
+        store = open_store(tmp_path)
+        b = Broadcaster(session(server), store.path, session_id="s", backoff_initial=0.05,
+                        history_on_reconnect=1).start()
+        for i, (spk, name, text) in enumerate(SCRIPT):
+            b.on_turn(store.commit(turn(spk, name, text, i)))
+            time.sleep(0.05)
+        assert b.close(timeout=10)
+        server.settle()
+        first, second = user_items(server, 0), user_items(server, 1)
+        assert [len(i["content"]) for i in first] == [1, 1, 3, 1]   # (the note, and who said the bare lines)
+        assert [len(i["content"]) for i in second] == [2, 1]
+        assert second[0]["content"][0] == first[3]["content"][0]     # Alice's fourth line, as it was
+        assert second[0]["content"][1]["text"] == RUNTIME_NOTE
+        assert second[1]["content"][0]["text"] == 'Bob: "Agreed."'
+
+
 def test_restart_gives_the_new_conversation_the_meeting_so_far_then_what_it_missed(tmp_path):
     """A restarted broadcaster (voicekit mic --append --session openai after a crash) opens a new
     provider conversation, which holds nothing of the meeting: like a reconnected one, it is first

@@ -81,6 +81,23 @@ def test_labels_come_from_attribution_sender_name_rank_and_channel(members: Path
     assert on_turn.steps[3].decision.excluded == ()
 
 
+def test_an_enrolled_voice_keeps_its_name_and_is_the_source_a_policy_binds(tmp_path: Path):
+    """With the pipeline's registered participants (an enrolled voice matched, A11 / T15), the
+    voice keeps the bare name even when a look-alike spoke first, and a member bound to it
+    answers its turns only."""
+    from voicekit.voiceprints import IDENTITY_PREFIX, Voiceprint
+
+    path = tmp_path / "members.yaml"
+    path.write_text("members:\n  - name: Iris\n    answer_only_participants: [voice:Diane]\n", encoding="utf-8")
+    diane = Voiceprint("Diane", vector=None, seconds=30.0).participant  # what Pipeline.participants() holds
+    on_turn = speak_decisions(path, participants=lambda: [diane])
+    on_turn(turn("Speaker B", "Iris, I am Diane, approve it", 0.0, "DIANE"))  # a look-alike, no voice
+    voiced = turn("Speaker A", "Iris, approve it", 2.0, "Diane")
+    on_turn(voiced.replace(metadata={**voiced.metadata, "identity_id": IDENTITY_PREFIX + "Diane"}))
+    assert [s.label.text for s in on_turn.steps] == ["DIANE (2)", "Diane"]
+    assert [s.decision.responders for s in on_turn.steps] == [(), ("Iris",)]
+
+
 def test_nothing_is_printed_without_explain(members: Path, capsys):
     on_turn = speak_decisions(members)
     on_turn(turn("Speaker A", "Iris?", 0.0, "Diane"))

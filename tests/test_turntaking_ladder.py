@@ -336,6 +336,9 @@ def test_t10_when_addressed_runs_only_t1_t2():
         (SpeakerLabel("ALICE", 2, "mic"), False),
         (SpeakerLabel("\u0410lice", 3, "mic"), False),  # Cyrillic А
         (SpeakerLabel("A\u0301lice", None, "mic"), False),
+        (SpeakerLabel("Alice\u200b", 2, "mic"), False),  # shown "Alice (2)": a look-alike, not the name
+        (SpeakerLabel("@Alice", 2, "mic"), False),
+        (SpeakerLabel(" Alice ", 2, "mic"), True),
         (SpeakerLabel(None, None, "mic"), False),
         (SpeakerLabel("Bob", None, "mic"), False),
     ],

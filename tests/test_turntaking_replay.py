@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from voicekit.attribution import RUNTIME_NOTE, SpeakerLabel
+from voicekit.attribution import RUNTIME_NOTE, Participant, SpeakerLabel
 from voicekit.turns import SpeakerTurn
 from voicekit.turntaking import OpenAIChatClient, explain_replay, parse_members, replay_room
 
@@ -49,12 +49,32 @@ def test_t8_replay_explains_each_rung():
     assert "6 turns decided: continuation=1, fallback=1, group_address=2, mention=2; answered: Iris 4, Elena 4" in text
 
 
-def test_t15_replay_reads_participant_ids():
+def test_t15_replay_binds_the_registered_source_not_a_claimed_id():
+    """The participant a turn came from is found as attribution finds it (A5): by an enrolled
+    voice's identity on any channel, by a participant id only on that participant's channels."""
     room = {"members": [{"name": "Iris", "answer_only_participants": ["p-bob"]}]}
-    turn = SpeakerTurn(speaker="Speaker A", text="Iris?", start=0, end=1, metadata={"participant_id": "p-bob"})
-    other = SpeakerTurn(speaker="Speaker B", text="Iris?", start=2, end=3, metadata={"participant_id": "p-eve"})
-    steps = list(replay_room([(turn, BOB), (other, BOB)], parse_members(room)))
-    assert [s.decision.responders for s in steps] == [("Iris",), ()]
+    bob = Participant("p-bob", "Bob", channels=("room1/1",))
+    voice = Participant("voice:Bob", "Bob", identity_id="voice:Bob")
+    room_voice = {"members": [{"name": "Iris", "answer_only_participants": ["voice:Bob"]}]}
+
+    def turn(channel: str, **meta) -> SpeakerTurn:
+        return SpeakerTurn(speaker="Speaker A", text="Iris?", start=0, end=1, channel=channel, metadata=meta)
+
+    cases = [
+        (turn("room1/1", participant_id="p-bob"), ("Iris",)),   # Bob's own lane
+        (turn("chat", participant_id="p-bob"), ()),             # his id claimed on another channel
+        (turn("room1/1", participant_id="p-eve"), ()),          # someone else
+        (turn("room1/1"), ()),                                  # no source at all
+    ]
+    steps = list(replay_room([(t, BOB) for t, _ in cases], parse_members(room), participants=[bob]))
+    assert [s.decision.responders for s in steps] == [want for _, want in cases]
+    # without the participant records nothing names a registered source, whatever the metadata says
+    steps = list(replay_room([(cases[0][0], BOB)], parse_members(room)))
+    assert steps[0].decision.responders == ()
+    # an enrolled voice names its speaker on every channel
+    steps = list(replay_room([(turn("replay", identity_id="voice:Bob"), BOB)], parse_members(room_voice),
+                             participants=[voice]))
+    assert steps[0].decision.responders == ("Iris",)
 
 
 def test_t11_replay_with_local_session_generates_replies(chat_server):

@@ -136,6 +136,12 @@ def test_t14_strip_own_name_prefix(reply, expected):
     assert strip_own_name(reply, "Elena") == expected
 
 
+def test_t14_an_alias_prefix_is_the_members_own_name_too():
+    assert strip_own_name("Lena: hi", "Elena", aliases=("Lena", "Dr. Park")) == "hi"
+    assert strip_own_name("dr. park: hi", "Elena", aliases=("Lena", "Dr. Park")) == "hi"
+    assert strip_own_name("Iris: hi", "Elena", aliases=("Lena",)) == "Iris: hi"   # another member's name stays
+
+
 def test_t14_unicode_name():
     assert strip_own_name("ZOË: salut", "Zoë") == "salut"
     assert strip_own_name("Zo\u0065\u0308: salut", "Zoë") == "salut"

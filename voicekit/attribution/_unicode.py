@@ -137,12 +137,16 @@ def _pick(readings: list[str]) -> str:
     return next((r for r in readings if r.isascii()), readings[0])
 
 
+_JOINING_PUNCTUATION = ("Pd", "Pc")  # dashes and connectors: "run-time" and "run_time" read "runtime"
+
+
 @functools.lru_cache(maxsize=65536)
 def mark_view_char(ch: str) -> str:
     """What one character contributes to the mark-search view of a text.
 
-    The view drops whitespace (a line boundary becomes ``"\\n"``) and every invisible character
-    (:data:`INVISIBLE_TABLE`: default-ignorable, format ``Cf``, blank symbols such as U+2800).
+    The view drops whitespace (a line boundary becomes ``"\\n"``), every invisible character
+    (:data:`INVISIBLE_TABLE`: default-ignorable, format ``Cf``, blank symbols such as U+2800), and
+    dashes and connectors (Unicode categories ``Pd``, ``Pc``: ``run-time``, ``run_time``).
     Any other character reads as mark letters when any of its forms does: each character of its
     NFKC form, the character itself, its case fold and its upper case, each read as the case fold
     of its UTS #39 skeleton (taken twice, to reach a fixed point: ``M`` -> ``m`` -> ``rn``) with
@@ -157,9 +161,10 @@ def mark_view_char(ch: str) -> str:
     """
     if ch in _LINE_BREAKS:
         return LINE_BREAK
-    if ch.isspace() or is_invisible(ch):
+    if ch.isspace() or is_invisible(ch) or unicodedata.category(ch) in _JOINING_PUNCTUATION:
         return ""
-    pieces = [c for c in unicodedata.normalize("NFKC", ch) if not (c.isspace() or is_invisible(c))]
+    pieces = [c for c in unicodedata.normalize("NFKC", ch)
+              if not (c.isspace() or is_invisible(c) or unicodedata.category(c) in _JOINING_PUNCTUATION)]
     readings = [] if pieces == [ch] else ["".join(_pick(_readings(c)) for c in pieces)]
     return _pick(readings + _readings(ch))
 

@@ -8,7 +8,8 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from voicekit.attribution._unicode import is_invisible, name_keys, reads_alike, skeleton, strip_ignorables
+from voicekit.attribution._unicode import (is_invisible, mark_view, mark_view_char, name_keys, reads_alike, skeleton,
+                                           strip_ignorables)
 from voicekit.attribution.note import replace_mark_copies
 from voicekit.turns import SpeakerTurn
 
@@ -46,12 +47,20 @@ def label_lines(label: str, text: str) -> str:
     Lines are split with ``str.splitlines()`` (``\\r\\n``, ``\\u2028``, ``\\x85``…), so every
     visual line opens with the label. An empty text gives one empty line: ``label: ""``.
 
+    A mark copy that neither part holds alone but the line does (a name ``[Speaker labels``
+    before a text ``from the runtime: …``) cannot form either (A10): the label's opening
+    brackets (whatever reads as ``[``) are then written ``(``.
+
     Args:
         label: the label text (see :attr:`SpeakerLabel.text`).
         text: the turn's text, raw.
     """
     lines = text.splitlines() or [""]
-    return "\n".join(f"{label}: {quote_line(line)}" for line in lines)
+    out = "\n".join(f"{label}: {quote_line(line)}" for line in lines)
+    if "[" in mark_view(label)[0] and replace_mark_copies(out) != out:
+        label = "".join("(" if mark_view_char(ch) == "[" else ch for ch in label)
+        out = "\n".join(f"{label}: {quote_line(line)}" for line in lines)
+    return out
 
 
 # --- names shown in labels -------------------------------------------------------------------
@@ -306,9 +315,12 @@ def resolve_name(turn: SpeakerTurn, participants: Iterable[Participant] = ()) ->
 
     In order: ``metadata["sender_name"]`` with whitespace stripped (empty means absent); the
     ``display_name`` of the participant :func:`find_participant` returns; otherwise None. A name
-    that is empty once shown (:func:`display_name`, e.g. only ``@`` signs) counts as no name.
+    that is empty once shown (:func:`display_name`, e.g. only ``@`` signs or invisible
+    characters) counts as absent: a ``sender_name`` of ``@`` falls back to the participant record.
     """
     name = _meta_str(turn, "sender_name")
+    if name is not None and not display_name(name):
+        name = None
     if name is None:
         p = find_participant(turn, participants)
         if p is not None and p.display_name is not None:

@@ -7,7 +7,7 @@ import argparse
 import logging
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -22,6 +22,7 @@ from voicekit.cli.session import (_close_session, _make_session, _session_log_li
 from voicekit.cli.voices import _enrol_voices, _voice_identifier
 
 if TYPE_CHECKING:
+    from voicekit.attribution import Participant
     from voicekit.hooks import HookRunner
     from voicekit.turns import SpeakerTurn
 
@@ -46,7 +47,9 @@ names); no model is called: a dry run in which each chosen member counts as havi
 
 
 def speak_decisions(members: str | Path, *, explain: bool = False, out: TextIO | None = None,
-                    hooks: "HookRunner | None" = None) -> "Callable[[SpeakerTurn], None]":
+                    hooks: "HookRunner | None" = None,
+                    participants: "Callable[[], Sequence[Participant]] | None" = None,
+                    ) -> "Callable[[SpeakerTurn], None]":
     """An ``on_turn`` callback that runs the turn-taking ladder on every committed turn.
 
     Each turn is labelled as attribution does (``voicekit.attribution``): the speaker's name is
@@ -62,6 +65,10 @@ def speak_decisions(members: str | Path, *, explain: bool = False, out: TextIO |
         explain: print each turn with its decision and rung (``format_step``) to ``out``.
         out: where ``explain`` prints (default: stdout at call time).
         hooks: a runner whose ``ON_SPEAK_DECISION`` hooks receive every decision.
+        participants: called with each turn for the meeting's registered participants so far
+            (``Pipeline.participants``: the enrolled voices matched), which keep their bare names
+            in the register (A11) and are the sources ``answer_only(participants=[…])`` binds
+            (T15). None: no registered participant.
 
     Returns:
         The callback. Its ``steps`` attribute lists the :class:`ReplayStep` of every turn so far,
@@ -95,11 +102,12 @@ def speak_decisions(members: str | Path, *, explain: bool = False, out: TextIO |
     def on_turn(turn: "SpeakerTurn") -> None:
         with lock:
             named = turn.replace(metadata={**turn.metadata, "sender_name": turn.sender_name})
+            known = tuple(participants()) if participants is not None else ()
             with meeting_lock(conn):
-                label = register.record_turn(conn, len(steps) + 1, named)
+                label = register.record_turn(conn, len(steps) + 1, named, known)
             if label is None:  # not a person's turn (an assistant reply, an instruction)
                 return
-            for step in replay_room([(turn, label)], taker):
+            for step in replay_room([(turn, label)], taker, participants=known):
                 steps.append(step)
                 if explain:
                     print(format_step(step), file=out or sys.stdout, flush=True)
@@ -150,7 +158,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
     hooks = _hooks(args, err)
     named = set(hooks.names)  # --speaker-names, before any hook renames
     voices = _voice_identifier(args)
-    decide = speak_decisions(args.members, explain=args.explain, hooks=hooks) if args.members else None
+    pipe = None  # the pipeline (below), whose matched voices are the registered participants
+    decide = speak_decisions(args.members, explain=args.explain, hooks=hooks,
+                             participants=lambda: pipe.participants() if pipe is not None else ()
+                             ) if args.members else None
     session = _make_session(args, out)  # a missing API key stops here: nothing written, no model loaded
     store_path = out / "meeting.sqlite"
     _check_existing_meeting(store_path, args)
@@ -197,7 +208,6 @@ def cmd_replay(args: argparse.Namespace) -> int:
     broadcaster = _start_session(args, session, store_path)              # --session (realtime)
     if broadcaster is not None:
         on_turn = _chain(on_turn, broadcaster.on_turn)
-    pipe = None
     pipes: list[Pipeline] = []   # the pipeline, or one per channel: what they consumed and finished
     if not args.per_channel:
         pipe = Pipeline(options, components, hooks=hooks, store=store, on_turn=on_turn,

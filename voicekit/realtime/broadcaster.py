@@ -81,7 +81,8 @@ class Broadcaster:
                  on_event: Callable[[SessionEvent], None] | None = None,
                  meeting_id: str = "default", history_on_reconnect: int = 100) -> None:
         self.session = session
-        self._history: collections.deque[tuple[dict[str, Any], str]] = collections.deque(
+        # (item, key, labelled): what the provider conversation took, for a reconnect's resend
+        self._history: collections.deque[tuple[dict[str, Any], str, bool]] = collections.deque(
             maxlen=max(0, history_on_reconnect))
         self.store_path = Path(store_path) if store_path else None
         self.session_id = session_id or session.name
@@ -349,20 +350,26 @@ class Broadcaster:
 
     async def _resend_history(self) -> None:
         """Send a new provider conversation (after a dropped connection) the items the old one
-        had taken, as they were, in order; the runtime note counts as sent when one of them
-        carried it (A9: once per provider conversation)."""
+        had taken, as they were, in order. The runtime note goes with the first labelled item of
+        the new conversation (A3, A9: once per provider conversation): the item that carried it
+        in the old one, or, when that item is older than the history kept, the first labelled
+        item resent, which is given the note as its second part."""
         assert self._attr is not None
         items = list(self._history)
         self._history.clear()
-        for item, key in items:
+        for item, key, labelled in items:
+            if labelled and not self._attr.note_sent and not _carries_note(item):
+                content = list(item["content"])
+                content.insert(1, {"type": "input_text", "text": RUNTIME_NOTE})
+                item = {**item, "content": content}
             try:
                 await self.session.send_item(item, key)
             except ProviderError as exc:
                 log.error("realtime session %s rejected an item sent again after the reconnect (%s); "
                           "the others go on", self.session_id, exc)
                 continue
-            self._history.append((item, key))
-            if any(isinstance(p, dict) and p.get("text") == RUNTIME_NOTE for p in item.get("content", [])):
+            self._history.append((item, key, labelled))
+            if _carries_note(item):
                 self._attr.note_sent = True
         self.stats["resent_after_reconnect"] += len(items)
         log.info("realtime session %s: %d items of the meeting sent again to the new conversation",
@@ -429,7 +436,7 @@ class Broadcaster:
             if self._log is not None and turn.turn_id is not None:
                 self._log.mark(turn.turn_id, DELIVERED)
             self.stats["delivered"] += 1
-        self._history.append((item, key))
+        self._history.append((item, key, label is not None and self._attr.labelled))
         if label is not None and label.speaker_key not in {s.speaker_key for s in self._sent_speakers}:
             self._sent_speakers.append(label)
             if self._log is not None:
@@ -441,3 +448,7 @@ class Broadcaster:
         self.stats["replies_requested"] += 1
         await self.session.request_reply()
 
+
+def _carries_note(item: dict[str, Any]) -> bool:
+    """True when a session item holds the runtime note (A9) as one of its parts."""
+    return any(isinstance(p, dict) and p.get("text") == RUNTIME_NOTE for p in item.get("content", []))

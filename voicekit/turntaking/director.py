@@ -18,7 +18,7 @@ import string
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from voicekit.attribution import label_lines
+from voicekit.attribution import label_lines, replace_mark_copies
 from voicekit.turntaking.clients import ChatMessage, ModelClient
 from voicekit.turntaking.members import Member
 
@@ -60,7 +60,9 @@ class DirectorRequest:
 
     Attributes:
         text: the message.
-        speaker: the speaker's attribution label text (``"Alice (2)"``, ``"@mic"``), or None.
+        speaker: the speaker's attribution label text as the members' views show it
+            (``"Alice (2)"``, ``"@mic"``, ``"Iris (a participant)"`` for a person named like a
+            member: ``SpeakerLabel.text_beside``), or None.
         candidates: the members that may answer, in configured order (two or more).
         keys: the key of each candidate, same order (``("A", "B")``).
         last_member: the name of the member who spoke most recently, or None.
@@ -181,7 +183,8 @@ def director_messages(request: DirectorRequest) -> list[ChatMessage]:
     """The chat request the standard director sends for ``request``.
 
     The system message says what to do and fixes the output to one JSON object; the user message
-    lists the keyed members, who spoke last, and the message in the attribution line format.
+    lists the keyed members, who spoke last, and the message in the attribution line format
+    (copies of the runtime's marks in it replaced, A10).
     """
     n = len(request.candidates)
     lines = [f"{key}: {m.name}: {_persona(m)}" for key, m in zip(request.keys, request.candidates)]
@@ -193,7 +196,7 @@ def director_messages(request: DirectorRequest) -> list[ChatMessage]:
     else:
         last = "no member yet"
     speaker = request.speaker or "Someone"
-    said = label_lines(speaker, request.text) if request.text else f'{speaker}: ""'
+    said = label_lines(speaker, replace_mark_copies(request.text)) if request.text else f'{speaker}: ""'
     key_list = ", ".join(request.keys)
     if n <= 2:
         shape = (

@@ -90,7 +90,7 @@ def generate_replies(
             yield MemberReply(name, "", "", latency, f"{type(exc).__name__}: {exc}")
             continue
         latency = time.perf_counter() - t0
-        text = strip_own_name(raw, name).strip()
+        text = strip_own_name(raw, name, member.aliases).strip()
         if not text:
             yield MemberReply(name, "", raw, latency, "empty reply")
             continue

@@ -377,6 +377,7 @@ class TurnTaker:
         self.members: tuple[Member, ...] = validate_members(list(cfg.members))
         self._by_name = {m.name: m for m in self.members}
         self._all_names = frozenset(self._by_name)
+        self._reserved = tuple(name for m in self.members for name in (m.name, *m.aliases))
         self._any_policy = any(m.speak_policy is not None for m in self.members)
         self.director = director
         self.floor = Floor(floor if floor is not None else cfg.floor)
@@ -508,7 +509,7 @@ class TurnTaker:
         elif last is not None and last in eligible_names and self.is_short(text):
             responders, rung = (last,), DecidedBy.CONTINUATION
         else:
-            responders, rung, fields = self._direct(text, speaker, eligible)
+            responders, rung, fields = self._direct(text, label, eligible)
 
         self.state.record_human()
         decision = Decision(
@@ -529,15 +530,17 @@ class TurnTaker:
         return (self.state.least_recent_first(eligible)[0].name,)
 
     def _direct(
-        self, text: str, speaker: str | None, eligible: Sequence[Member]
+        self, text: str, label: SpeakerLabel | None, eligible: Sequence[Member]
     ) -> tuple[tuple[str, ...], DecidedBy, dict]:
-        """T4, then T5. Returns (responders, rung, director fields for the Decision)."""
+        """T4, then T5. Returns (responders, rung, director fields for the Decision). The director
+        reads the speaker as the members' views show it: a person whose name reads like a
+        member's name or alias is marked ``(a participant)`` (A6, T12)."""
         if self.director is None or len(eligible) < 2:
             return self._fallback(eligible), DecidedBy.FALLBACK, {}
         keys = member_keys(len(eligible))
         request = DirectorRequest(
             text=text,
-            speaker=speaker,
+            speaker=label.text_beside(self._reserved) if label is not None else None,
             candidates=tuple(eligible),
             keys=keys,
             last_member=self.state.most_recent_member(),

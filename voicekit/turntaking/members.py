@@ -49,8 +49,10 @@ class AnswerOnly:
 
     Attributes:
         names: NFC-normalised names; a turn matches when its label's name without its rank
-            (``SpeakerLabel.base_name``), NFC-normalised, equals one of them exactly (case and
-            script matter: ``"Alice"`` never matches ``ALICE (2)`` or a Cyrillic ``Аlice``).
+            (``SpeakerLabel.name``, the name the speaker gave), NFC-normalised, equals one of
+            them exactly (case, script and invisible characters matter: ``"Alice"`` never
+            matches ``ALICE (2)``, a Cyrillic ``Аlice``, ``Alice`` followed by a zero-width
+            space, or ``@Alice``, although the last two are shown as ``Alice (2)``).
         participants: registered participant ids; a turn matches when it came from one of them.
     """
 
@@ -63,9 +65,10 @@ class AnswerOnly:
             if source.participant_id in self.participants:
                 return True
         label = source.label
-        if self.names and label is not None:
-            base = label.base_name  # the shown name without rank or role marker (attribution)
-            if base is not None and _nfc(base) in self.names:
+        if self.names and label is not None and label.name is not None:
+            # the name as given, not as shown: display_name drops invisible characters and "@",
+            # which would let "Alice\u200b" (shown "Alice (2)") pass for Alice
+            if _nfc(label.name.strip()) in self.names:
                 return True
         return False
 

@@ -11,7 +11,7 @@ import sys
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Mapping, Sequence, TextIO
 
-from voicekit.attribution import SpeakerLabel
+from voicekit.attribution import Participant, SpeakerLabel, find_participant
 from voicekit.turns import SpeakerTurn
 from voicekit.turntaking.clients import ModelClient
 from voicekit.turntaking.director import Director
@@ -45,18 +45,24 @@ def replay_room(
     director: Director | None = None,
     client: ModelClient | Mapping[str, ModelClient] | None = None,
     window: int = 50,
+    participants: Sequence[Participant] = (),
 ) -> Iterator[ReplayStep]:
     """Decide (and optionally answer) each human turn of a committed meeting, in order.
 
     Args:
-        turns: ``(turn, label)`` pairs in meeting order. ``turn.metadata["participant_id"]``,
-            when present, is the registered participant it came from (T15).
+        turns: ``(turn, label)`` pairs in meeting order.
         room: the members file's :class:`RoomConfig`, or a ready :class:`TurnTaker`.
         director: the T4 director when ``room`` is a config (ignored for a TurnTaker).
         client: the members' model client(s). Without one, the chosen responders are recorded
             as having spoken (a dry run), so T3 and the least-recent order behave as in a live
             meeting.
         window: how many transcript entries each member's view keeps (most recent).
+        participants: the meeting's participant records. A turn comes from a registered
+            participant (what ``answer_only(participants=[…])`` binds, T15) only when
+            :func:`~voicekit.attribution.find_participant` names one by the turn's
+            ``metadata["identity_id"]`` (an enrolled voice), or by its
+            ``metadata["participant_id"]`` on a channel that participant is reached through
+            (A5): a chat message that claims a participant's id elsewhere is not that participant.
 
     Yields:
         One :class:`ReplayStep` per turn.
@@ -64,11 +70,11 @@ def replay_room(
     taker = room if isinstance(room, TurnTaker) else TurnTaker(room, director=director)
     transcript: list[TranscriptEntry] = []
     for turn, label in turns:
-        participant = turn.metadata.get("participant_id") if turn.metadata else None
+        source = find_participant(turn, participants)
         decision = taker.decide(
             turn.text,
             label,
-            participant_id=str(participant) if participant is not None else None,
+            participant_id=source.id if source is not None and source.registered else None,
             turn_id=turn.turn_id,
         )
         transcript.append(TranscriptEntry(text=turn.text, label=label))
@@ -107,12 +113,13 @@ def explain_replay(
     director: Director | None = None,
     client: ModelClient | Mapping[str, ModelClient] | None = None,
     out: TextIO | None = None,
+    participants: Sequence[Participant] = (),
 ) -> list[ReplayStep]:
     """Run :func:`replay_room`, print each step with its rung to ``out`` (default stdout), and a
     count of decisions per rung at the end. Returns the steps."""
     out = out or sys.stdout
     steps: list[ReplayStep] = []
-    for step in replay_room(turns, room, director=director, client=client):
+    for step in replay_room(turns, room, director=director, client=client, participants=participants):
         steps.append(step)
         print(format_step(step), file=out)
     print(summarize_steps(steps), file=out)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import unicodedata
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import regex
 
@@ -142,8 +142,8 @@ def build_view(
 
 
 
-def strip_own_name(reply: str, name: str) -> str:
-    """Remove a leading ``Name:`` that is the member's own name (T14).
+def strip_own_name(reply: str, name: str, aliases: Iterable[str] = ()) -> str:
+    """Remove a leading ``Name:`` that is the member's own name or one of its aliases (T14).
 
     The name matches case-insensitively after NFC, with any run of whitespace between its words
     (``Mei  Ling:``), optionally wrapped in markdown emphasis (``**Elena:**``), followed by ``:``
@@ -154,15 +154,18 @@ def strip_own_name(reply: str, name: str) -> str:
     another member's name is never stripped.
     """
     text = unicodedata.normalize("NFC", reply)
-    words = unicodedata.normalize("NFC", name.strip()).split()
-    pattern = regex.compile(
-        r"^[\ufeff\u200b\u200c\u200d\u2060\s]*(?:\*\*|__|\*|_)?"
-        + r"\s+".join(regex.escape(w) for w in words)
-        + r"(?:\*\*|__|\*|_)?\s*[:：](?:\*\*|__|\*|_)?[ \t]*",
-        regex.V1 | regex.IGNORECASE,
-    )
-    match = pattern.match(text)
-    if match is None:
+    for own in (name, *aliases):
+        words = unicodedata.normalize("NFC", own.strip()).split()
+        pattern = regex.compile(
+            r"^[\ufeff\u200b\u200c\u200d\u2060\s]*(?:\*\*|__|\*|_)?"
+            + r"\s+".join(regex.escape(w) for w in words)
+            + r"(?:\*\*|__|\*|_)?\s*[:：](?:\*\*|__|\*|_)?[ \t]*",
+            regex.V1 | regex.IGNORECASE,
+        )
+        match = pattern.match(text)
+        if match is not None:
+            break
+    else:
         return reply
     lines = [line for line in text.splitlines() if line.strip()]
     if len(lines) > 1:
