@@ -127,6 +127,51 @@ def test_a_model_name_voicekit_does_not_carry_is_refused_before_anything_loads(t
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("damage", ["not a database", "another program's database"])
+def test_a_damaged_or_foreign_store_in_out_is_kept_unless_overwrite(tmp_path, damage):
+    out = tmp_path / "out"
+    out.mkdir()
+    store = out / "meeting.sqlite"
+    if damage == "not a database":
+        store.write_bytes(b"garbage garbage! " * 100)
+    else:
+        with sqlite3.connect(store) as conn:
+            conn.execute("CREATE TABLE notes (line TEXT)")
+    before = store.read_bytes()
+    rc, err = _cli("replay", FALCON, "--out", out, "--quiet")
+    assert rc == 2, err
+    assert err.startswith(f"voicekit: error: {store} is not a meeting store voicekit can read ("), err
+    assert "pass --overwrite to replace it" in err
+    assert store.read_bytes() == before   # left as it was
+    rc, err = _cli("export", out)
+    assert rc == 2 and err.startswith(f"voicekit: error: {store} is not a meeting store voicekit can read ("), err
+    assert store.read_bytes() == before   # export neither
+    rc, err = _cli("replay", FALCON, "--out", out, "--quiet", "--overwrite")
+    assert rc == 0, err
+    assert MeetingStore(store).turns()  # replaced by the new meeting
+
+
+def test_a_second_command_into_an_out_in_use_is_refused(tmp_path):
+    import fcntl
+
+    out = tmp_path / "out"
+    out.mkdir()
+    fd = os.open(out, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)   # what a running replay / mic / livekit holds
+    try:
+        for command in (["replay", FALCON], ["mic"]):
+            rc, err = _cli(*command, "--out", out, "--quiet")
+            assert rc == 2, err
+            assert err.strip() == (f"voicekit: error: {out} is in use by another voicekit command (a meeting is "
+                                   "being recorded or replayed into it): wait until it ends, or choose another --out")
+        assert list(out.iterdir()) == []
+    finally:
+        os.close(fd)
+    # in one process, a command lets go of its --out when it returns
+    assert main(["replay", str(FALCON), "--out", str(out), "--quiet"]) == 0
+    assert main(["replay", str(FALCON), "--out", str(out), "--quiet", "--overwrite"]) == 0
+
+
 def test_quiet_into_a_log_file_writes_no_progress_remains(tmp_path):
     # stderr is a pipe here, as in a log file: rich's transient bar used to leave a blank line
     rc, err = _cli("replay", EVAL / "faster_whisper" / "hotwords.mp3", "--out", tmp_path / "o", "--quiet")

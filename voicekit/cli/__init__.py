@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from voicekit.cli.capture import _capture_parsers
-from voicekit.cli.common import CliError, machine_line, source_commit
+from voicekit.cli.common import CliError, _release_meeting_dirs, machine_line, source_commit
 from voicekit.cli.export import _export_parser
 from voicekit.cli.replay import _replay_parser, speak_decisions
 from voicekit.cli.tools import _tool_parsers
@@ -101,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         code = _dispatch(args)
         return code
     finally:
+        _release_meeting_dirs()
         if code != 0:  # a command that failed before writing anything leaves no empty --out
             for d in made:  # --out first, then the parents it created
                 if d.is_dir() and not any(d.iterdir()):

@@ -12,7 +12,7 @@ import threading
 import urllib.parse
 from pathlib import Path
 
-from voicekit.cli.common import CliError, _check_writable, _GracefulStop
+from voicekit.cli.common import CliError, _lock_meeting_dir, _check_writable, _GracefulStop
 from voicekit.cli.meeting import (_check_existing_meeting, _discard_unjoined, _fresh_store, _interrupt_note,
                                   _known_speakers, _meeting_stem, _session_meta, _SetAside, _telephone_hint,
                                   _turns_summary, _write_outputs)
@@ -64,6 +64,7 @@ def cmd_mic(args: argparse.Namespace) -> int:
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     out = Path(args.out)
     _check_writable(out)
+    _lock_meeting_dir(out)  # until the command returns: a second command into this --out is refused
     if args.seconds is not None and args.seconds <= 0:
         raise CliError(f"--seconds must be positive, got {args.seconds}")
     _check_existing_meeting(out / "meeting.sqlite", args)   # before the device: a wrong option comes first
@@ -196,6 +197,7 @@ def cmd_livekit(args: argparse.Namespace) -> int:
         raise CliError(f"--seconds must be positive, got {args.seconds}")
     out = Path(args.out)
     _check_writable(out)
+    _lock_meeting_dir(out)  # until the command returns: a second command into this --out is refused
     args.stem = _meeting_stem(out / "meeting.sqlite", args)
     session = _make_session(args, out, echo=False)  # a missing API key stops here: nothing written, no model
     options = _options(args)

@@ -33,6 +33,40 @@ def _check_writable(out: Path) -> None:
                        "choose another --out") from exc
 
 
+_HELD_DIRS: list[int] = []   # descriptors of the meeting directories this command holds
+
+
+def _lock_meeting_dir(out: Path) -> None:
+    """Take the meeting directory ``out`` for this command (an exclusive ``flock`` on the
+    directory itself: no lock file is left behind, and the kernel releases it when the process
+    ends, a crash included); :func:`_release_meeting_dirs` (``main`` calls it when the command
+    returns) lets it go.
+
+    Raises:
+        CliError: when another voicekit command holds ``out``: two meetings into one store would
+            replace each other's turns.
+    """
+    import fcntl
+    import os
+
+    fd = os.open(out, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise CliError(f"{out} is in use by another voicekit command (a meeting is being recorded or replayed "
+                       "into it): wait until it ends, or choose another --out") from None
+    _HELD_DIRS.append(fd)
+
+
+def _release_meeting_dirs() -> None:
+    """Let go of the meeting directories :func:`_lock_meeting_dir` took."""
+    import os
+
+    while _HELD_DIRS:
+        os.close(_HELD_DIRS.pop())
+
+
 def _chain(*callbacks):
     live = [c for c in callbacks if c is not None]
 

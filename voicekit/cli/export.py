@@ -7,7 +7,8 @@ import argparse
 from pathlib import Path
 
 from voicekit.cli.common import CliError, _plural
-from voicekit.cli.meeting import _has_embeddings, _refine_stored, _refined_summary, _write_outputs
+from voicekit.cli.meeting import (_check_readable_store, _has_embeddings, _refine_stored, _refined_summary,
+                                  _write_outputs)
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -20,6 +21,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise CliError(f"{store_path} not found: give the --out directory of a voicekit replay or mic meeting")
     if args.num_speakers is not None and not args.refine:
         raise CliError("--num-speakers applies to the re-clustering: add --refine")
+    _check_readable_store(store_path, "export writes outputs only from a voicekit meeting")
     store = MeetingStore(store_path)
     meta = store.meta()
     stem = meta.get("stem", "meeting")

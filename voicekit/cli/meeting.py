@@ -31,6 +31,27 @@ def _committed_turns(store_path: Path) -> int:
     return rows[0][0] if rows else 0
 
 
+def _unreadable_store(store_path: Path) -> str | None:
+    """Why an existing file at ``store_path`` is not a meeting store voicekit may start over
+    without ``--overwrite`` (damaged, or another program's database), or None: it is absent, empty
+    (0 bytes, or a database with no table), or a readable voicekit store."""
+    import contextlib
+    import sqlite3
+
+    if not store_path.is_file() or store_path.stat().st_size == 0:
+        return None
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{store_path}?mode=ro", uri=True)) as conn:
+            tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if tables and "turns" not in tables:
+                return "a database without voicekit's tables"
+            if tables:
+                conn.execute("SELECT COUNT(*) FROM turns").fetchone()
+    except sqlite3.Error as exc:
+        return str(exc)
+    return None
+
+
 def _stored_meta(store_path: Path) -> dict:
     """The metadata of an existing meeting store ({} for an unreadable one)."""
     import json
@@ -41,6 +62,18 @@ def _stored_meta(store_path: Path) -> dict:
         return {}
 
 
+def _check_readable_store(store_path: Path, way: str) -> None:
+    """Refuse an existing ``store_path`` that is damaged or another program's database.
+
+    Raises:
+        CliError: naming what is wrong, ``way`` (what the user can do), and SQLite's recovery.
+    """
+    damage = _unreadable_store(store_path)
+    if damage is not None:
+        raise CliError(f"{store_path} is not a meeting store voicekit can read ({damage}), so voicekit leaves it "
+                       f"as it is: {way} (`sqlite3 {store_path} .recover` may save the turns of a damaged store)")
+
+
 def _check_existing_meeting(store_path: Path, args: argparse.Namespace) -> None:
     """Refuse to start over a meeting already in ``--out`` unless ``--overwrite`` (or, for live
     capture, ``--append``) says what to do with it.
@@ -49,6 +82,8 @@ def _check_existing_meeting(store_path: Path, args: argparse.Namespace) -> None:
         CliError: naming the way forward.
     """
     append = getattr(args, "append", None)
+    if not args.overwrite:
+        _check_readable_store(store_path, "pass --overwrite to replace it, or choose another --out")
     if not store_path.exists() or not _committed_turns(store_path):
         return
     if not (append or args.overwrite):

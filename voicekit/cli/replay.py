@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from voicekit.cli.common import CliError, _chain, _check_writable, _GracefulStop, _plural
+from voicekit.cli.common import CliError, _chain, _check_writable, _GracefulStop, _lock_meeting_dir, _plural
 from voicekit.cli.meeting import (_check_existing_meeting, _check_stem, _committed_turns, _fresh_store,
                                   _interrupt_note, _refined_summary, _telephone_hint, _turns_summary,
                                   _unmatched_names, _write_outputs)
@@ -147,6 +147,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
                        "recording would be one speaker; drop --per-channel to diarize it")
     out = Path(args.out)
     _check_writable(out)
+    _lock_meeting_dir(out)  # until the command returns: a second command into this --out is refused
     stem = _check_stem(args.stem) or source.path.stem
     options = _options(args, whole_recording=True)
     if options.pyannote is not None and args.per_channel:
