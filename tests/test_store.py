@@ -47,6 +47,25 @@ def test_refined_labels_split_a_turn_and_keep_the_live_one(tmp_path):
     assert store.changed_turns() == [] and store.has_refined()
 
 
+def test_one_speaker_keeps_one_name_in_the_refined_view_and_the_rttm(tmp_path):
+    """A speaker named from a later turn on (a hook's rename): in the refined view and in both
+    RTTMs its earlier, bare-labelled turns carry the name too; a turn named on its own keeps it."""
+    from voicekit.outputs import to_rttm
+
+    store = MeetingStore(tmp_path / "m.sqlite")
+    early = store.commit(turn("Speaker A", "hello there", 0.0))               # before the rename
+    store.commit(turn("Speaker A", "this is Sheila", 2.0, "Sheila"))
+    store.commit(turn("Speaker B", "hi", 4.0, "Chair"))                       # a name of its own
+    store.commit(turn("Speaker B", "and the budget", 6.0))
+    store.set_speaker_names({"Speaker A": "Sheila"})
+    store.set_refined({early.turn_id: ["Speaker A", "Speaker A"]})
+    live = store.turns()
+    assert [t.sender_name for t in live] == ["Speaker A", "Sheila", "Chair", "Speaker B"]   # as emitted
+    assert [t.sender_name for t in store.turns(refined=True)] == ["Sheila", "Sheila", "Chair", "Speaker B"]
+    names = [line.split()[7] for line in to_rttm(live, "m").splitlines()]
+    assert names == ["Sheila", "Sheila", "Chair", "Speaker_B"]
+
+
 def test_turns_of_one_utterance_share_the_gap_and_never_overlap():
     from voicekit.turns import extend_to_speech
 

@@ -48,13 +48,10 @@ def to_json(turns: Sequence[SpeakerTurn], meta: dict | None = None) -> dict:
     ``speakers`` lists each label in order of first appearance with the name its latest turn
     carries: a label named from some turn on (a known voice matched, a hook's rename) is listed
     under that name."""
-    speakers: dict[str, str] = {}
-    for t in turns:
-        speakers[t.speaker] = t.sender_name  # a dict keeps the order of first insertion
     return {
         "version": JSON_SCHEMA_VERSION,
         "meeting": meta or {},
-        "speakers": [{"label": k, "name": v} for k, v in speakers.items()],
+        "speakers": [{"label": k, "name": v} for k, v in speaker_names(turns).items()],
         "turns": [
             {
                 "id": t.turn_id,
@@ -75,6 +72,14 @@ def to_json(turns: Sequence[SpeakerTurn], meta: dict | None = None) -> dict:
     }
 
 
+def speaker_names(turns: Sequence[SpeakerTurn]) -> dict[str, str]:
+    """Each speaker label, in order of first appearance, with the name its latest turn carries."""
+    speakers: dict[str, str] = {}
+    for t in turns:
+        speakers[t.speaker] = t.sender_name  # a dict keeps the order of first insertion
+    return speakers
+
+
 def json_text(doc: dict) -> str:
     """The transcript JSON as text: the meeting header indented, then one turn per line.
 
@@ -89,10 +94,17 @@ def json_text(doc: dict) -> str:
 
 def to_rttm(turns: Sequence[SpeakerTurn], file_id: str) -> str:
     """RTTM lines ``SPEAKER <file> 1 <start> <dur> <NA> <NA> <name> <NA> <NA>``; spaces in names
-    become ``_`` (RTTM fields are space-separated)."""
+    become ``_`` (RTTM fields are space-separated).
+
+    RTTM is scored per speaker name, so one speaker keeps one name: a turn that still carried
+    its bare label (``Speaker A``, before a hook or a known voice named the speaker from a later
+    turn on) is written under the name the label's latest turn carries (:func:`speaker_names`,
+    the JSON's ``speakers[].name``); a turn given a name of its own keeps it."""
+    latest = speaker_names(turns)
     lines = []
     for t in turns:
-        name = "_".join(t.sender_name.split())
+        shown = latest[t.speaker] if t.sender_name == t.speaker else t.sender_name
+        name = "_".join(shown.split())
         fid = "_".join(file_id.split())
         lines.append(f"SPEAKER {fid} 1 {t.start:.3f} {max(0.0, t.end - t.start):.3f} <NA> <NA> {name} <NA> <NA>")
     return "\n".join(lines) + ("\n" if lines else "")

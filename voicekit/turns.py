@@ -197,12 +197,16 @@ def split_by_labels(turn: SpeakerTurn, labels: list[str], names: dict[str, str] 
         turn: a committed turn.
         labels: one speaker label per word of ``turn``.
         names: persistent names, label -> name; a piece moved to another speaker carries that
-            speaker's name (else its label) and ``metadata["moved_from"]``.
+            speaker's name (else its label) and ``metadata["moved_from"]``. A piece that stays
+            with its speaker keeps the turn's name, unless the turn carried its bare label (it
+            was committed before the speaker was named): then it carries the speaker's name.
 
     Returns:
         the pieces in time order (``[turn]`` when nothing changes or the lengths differ).
     """
     names = names or {}
+    if turn.sender_name == turn.speaker and turn.speaker in names:
+        turn = turn.replace(metadata={**turn.metadata, "sender_name": names[turn.speaker]})
     if len(labels) != len(turn.words) or not labels:
         return [turn]
     if all(label == turn.speaker for label in labels):
