@@ -88,7 +88,7 @@ def _write(path, data):
     (lambda p: p, "is a directory"),
     (lambda p: _write(p / "empty.wav", b""), "empty"),
     (lambda p: _write(p / "notes.wav", b"meeting notes\n" * 50), "not an audio file"),
-    (lambda p: _write(p / "cut.wav", (EVAL / "pyannote_sample" / "sample.wav").read_bytes()[:30]), "not an audio file"),
+    (lambda p: _write(p / "cut.wav", (EVAL / "pyannote_sample" / "sample.wav").read_bytes()[:30]), "is damaged or not a recording"),
 ])
 def test_bad_files_get_one_clear_error(tmp_path, make, message):
     with pytest.raises(AudioError, match=message):

@@ -45,6 +45,11 @@ def _file(path, data):
     return path
 
 
+def _header_only(path):
+    sf.write(path, np.zeros(0, dtype=np.int16), 16000)   # a recorder that stopped before the first sample
+    return path
+
+
 def _corrupt_model(path):
     path.mkdir()
     (path / "model.bin").write_bytes(b"x" * 10)
@@ -59,7 +64,13 @@ CASES = [
      "is not an audio file: it holds text"),
     ("zero-length", lambda t: [_file(t / "z.wav", b"")], "is empty (0 bytes)"),
     ("cut in the header", lambda t: [_file(t / "c.wav", SAMPLE.read_bytes()[:30])],
-     "not an audio file voicekit can decode"),
+     "c.wav is damaged or not a recording: neither libsndfile nor FFmpeg can read it"),
+    ("random bytes as .ogg", lambda t: [_file(t / "r.ogg", bytes(range(256)) * 40)],
+     "r.ogg is not an audio file voicekit can decode"),
+    ("a header and no sample", lambda t: [_header_only(t / "h.wav")],
+     "h.wav holds no audio: its header describes 1 channel(s) at 16000 Hz but not one sample follows"),
+    (".raw without --raw-rate", lambda t: [_file(t / "m.raw", b"\x01\x02" * 8000)],
+     "m.raw is headerless PCM (.raw), which says nothing of its format: give --raw-rate HZ"),
     ("unknown codec", lambda t: [_unknown_codec(t / "codec.wav")], "codec voicekit cannot decode"),
     ("unwritable --out", lambda t: [SAMPLE, "--out", _file(t / "f", b"x") / "sub"],
      "is a file, not a directory; choose another --out"),
@@ -87,6 +98,8 @@ CASES = [
     ("--hook-timeout 0", lambda t: [SAMPLE, "--hook-timeout", "0"], "--hook-timeout must be a positive"),
     ("--session-timeout negative", lambda t: [SAMPLE, "--session", "local", "--session-timeout", "-1"],
      "--session-timeout must be 0 or more"),
+    ("--session-timeout without --session", lambda t: [SAMPLE, "--session-timeout", "5"],
+     "--session-timeout applies to a live model session: add --session"),
     ("unknown --vad", lambda t: [SAMPLE, "--vad", "webrtc:9"], "use 'silero' or 'webrtc'"),
     ("--beam-size 0", lambda t: [SAMPLE, "--beam-size", "0"], "at least 1"),
     ("--threads negative", lambda t: [SAMPLE, "--threads", "-2"], "--threads must be 0"),

@@ -360,6 +360,9 @@ def _check_path(path: Path) -> None:
         raise AudioError(f"{path} is empty (0 bytes); the recording was not saved")
 
 
+HEADERLESS_SUFFIXES = (".raw", ".pcm")
+"""File name endings of headerless PCM, which needs its format given (:class:`RawPcm`)."""
+
 _DECLARED = re.compile(r"^data\s*:\s*(\d+)\s*\(should be (\d+)\)", re.MULTILINE)
 
 
@@ -386,6 +389,10 @@ def probe(path: str | Path, raw: RawPcm | None = None) -> AudioInfo:
         frames = path.stat().st_size // raw.frame_bytes
         return AudioInfo(path, raw.sample_rate, raw.channels, frames / raw.sample_rate,
                          RAW_SUBTYPES[raw.sample_format])
+    if path.suffix.lower() in HEADERLESS_SUFFIXES:
+        raise AudioError(f"{path} is headerless PCM ({path.suffix}), which says nothing of its format: give "
+                         "--raw-rate HZ (and --raw-format s16le|s24le|s32le|f32le|u8, --raw-channels N when "
+                         "not 16-bit mono)")
     error = ""
     try:
         info = sf.info(str(path))
@@ -425,6 +432,9 @@ def _probe_av(path: Path, sf_error: str = "") -> AudioInfo:
                 duration = float(stream.duration * stream.time_base)
             if rate <= 0:
                 raise AudioError(f"{path}: the audio stream has no sample rate")
+            if duration <= 0 and next(container.decode(stream), None) is None:
+                raise AudioError(f"{path} holds no audio: its header describes {channels} channel(s) at {rate} Hz "
+                                 "but not one sample follows (the recording stopped before it began)")
             return AudioInfo(path, rate, channels, duration, str(stream.codec_context.name))
     except AudioError:
         raise
@@ -432,6 +442,9 @@ def _probe_av(path: Path, sf_error: str = "") -> AudioInfo:
         if _looks_like_text(path):
             raise AudioError(f"{path} is not an audio file: it holds text (neither libsndfile nor FFmpeg "
                              "finds audio in it); give the recording itself") from exc
+        if path.suffix.lower() in (".wav", ".flac"):   # already the formats the usual fix converts to
+            raise AudioError(f"{path} is damaged or not a recording: neither libsndfile nor FFmpeg can read "
+                             f"it ({type(exc).__name__}: {exc}); give an intact copy of the recording") from exc
         raise AudioError(
             f"{path} is not an audio file voicekit can decode ({type(exc).__name__}: {exc}); "
             "convert it to WAV or FLAC (e.g. ffmpeg -i IN -ar 16000 OUT.wav)"

@@ -215,7 +215,11 @@ def _turns_summary(result, speed: bool = False) -> str:  # noqa: ANN001 - Meetin
                      f"(RTF {result.rtf:.3f})")
     if lat:
         parts.append(f"median turn latency {lat[len(lat) // 2]:.2f} s")
-    return ", ".join(parts)
+    line = ", ".join(parts)
+    if not result.turns and not result.blocked:
+        line += (f"; the VAD heard no speech in {result.audio_seconds:.1f} s" if result.speech_seconds <= 0 else
+                 f"; Whisper found no words in the {result.speech_seconds:.1f} s the VAD took for speech")
+    return line
 
 
 def _telephone_hint(result, options) -> str | None:  # noqa: ANN001 - MeetingResult, PipelineOptions
@@ -241,10 +245,14 @@ def _unmatched_names(named: set[str], store) -> str | None:  # noqa: ANN001 - Me
     unmatched = sorted(set(named) - speakers)
     if not unmatched:
         return None
+    out = store.path.parent
+    later = (f"names that label if a later `voicekit export {out} --refine --num-speakers N` finds it"
+             if _has_embeddings(store.path) else
+             "names that label in a later run that finds it: replay again with --num-speakers N, or with "
+             f"--keep-embeddings so that `voicekit export {out} --refine --num-speakers N` can look for it")
     return (f"--speaker-names: {', '.join(unmatched)} matched no speaker of this meeting (its speakers"
             f"{', live and refined' if refined else ''}: {', '.join(sorted(speakers)) or 'none'}); "
-            "the name is kept in the store and names that label if a later `voicekit export OUT "
-            "--refine --num-speakers N` finds it")
+            f"the name is kept in the store and {later}")
 
 
 def _refined_summary(store) -> str:  # noqa: ANN001 - MeetingStore

@@ -232,7 +232,7 @@ def _session_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--session-log", default=None, metavar="PATH",
                    help="local: the JSON lines file (default OUT/session.jsonl); openai/gemini: the "
                         "session's events as JSON lines")
-    g.add_argument("--session-timeout", type=float, default=10.0, metavar="SECONDS",
+    g.add_argument("--session-timeout", type=float, default=None, metavar="SECONDS",
                    help="at the end, how long to wait for the session to take what is queued (default 10)")
     g.add_argument("--session-instructions", default=None, metavar="TEXT|FILE",
                    help="the session's instructions (the assistant's system prompt: OpenAI's session "

@@ -11,6 +11,10 @@ from pathlib import Path
 from voicekit.cli.common import CliError, _plural
 
 
+SESSION_TIMEOUT_S = 10.0
+"""How long a meeting's end waits for the live session to take what is queued (``--session-timeout``)."""
+
+
 def _make_session(args: argparse.Namespace, out: Path, echo: bool = True):
     """The realtime session for ``--session`` (None without it); see docs/realtime.md.
 
@@ -24,7 +28,8 @@ def _make_session(args: argparse.Namespace, out: Path, echo: bool = True):
     """
     if not args.session:
         given = [f"--{k.replace('_', '-')}" for k in ("session_model", "session_base_url", "session_log",
-                                                       "session_instructions") if getattr(args, k, None)]
+                                                       "session_instructions", "session_timeout")
+                 if getattr(args, k, None) is not None]
         if given:
             raise CliError(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} to a live model "
                            "session: add --session local|openai|gemini, or leave it out")
@@ -38,6 +43,8 @@ def _make_session(args: argparse.Namespace, out: Path, echo: bool = True):
     if base is not None and not base.startswith(("ws://", "wss://", "http://", "https://")):
         raise CliError(f"--session-base-url {base!r} has no scheme: give ws(s)://host/v1 or https://host/v1")
 
+    if args.session_timeout is None:
+        args.session_timeout = SESSION_TIMEOUT_S
     if args.session_timeout < 0:
         raise CliError(f"--session-timeout must be 0 or more seconds, got {args.session_timeout}")
     log_path = Path(args.session_log) if args.session_log else (
