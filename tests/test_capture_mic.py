@@ -88,8 +88,10 @@ def test_devices_lists_the_virtual_microphone(virtual_mic):
     assert resolve_device(str(pulse.index)) == pulse
     from voicekit.capture import CaptureError
 
-    with pytest.raises(CaptureError, match="no input device named 'nonexistent'"):
+    with pytest.raises(CaptureError, match="no input device named 'nonexistent'; `voicekit devices` lists them"):
         MicSource("nonexistent")
+    with pytest.raises(CaptureError, match="the compute device is --compute-device cpu"):   # replay's --device
+        MicSource("cpu")
     out = subprocess.run([sys.executable, "-m", "voicekit.cli", "devices"], cwd=ROOT, capture_output=True,
                          text=True, timeout=60)
     assert out.returncode == 0, out.stderr

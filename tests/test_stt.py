@@ -30,6 +30,7 @@ def test_jfk_words_with_times_inside_the_offset_audio():
     assert all(100.0 <= w.start <= w.end <= 100.0 + len(x) / 16000 + 1e-3 for w in words)
     assert all(0.0 <= w.probability <= 1.0 for w in words)
     assert [w.start for w in words] == sorted(w.start for w in words)
+    assert {type(v) for w in words for v in (w.start, w.end, w.probability)} == {float}  # not numpy floats
 
 
 def test_same_audio_gives_the_same_words_from_run_to_run(tmp_path):

@@ -173,8 +173,8 @@ class Transcriber:
             for w in seg.words or []:
                 if not w.word.strip():
                     continue
-                start = min(max(0.0, w.start), duration)
-                end = min(max(start, w.end), duration)
+                start = min(max(0.0, float(w.start)), duration)   # (faster-whisper gives numpy floats)
+                end = min(max(start, float(w.end)), duration)
                 words.append(Word(round(offset + start, 3), round(offset + end, 3), w.word,
                                   float(w.probability)))
         return words

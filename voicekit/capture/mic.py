@@ -127,7 +127,9 @@ def resolve_device(spec: str | int | None) -> InputDevice:
     if len(found) == 1:
         return found[0]
     if not found:
-        raise CaptureError(f"no input device named {text!r}; `voicekit devices` lists them")
+        hint = (" (--device names the microphone here: the compute device is --compute-device "
+                f"{text.lower()})" if text.lower() in ("cpu", "cuda", "auto") else "")
+        raise CaptureError(f"no input device named {text!r}{hint}; `voicekit devices` lists them")
     raise CaptureError(f"{text!r} matches several input devices ({', '.join(d.name for d in found)}); "
                        "give the index")
 
