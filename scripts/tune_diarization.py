@@ -8,15 +8,19 @@ diarization. Prints pooled DER (collar 0.5, live and refined) per grid point, be
     python scripts/tune_diarization.py --grid known_speaker_threshold=0.9,0.91 change_threshold=0.92,0.93
     python scripts/tune_diarization.py --refine MERGE_SIMILARITY=1.01
     python scripts/tune_diarization.py --narrowband 8000     # the same files as 8 kHz telephone audio
+    python scripts/tune_diarization.py --gain 0.5            # the speaker encoder fed the utterances 6 dB quieter
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import pickle
 import sys
 from pathlib import Path
+
+import numpy as np
 
 from voicekit.audio import SAMPLE_RATE, load_audio, probe, resample
 from voicekit.diarization.encoder import SpeakerEncoder
@@ -76,6 +80,9 @@ def main() -> int:
     ap.add_argument("--narrowband", type=int, default=None, metavar="HZ",
                     help="score the files as telephone audio: resampled to HZ (e.g. 8000) and back to 16 kHz "
                          "before the VAD")
+    ap.add_argument("--gain", type=float, default=1.0,
+                    help="scale each utterance by this factor before the diarizer (the VAD and Whisper ran "
+                         "at the recording's own level): how the speaker encoder's decisions move with level")
     ap.add_argument("--window", type=float, default=1.0)
     ap.add_argument("--hop", type=float, default=0.25)
     ap.add_argument("--cache", default="/tmp/voicekit-tune")
@@ -112,6 +119,8 @@ def main() -> int:
             d = OnlineDiarizer(encoder, opt)
             turns = []
             for u, words in data[f.file_id]:
+                if args.gain != 1.0:
+                    u = dataclasses.replace(u, samples=(u.samples * args.gain).astype(np.float32))
                 ws, _ = d.process(u, words)
                 turns.extend(extend_to_speech(words_to_turns(ws), u.speech_span))
             turns = [t.replace(turn_id=i) for i, t in enumerate(turns)]
@@ -129,7 +138,7 @@ def main() -> int:
               f"refined {100*pr.der:.1f} (conf {100*pr.confusion/pr.total:.1f}) exact {exact_l}/{exact_r} "
               f"within 1 {near_l}/{near_r}",
               file=sys.stderr)
-    print(f"\nrefine {' '.join(args.refine) or 'defaults'}; window {args.window} hop {args.hop} vad {args.vad}{f' narrowband {args.narrowband} Hz' if args.narrowband else ''} hangover {args.hangover} "
+    print(f"\nrefine {' '.join(args.refine) or 'defaults'}; window {args.window} hop {args.hop} vad {args.vad}{f' narrowband {args.narrowband} Hz' if args.narrowband else ''}{f' gain {args.gain:g}' if args.gain != 1.0 else ''} hangover {args.hangover} "
           f"max utterance {args.max_utterance}; "
           f"{len(files)} files (held out: {sorted(HELD_OUT)}); DER c0.5 pooled")
     for pl_der, pr_der, combo, el, er, pl, pr, nl, nr in sorted(rows, key=lambda r: r[0] + r[1]):
