@@ -12,7 +12,7 @@ import threading
 import urllib.parse
 from pathlib import Path
 
-from voicekit.cli.common import CliError, _lock_meeting_dir, _check_writable, _GracefulStop
+from voicekit.cli.common import CliError, _check_writable, _GracefulStop, _lock_meeting_dir
 from voicekit.cli.meeting import (_check_existing_meeting, _discard_unjoined, _fresh_store, _interrupt_note,
                                   _known_speakers, _meeting_stem, _session_meta, _SetAside, _telephone_hint,
                                   _turns_summary, _write_outputs)
