@@ -4,6 +4,7 @@ replay of a real recording that is interrupted while it waits for its session)."
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -111,6 +112,51 @@ def test_a_session_that_never_connects_fails_the_replay_but_not_the_transcript(t
     assert rc == 1, err
     assert "the live session (openai) was not sent every turn within --session-timeout 2 s" in err
     assert len(json.loads((out / "test.json").read_text())["turns"]) == 3
+
+
+def test_ctrl_c_while_waiting_for_a_provider_that_never_answers_leaves_a_checkpointed_store(tmp_path, monkeypatch,
+                                                                                          capsys):
+    """A provider that takes the TCP connection and never answers; Ctrl-C in the end-of-meeting
+    wait. The session is given up, its thread closes its store connection, and SQLite folds the
+    write-ahead log into meeting.sqlite (it was left in meeting.sqlite-wal: a user who copied the
+    file the README names got an empty meeting)."""
+    pytest.importorskip("openai")
+    import socket
+    import sqlite3
+
+    from _pipeline_support import EVAL
+
+    from voicekit.cli import main
+    from voicekit.realtime.broadcaster import Broadcaster
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)   # the kernel completes the handshake; nobody ever reads
+    real_close, calls = Broadcaster.close, []
+
+    def ctrl_c_in_the_wait(self, timeout=10.0):
+        calls.append(timeout)
+        if len(calls) == 1:
+            time.sleep(0.5)
+            raise KeyboardInterrupt
+        return real_close(self, timeout)
+
+    monkeypatch.setattr(Broadcaster, "close", ctrl_c_in_the_wait)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    out = tmp_path / "out"
+    try:
+        rc = main(["replay", str(EVAL / "picovoice_falcon" / "test.wav"), "--out", str(out), "--quiet",
+                   "--session", "openai", "--session-base-url", f"ws://127.0.0.1:{silent.getsockname()[1]}/v1",
+                   "--session-timeout", "60"])
+    finally:
+        silent.close()
+    err = capsys.readouterr().err
+    assert rc == 130 and "stopped waiting for the live session" in err, err
+    assert calls == [60.0, 0]
+    assert not (out / "meeting.sqlite-wal").exists()
+    copy = tmp_path / "copy.sqlite"
+    copy.write_bytes((out / "meeting.sqlite").read_bytes())   # the store file alone holds the meeting
+    assert sqlite3.connect(copy).execute("SELECT COUNT(*) FROM turns").fetchone()[0] == 3
 
 
 def test_session_instructions_from_a_file_reach_the_session_update(tmp_path):

@@ -112,6 +112,10 @@ def _close_session(broadcaster, args: argparse.Namespace, err) -> tuple[bool, bo
     except KeyboardInterrupt:
         err.print("[yellow]stopped waiting for the live session (the turns it was not sent are in the store); "
                   "writing outputs[/yellow]")
+        try:   # give the session up now: its thread closes its store connection, so SQLite can checkpoint
+            broadcaster.close(timeout=0)
+        except KeyboardInterrupt:
+            pass
         return False, True
 
 
