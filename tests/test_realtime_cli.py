@@ -111,6 +111,7 @@ def test_a_session_that_never_connects_fails_the_replay_but_not_the_transcript(t
     print(err)
     assert rc == 1, err
     assert "the live session (openai) was not sent every turn within --session-timeout 2 s" in err
+    assert "a replay is not resumed: the same replay with --overwrite" in err and "voicekit mic" not in err
     assert len(json.loads((out / "test.json").read_text())["turns"]) == 3
 
 

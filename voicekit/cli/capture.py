@@ -12,7 +12,7 @@ import threading
 import urllib.parse
 from pathlib import Path
 
-from voicekit.cli.common import CliError, _check_writable, _GracefulStop, _lock_meeting_dir
+from voicekit.cli.common import CliError, _check_writable, _GracefulStop, _lock_meeting_dir, _plural
 from voicekit.cli.meeting import (_check_existing_meeting, _discard_unjoined, _fresh_store, _interrupt_note,
                                   _known_speakers, _meeting_stem, _session_meta, _SetAside, _telephone_hint,
                                   _turns_summary, _write_outputs)
@@ -177,7 +177,7 @@ def cmd_livekit(args: argparse.Namespace) -> int:
 
     console = Console(highlight=False, soft_wrap=True)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
-    url = args.url or os.environ.get("LIVEKIT_URL")
+    url = (args.url or os.environ.get("LIVEKIT_URL") or "").strip()  # (a pasted URL often ends in a space)
     if not url:
         raise CliError("give --url (or LIVEKIT_URL), e.g. ws://localhost:7880")
     parsed = urllib.parse.urlsplit(url)
@@ -203,6 +203,14 @@ def cmd_livekit(args: argparse.Namespace) -> int:
     options = _options(args)
     hooks = _hooks(args, err)
     voices = _voice_list(args)
+    if args.enrol_voices and len(set(args.room_mic or ())) > 1:
+        raise CliError("--enrol-voices enrols the named speakers of the one room-microphone lane (names are "
+                       "per label, and each room microphone has its own Speaker A): give one --room-mic, or "
+                       "leave out --enrol-voices")
+    if args.enrol_voices and not args.room_mic:
+        err.print("[yellow]--enrol-voices enrols the named speakers of a room-microphone lane, and no --room-mic "
+                  "is given: only a participant that marks itself voicekit.room_mic=true can give one "
+                  "(the named participants' lanes are not diarized)[/yellow]")
     _check_existing_meeting(out / "meeting.sqlite", args)
     err.print(f"[dim]loading models ({args.model}, {_diarizer_name(options)})…[/dim]")
     components = Components.load(options)  # before the store: a missing model leaves no meeting
@@ -289,8 +297,9 @@ def cmd_livekit(args: argparse.Namespace) -> int:
     _enrol_voices(args, [lane.pipeline for lane in bot.all_lanes() if lane.room_mic], err)
     for lane in bot.all_lanes():
         state = f"failed: {lane.error}" if lane.error else "ok"
-        err.print(f"[dim]{lane.channel} {lane.label} ({lane.identity}): {len(lane.turns)} turns, "
-                  f"{lane.samples / 16000:.1f} s of audio, {lane.feed.overflows} blocks dropped, {state}[/dim]")
+        err.print(f"[dim]{lane.channel} {lane.label} ({lane.identity}): {_plural(len(lane.turns), 'turn')}, "
+                  f"{lane.samples / 16000:.1f} s of audio, {_plural(lane.feed.overflows, 'block')} dropped, "
+                  f"{state}[/dim]")
     err.print(f"wrote {', '.join(p.name for p in written)} to {out}/")
     _session_log_line(session, err, live)
     missed = any(m for m, _ in closed)

@@ -121,10 +121,13 @@ def _close_session(broadcaster, args: argparse.Namespace, err) -> tuple[bool, bo
 
 def _session_missed_line(args: argparse.Namespace) -> str:
     """The closing error of a meeting whose live session was not sent every turn (exit code 1)."""
+    rest = (f"`voicekit {args.command} --append` with the same session options sends the rest"
+            if args.command in ("mic", "livekit") else
+            "a replay is not resumed: the same replay with --overwrite and the same session options sends "
+            "the whole meeting to a new conversation")
     return (f"[red]voicekit: error: the live session ({args.session}) was not sent every turn within "
             f"--session-timeout {args.session_timeout:g} s (see the warnings above); the transcript is "
-            "complete in the outputs and the store, and `voicekit mic`/`livekit --append` with the same "
-            "session options sends the rest (exit code 1)[/red]")
+            f"complete in the outputs and the store; {rest} (exit code 1)[/red]")
 
 
 def _session_log_line(session, err, broadcasters=()) -> None:  # noqa: ANN001

@@ -185,7 +185,7 @@ class Broadcaster:
             self._thread.join(timeout + 5.0)
         done = self._q.empty() and not self._pending
         if not done:
-            log.warning("realtime session %s closed with %d items not sent; the committed turns stay in the "
+            log.warning("realtime session %s closed with %d item(s) not sent; the committed turns stay in the "
                         "store, and the next run with the same session id on it sends them first (voicekit mic "
                         "or livekit --append with the same --session and --session-model)", self.session_id,
                         self.backlog)
