@@ -106,10 +106,16 @@ def test_a_session_that_never_connects_fails_the_replay_but_not_the_transcript(t
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     out = tmp_path / "out"
     rc = main(["replay", str(EVAL / "picovoice_falcon" / "test.wav"), "--out", str(out), "--quiet",
-               "--session", "openai", "--session-base-url", f"ws://127.0.0.1:{port}/v1", "--session-timeout", "2"])
+               "--session", "openai", "--session-base-url", f"ws://127.0.0.1:{port}/v1", "--session-timeout", "2",
+               "--session-log", str(tmp_path / "events.jsonl")])
     err = capsys.readouterr().err
     print(err)
     assert rc == 1, err
+    # the session log says what happened to a provider the meeting never reached (it stayed empty)
+    events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text(encoding="utf-8").splitlines()]
+    kinds = [e["kind"] for e in events]
+    assert kinds[0] == "connect_failed" and kinds[-1] == "unsent" and set(kinds) == {"connect_failed", "unsent"}
+    assert events[-1]["text"].startswith("closed with ") and "not sent" in events[-1]["text"]
     assert "the live session (openai) was not sent every turn within --session-timeout 2 s" in err
     assert "a replay is not resumed: the same replay with --overwrite" in err and "voicekit mic" not in err
     assert len(json.loads((out / "test.json").read_text())["turns"]) == 3

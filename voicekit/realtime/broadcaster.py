@@ -65,7 +65,10 @@ class Broadcaster:
         queue_size: items the queue holds before the full-queue policy applies.
         backoff_initial, backoff_max: reconnect delays in seconds (doubling).
         reply_when: called with each delivered turn; True asks the model for a reply.
-        on_event: called (on the broadcaster's thread) with every :class:`SessionEvent`.
+        on_event: called (on the broadcaster's thread) with every :class:`SessionEvent` the
+            provider sends, and with the broadcaster's own ``connect_failed``, ``dropped`` and
+            ``unsent`` events (``text`` says what happened; ``unsent`` comes from :meth:`close`, on
+            its caller's thread), so a session log records a provider it never reached.
         meeting_id: the author register's meeting id.
         history_on_reconnect: after a dropped connection, the new provider conversation is first
             sent again the last this many items the old one had taken (default 100; 0: none), so
@@ -189,7 +192,19 @@ class Broadcaster:
                         "store, and the next run with the same session id on it sends them first (voicekit mic "
                         "or livekit --append with the same --session and --session-model)", self.session_id,
                         self.backlog)
+            self._tell("unsent", f"closed with {self.backlog} item(s) not sent; the committed turns stay in the store")
         return done
+
+    def _tell(self, kind: str, text: str) -> None:
+        """Give ``on_event`` one of the broadcaster's own events (see the constructor)."""
+        self._forward(SessionEvent(kind, text))
+
+    def _forward(self, ev: SessionEvent) -> None:
+        if self.on_event is not None:
+            try:
+                self.on_event(ev)
+            except Exception:  # noqa: BLE001 - a callback never stops the broadcaster
+                log.exception("realtime on_event callback failed")
 
     # --- the broadcaster's thread ----------------------------------------------------------
     def _run(self) -> None:
@@ -216,6 +231,7 @@ class Broadcaster:
                     await self._within_close_deadline(self.session.connect())
                 except SessionClosed as exc:
                     log.warning("realtime session %s: %s; retrying in %.1f s", self.session_id, exc, delay)
+                    self._tell("connect_failed", f"{exc}; retrying in {delay:.1f} s")
                     await self._sleep(delay)
                     delay = min(delay * 2, self.backoff_max)
                     continue
@@ -233,6 +249,7 @@ class Broadcaster:
                     self._reply_lost = self._reply_lost or self.session.reply_owed
                     log.warning("realtime session %s dropped (%s); reconnecting in %.1f s",
                                 self.session_id, exc, delay)
+                    self._tell("dropped", f"{exc}; reconnecting in {delay:.1f} s")
                 finally:
                     self.connected.clear()
                     pump.cancel()
@@ -281,11 +298,7 @@ class Broadcaster:
                 assert self._wake is not None
                 self._wake.set()
                 return
-            if self.on_event is not None:
-                try:
-                    self.on_event(ev)
-                except Exception:  # noqa: BLE001
-                    log.exception("realtime on_event callback failed")
+            self._forward(ev)
 
     async def _feed(self) -> None:
         assert self._wake is not None
