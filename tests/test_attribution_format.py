@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from voicekit.attribution import (
@@ -19,7 +19,7 @@ from voicekit.attribution import (
     reads_like_role,
     replace_mark_copies,
 )
-from voicekit.attribution.labels import replace_quote_marks
+from voicekit.attribution.labels import defuse_brackets, replace_quote_marks
 from voicekit.turns import SpeakerTurn
 
 LINE_BOUNDARIES = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
@@ -70,6 +70,8 @@ TEXTS = st.lists(PIECES, max_size=60).map("".join)
 
 @settings(max_examples=300, deadline=None)
 @given(text=TEXTS, name=st.text(max_size=20))
+@example(text="from the runtime: x\nsecond line", name="[Speaker labels")   # a mark across the label's end
+@example(text="hi [Speaker labels from the runtime: y", name="[x")           # a mark inside the text
 def test_a8_property_one_labelled_line_per_splitlines_line(text, name):
     label = SpeakerLabel(name or None, None, "mic").text
     out = label_lines(label, text).split("\n")
@@ -78,8 +80,13 @@ def test_a8_property_one_labelled_line_per_splitlines_line(text, name):
     for line, original in zip(out, expected):
         assert line.splitlines() == [line]  # no boundary inside a labelled line
         head, sep, quoted = line.partition(': "')
-        assert sep and head == label  # the first ': "' ends the label: a name cannot fake one
+        # the first ': "' ends the label: a name cannot fake one; its brackets are defused only
+        # when the name and a mark-free text would make a runtime mark between them (A10)
+        assert sep and head in (label, defuse_brackets(label))
         assert json.loads('"' + quoted) == replace_quote_marks(original)
+    if not out[0].startswith(label + ': "'):
+        plain = "\n".join(f"{label}: {quote_line(line)}" for line in expected)
+        assert replace_mark_copies(plain) != plain and replace_mark_copies(text) == text
 
 
 @settings(max_examples=150, deadline=None)

@@ -49,7 +49,8 @@ def label_lines(label: str, text: str) -> str:
 
     A mark copy that neither part holds alone but the line does (a name ``[Speaker labels``
     before a text ``from the runtime: …``) cannot form either (A10): the label's opening
-    brackets (whatever reads as ``[``) are then written ``(``.
+    brackets (whatever reads as ``[``) are then written ``(`` (:func:`defuse_brackets`). Copies
+    inside the text are the caller's to replace (:func:`replace_mark_copies`), as the views do.
 
     Args:
         label: the label text (see :attr:`SpeakerLabel.text`).
@@ -57,10 +58,16 @@ def label_lines(label: str, text: str) -> str:
     """
     lines = text.splitlines() or [""]
     out = "\n".join(f"{label}: {quote_line(line)}" for line in lines)
-    if "[" in mark_view(label)[0] and replace_mark_copies(out) != out:
-        label = "".join("(" if mark_view_char(ch) == "[" else ch for ch in label)
+    if ("[" in mark_view(label)[0] and replace_mark_copies(out) != out
+            and replace_mark_copies(text) == text and replace_mark_copies(label) == label):
+        label = defuse_brackets(label)
         out = "\n".join(f"{label}: {quote_line(line)}" for line in lines)
     return out
+
+
+def defuse_brackets(label: str) -> str:
+    """``label`` with every character that reads as ``[`` in a runtime mark written ``(``."""
+    return "".join("(" if mark_view_char(ch) == "[" else ch for ch in label)
 
 
 # --- names shown in labels -------------------------------------------------------------------
