@@ -119,15 +119,12 @@ class MeetingStore:
             self.conn.executescript(SCHEMA)
             self._add_missing_columns()
             AuthorRegister.ensure_schema(self.conn)
-        except sqlite3.DatabaseError as exc:
-            if isinstance(exc, sqlite3.OperationalError):   # cannot open or write the file
-                raise StoreError(f"cannot open the meeting store {self.path} ({exc}); "
-                                 "choose a writable --out directory") from exc
-            raise StoreError(f"the meeting store {self.path} is damaged or not a voicekit store ({exc}): "
-                             "voicekit leaves it as it is; `sqlite3 " + str(self.path) + " .recover` may "
-                             "save its turns into a new database") from exc
         except (OSError, sqlite3.Error) as exc:
-            raise StoreError(f"cannot open the meeting store {self.path} ({exc}); "
+            if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError):
+                raise StoreError(f"the meeting store {self.path} is damaged or not a voicekit store ({exc}): "
+                                 f"voicekit leaves it as it is; `sqlite3 {self.path} .recover` may save its "
+                                 "turns into a new database") from exc
+            raise StoreError(f"cannot open the meeting store {self.path} ({exc}); "   # cannot open or write it
                              "choose a writable --out directory") from exc
 
     def _add_missing_columns(self) -> None:

@@ -377,7 +377,7 @@ class TurnTaker:
         self.members: tuple[Member, ...] = validate_members(list(cfg.members))
         self._by_name = {m.name: m for m in self.members}
         self._all_names = frozenset(self._by_name)
-        self._reserved = tuple(name for m in self.members for name in (m.name, *m.aliases))
+        self._reserved = tuple(name for m in self.members for name in m.call_names)
         self._any_policy = any(m.speak_policy is not None for m in self.members)
         self.director = director
         self.floor = Floor(floor if floor is not None else cfg.floor)

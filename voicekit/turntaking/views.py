@@ -121,7 +121,7 @@ def build_view(
         (A2).
     """
     labelled = labels_on(member.name, transcript)
-    reserved = [name for m in members for name in (m.name, *m.aliases)]
+    reserved = [name for m in members for name in m.call_names]
     messages = [ChatMessage("system", system_prompt(member, members))]
     for entry in transcript:
         text = replace_mark_copies(entry.text) if labelled else entry.text
