@@ -9,6 +9,7 @@ diarization. Prints pooled DER (collar 0.5, live and refined) per grid point, be
     python scripts/tune_diarization.py --refine MERGE_SIMILARITY=1.01
     python scripts/tune_diarization.py --narrowband 8000     # the same files as 8 kHz telephone audio
     python scripts/tune_diarization.py --gain 0.5            # the speaker encoder fed the utterances 6 dB quieter
+    python scripts/tune_diarization.py --endpointer late_hangover=0.3   # other endpointer options
 """
 
 from __future__ import annotations
@@ -45,17 +46,18 @@ def narrowband_blocks(path: Path, rate: int, block_seconds: float = 0.1):
 
 
 def transcribe_all(files, vad: str, hangover: float, cache: Path, threshold: float, max_utterance: float,
-                   narrowband: int | None = None):
+                   narrowband: int | None = None, endpointer: dict | None = None):
     default = max_utterance == EndpointerOptions().max_utterance
+    extra = "".join(f"-{k}{v}" for k, v in sorted((endpointer or {}).items()))
     path = cache / (f"stt2-{vad}-{hangover}-t{threshold}{'' if default else f'-max{max_utterance}'}"
-                    f"{f'-nb{narrowband}' if narrowband else ''}.pkl")
+                    f"{f'-nb{narrowband}' if narrowband else ''}{extra}.pkl")
     if path.exists():
         return pickle.loads(path.read_bytes())
     stt = Transcriber()
     data = {}
     for f in files:
         ep = Endpointer(make_vad(vad), EndpointerOptions(hangover=hangover, threshold=threshold,
-                                                         max_utterance=max_utterance))
+                                                         max_utterance=max_utterance, **(endpointer or {})))
         utts = []
         for block in narrowband_blocks(f.audio, narrowband) if narrowband else FileSource(f.audio):
             utts.extend(ep.push(block))
@@ -77,6 +79,8 @@ def main() -> int:
     ap.add_argument("--max-utterance", type=float, default=EndpointerOptions().max_utterance,
                     help="seconds at which the endpointer closes an utterance while speech goes on "
                          "(default: the endpointer's)")
+    ap.add_argument("--endpointer", nargs="*", default=[], metavar="NAME=VALUE",
+                    help="other EndpointerOptions fields, e.g. late_hangover=0.3 late_after=6")
     ap.add_argument("--narrowband", type=int, default=None, metavar="HZ",
                     help="score the files as telephone audio: resampled to HZ (e.g. 8000) and back to 16 kHz "
                          "before the VAD")
@@ -99,8 +103,9 @@ def main() -> int:
     cache = Path(args.cache)
     cache.mkdir(parents=True, exist_ok=True)
     files = [f for f in load_index(args.eval_dir) if f.file_id not in HELD_OUT]
+    endpointer = {k: float(v) for k, v in (item.split("=") for item in args.endpointer)}
     data = transcribe_all(files, args.vad, args.hangover, cache, args.vad_threshold, args.max_utterance,
-                          args.narrowband)
+                          args.narrowband, endpointer)
     encoder = SpeakerEncoder(window=args.window, hop=args.hop)
     refs = {f.file_id: load_reference(f, probe(f.audio).duration) for f in files}
     names, values = [], []

@@ -161,6 +161,13 @@ class EndpointerOptions:
         max_utterance: an utterance is closed at this length even while speech goes on, at the
             least speech-like frame of its last third (default 10.0: a turn is out at most
             about 10 s after its speaker started).
+        late_after: once an utterance is this long (seconds), a silence of ``late_hangover``
+            closes it (None: the last third of ``max_utterance``, as the cut looks there).
+        late_hangover: the silence that closes an utterance longer than ``late_after`` (None: the
+            same as ``hangover``). A long utterance then ends at its first pause instead of
+            being cut at ``max_utterance`` seconds up to a third of it back: the trailing-silence
+            rule that shortens with the utterance's length, as Kaldi's endpointing rules do
+            (``OnlineEndpointRule``, kaldi-asr ``online2/online-endpoint.h``).
 
     Raises:
         ValueError: a threshold outside (0, 1), a hangover outside 0.05-5 s or a maximum length
@@ -172,6 +179,8 @@ class EndpointerOptions:
     hangover: float = 0.6
     pad: float = 0.2
     max_utterance: float = 10.0
+    late_after: float | None = None
+    late_hangover: float | None = None
 
     def __post_init__(self) -> None:
         if not 0.0 < self.threshold < 1.0:
@@ -255,6 +264,10 @@ class Endpointer:
         self._min_speech_frames = max(1, round(self.opt.min_speech / fs))
         self._hangover_frames = max(1, round(self.opt.hangover / fs))
         self._max_frames = max(1, round(self.opt.max_utterance / fs))
+        late_after = self.opt.max_utterance * 2 / 3 if self.opt.late_after is None else self.opt.late_after
+        self._late_frames = max(1, round(late_after / fs))
+        late_hangover = self.opt.hangover if self.opt.late_hangover is None else self.opt.late_hangover
+        self._late_hangover_frames = max(1, round(late_hangover / fs))
         self._history: deque[tuple[np.ndarray, float]] = deque(maxlen=self._pad_frames + self._min_speech_frames)
         self._frame_index = 0  # frames seen so far
         self._active: list[tuple[np.ndarray, float]] | None = None
@@ -301,7 +314,8 @@ class Endpointer:
             return
         self._active.append((frame, prob))
         self._silence_run = 0 if is_speech else self._silence_run + 1
-        if self._silence_run >= self._hangover_frames:
+        if self._silence_run >= self._hangover_frames or (
+                len(self._active) >= self._late_frames and self._silence_run >= self._late_hangover_frames):
             yield self._close(len(self._active) - max(0, self._silence_run - self._pad_frames))
         elif len(self._active) >= self._max_frames:
             # cut in the deepest pause of the last third (speech probability averaged over
@@ -312,17 +326,28 @@ class Endpointer:
             lo = len(probs) * 2 // 3
             yield self._close(lo + int(np.argmin(smooth[lo:])) + 1)
 
-    def _close(self, keep: int | None = None) -> Utterance:
-        """Close the open utterance after its first ``keep`` frames (all when None); the frames
-        after the cut go back to the look-back buffer and may open the next utterance."""
-        frames = self._active or []
-        keep = len(frames) if keep is None else keep
-        frames, tail = frames[:keep], frames[keep:]
+    def ending(self) -> Utterance | None:
+        """The open utterance as the endpointer will close it if the silence now running lasts
+        until the hangover: from its start to its last speech frame plus ``pad``. None while no
+        utterance is open or its trailing silence is shorter than ``pad`` (speech may still be in
+        the frames it would keep). The endpointer's state is not changed.
+
+        When the utterance does close at the end of this silence, the closed one has the same
+        :attr:`~Utterance.index`, start and samples (only ``closed_at`` differs), so work done on
+        this one (the pipeline's early transcription) stands for it; speech that resumes, or a cut
+        at ``max_utterance``, gives a different one.
+        """
+        if self._active is None or self._silence_run < self._pad_frames:
+            return None
+        return self._utterance(self._active[: len(self._active) - (self._silence_run - self._pad_frames)])
+
+    def _utterance(self, frames: list[tuple[np.ndarray, float]]) -> Utterance:
+        """The open utterance made of its first ``frames`` (the endpointer's state is not changed)."""
         start = self.start_time + self._active_start_frame * self.frame_seconds
         samples = np.concatenate([f for f, _ in frames]) if frames else np.zeros(0, np.float32)
         # the last frame of a stream is zero-padded: never reach past the audio received
         samples = samples[: max(0, self._samples_in - self._active_start_frame * self.vad.frame_samples)]
-        utt = Utterance(
+        return Utterance(
             index=self._count,
             start=start,
             samples=samples,
@@ -330,6 +355,14 @@ class Endpointer:
             frame_seconds=self.frame_seconds,
             closed_at=self.position,
         )
+
+    def _close(self, keep: int | None = None) -> Utterance:
+        """Close the open utterance after its first ``keep`` frames (all when None); the frames
+        after the cut go back to the look-back buffer and may open the next utterance."""
+        frames = self._active or []
+        keep = len(frames) if keep is None else keep
+        frames, tail = frames[:keep], frames[keep:]
+        utt = self._utterance(frames)
         self._count += 1
         self._active = None
         self._silence_run = 0
