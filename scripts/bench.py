@@ -55,6 +55,7 @@ from voicekit.pipeline import Components, MeetingResult, Pipeline, PipelineOptio
 from voicekit.sources import FileSource  # noqa: E402
 from voicekit.store import MeetingStore  # noqa: E402
 from voicekit.turns import SpeakerTurn  # noqa: E402
+from voicekit.vad import EndpointerOptions  # noqa: E402
 
 STAGES = ("vad", "stt", "diarization", "commit")
 DEFAULT_REALTIME_FILES = ("sample", "test", "diarizationExample", "trn00", "EN2002a_30s")
@@ -133,6 +134,7 @@ class Totals:
     overflows: int = 0
     cpu: float = 0.0  # CPU seconds of the process (all threads) while the runs went on
     thread_cpu: dict[str, float] = field(default_factory=lambda: {"vad": 0.0, "diarization": 0.0})
+    early_stt: dict[str, int] = field(default_factory=lambda: {"used": 0, "wasted": 0})
 
     def add(self, result: MeetingResult) -> None:
         self.audio += result.audio_seconds
@@ -175,7 +177,10 @@ def run_one(components: Components, options: PipelineOptions, source, store_dir:
     try:
         pipe = Pipeline(options, components, store=store, realtime_clock=realtime)
         count_thread_cpu(pipe, totals)
-        return pipe.run(source)
+        result = pipe.run(source)
+        for k, v in pipe.early_stt.items():
+            totals.early_stt[k] += v
+        return result
     finally:
         store.close()
 
@@ -233,6 +238,8 @@ def table(mode: str, totals: Totals, load: tuple[float, float], extra: list[tupl
                      f"{percentile(ulat, 50):.2f} / {u95:.2f} / {max(ulat):.2f} s ({len(ulat)} utterances)",
                      f"p95 ≤ 1.0 s: {verdict(u95, 1.0)}"))
         rows.append(("audio blocks dropped (queue full)", str(totals.overflows), ""))
+        rows.append(("early transcriptions used / wasted (speech resumed)",
+                     f"{totals.early_stt['used']} / {totals.early_stt['wasted']}", ""))
     else:
         rows.append(("turn latency", "not measured (unpaced; use --realtime)", ""))
     rows.extend(extra)
@@ -328,6 +335,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     mode.add_argument("--realtime", action="store_true", help="paced 1x replay: measure turn latency")
     mode.add_argument("--loop-minutes", type=float, metavar="N",
                       help="one unpaced meeting of N minutes made by looping the recordings")
+    p.add_argument("--endpointer", nargs="*", default=[], metavar="NAME=VALUE",
+                   help="EndpointerOptions fields other than the defaults, e.g. late_hangover=0.3")
+    p.add_argument("--no-early-stt", action="store_true",
+                   help="--realtime: transcribe an utterance only once it closes (PipelineOptions.early_stt off)")
     p.add_argument("--out", default=str(ROOT / "docs" / "perf"),
                    help="where a loop run writes memory.csv, per_turn.csv and the plots (default docs/perf)")
     args = p.parse_args(argv)
@@ -350,7 +361,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             p.error(f"unknown file ids {sorted(unknown)}; known: {', '.join(f.file_id for f in files)}")
         files = [f for f in files if f.file_id in wanted]
 
-    options = PipelineOptions()
+    try:
+        endpointer = EndpointerOptions(**{k: float(v) for k, v in (item.split("=", 1) for item in args.endpointer)})
+    except (TypeError, ValueError) as exc:
+        p.error(f"--endpointer: {exc}")
+    options = PipelineOptions(endpointer=endpointer, early_stt=not args.no_early_stt)
     print("loading models…", file=sys.stderr)
     components = Components.load(options)
     load0 = os.getloadavg()[0]
@@ -425,6 +440,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             mode_name = (f"{'paced 1x (--realtime)' if args.realtime else 'unpaced'}, "
                          f"{len(files)} recordings, one pipeline each")
     totals.cpu = time.process_time() - cpu0
+    if args.endpointer:
+        mode_name += f"; endpointer {' '.join(args.endpointer)}"
+    if args.realtime and args.no_early_stt:
+        mode_name += "; early STT off"
     print(table(mode_name, totals, (load0, os.getloadavg()[0]), extra, commit))
     return 0
 

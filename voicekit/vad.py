@@ -170,8 +170,8 @@ class EndpointerOptions:
             (``OnlineEndpointRule``, kaldi-asr ``online2/online-endpoint.h``).
 
     Raises:
-        ValueError: a threshold outside (0, 1), a hangover outside 0.05-5 s or a maximum length
-            outside 1-30 s.
+        ValueError: a threshold outside (0, 1), a hangover or late hangover outside 0.05-5 s, a
+            maximum length outside 1-30 s or a ``late_after`` outside 0 to the maximum length.
     """
 
     threshold: float = 0.5
@@ -190,6 +190,12 @@ class EndpointerOptions:
         if not 1.0 <= self.max_utterance <= 30.0:
             raise ValueError(f"max_utterance must be between 1 and 30 seconds (Whisper hears 30 s at most), "
                              f"got {self.max_utterance}")
+        if self.late_hangover is not None and not 0.05 <= self.late_hangover <= 5.0:
+            raise ValueError(f"late_hangover is the silence in seconds that ends a long utterance (0.05-5), "
+                             f"got {self.late_hangover}")
+        if self.late_after is not None and not 0.0 <= self.late_after <= self.max_utterance:
+            raise ValueError(f"late_after must be between 0 and max_utterance ({self.max_utterance} s), "
+                             f"got {self.late_after}")
 
 
 @dataclass
