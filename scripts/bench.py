@@ -134,7 +134,6 @@ class Totals:
     overflows: int = 0
     cpu: float = 0.0  # CPU seconds of the process (all threads) while the runs went on
     thread_cpu: dict[str, float] = field(default_factory=lambda: {"vad": 0.0, "diarization": 0.0})
-    early_stt: dict[str, int] = field(default_factory=lambda: {"used": 0, "wasted": 0})
 
     def add(self, result: MeetingResult) -> None:
         self.audio += result.audio_seconds
@@ -177,10 +176,7 @@ def run_one(components: Components, options: PipelineOptions, source, store_dir:
     try:
         pipe = Pipeline(options, components, store=store, realtime_clock=realtime)
         count_thread_cpu(pipe, totals)
-        result = pipe.run(source)
-        for k, v in pipe.early_stt.items():
-            totals.early_stt[k] += v
-        return result
+        return pipe.run(source)
     finally:
         store.close()
 
@@ -238,8 +234,6 @@ def table(mode: str, totals: Totals, load: tuple[float, float], extra: list[tupl
                      f"{percentile(ulat, 50):.2f} / {u95:.2f} / {max(ulat):.2f} s ({len(ulat)} utterances)",
                      f"p95 ≤ 1.0 s: {verdict(u95, 1.0)}"))
         rows.append(("audio blocks dropped (queue full)", str(totals.overflows), ""))
-        rows.append(("early transcriptions used / wasted (speech resumed)",
-                     f"{totals.early_stt['used']} / {totals.early_stt['wasted']}", ""))
     else:
         rows.append(("turn latency", "not measured (unpaced; use --realtime)", ""))
     rows.extend(extra)
@@ -337,8 +331,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                       help="one unpaced meeting of N minutes made by looping the recordings")
     p.add_argument("--endpointer", nargs="*", default=[], metavar="NAME=VALUE",
                    help="EndpointerOptions fields other than the defaults, e.g. late_hangover=0.3")
-    p.add_argument("--no-early-stt", action="store_true",
-                   help="--realtime: transcribe an utterance only once it closes (PipelineOptions.early_stt off)")
     p.add_argument("--out", default=str(ROOT / "docs" / "perf"),
                    help="where a loop run writes memory.csv, per_turn.csv and the plots (default docs/perf)")
     args = p.parse_args(argv)
@@ -365,7 +357,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         endpointer = EndpointerOptions(**{k: float(v) for k, v in (item.split("=", 1) for item in args.endpointer)})
     except (TypeError, ValueError) as exc:
         p.error(f"--endpointer: {exc}")
-    options = PipelineOptions(endpointer=endpointer, early_stt=not args.no_early_stt)
+    options = PipelineOptions(endpointer=endpointer)
     print("loading models…", file=sys.stderr)
     components = Components.load(options)
     load0 = os.getloadavg()[0]
@@ -442,8 +434,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     totals.cpu = time.process_time() - cpu0
     if args.endpointer:
         mode_name += f"; endpointer {' '.join(args.endpointer)}"
-    if args.realtime and args.no_early_stt:
-        mode_name += "; early STT off"
     print(table(mode_name, totals, (load0, os.getloadavg()[0]), extra, commit))
     return 0
 

@@ -249,24 +249,6 @@ def test_utterance_latency_counts_from_the_end_of_speech():
         assert t.emitted_at - t.end - 0.001 <= x <= t.emitted_at - t.end + 0.5
 
 
-@pytest.mark.parametrize("name, used", [("picovoice_falcon/test.wav", 3),
-                                        ("pyaudioanalysis/diarizationExample.wav", 1)])
-def test_early_transcription_gives_the_turns_of_a_run_without_it(name, used):
-    """With ``realtime_clock`` the open utterance is transcribed while its hangover runs: the
-    words of each utterance closed on silence are taken from that early call, those of a pause
-    that speech resumed are dropped, and the turns are those of a run without it."""
-    comp = components()
-    plain, plain_calls = _run(FileSource(EVAL / name))
-    counting = CountingTranscriber(comp.transcriber)
-    pipe = Pipeline(PipelineOptions(), type(comp)(counting, comp.encoder), realtime_clock=True)
-    early = pipe.run(FileSource(EVAL / name)).turns   # unpaced: the clock only stamps emitted_at
-    print(f"{name}: early STT {pipe.early_stt}, {counting.calls} Whisper calls for {len(early)} turns")
-    assert [(t.speaker, t.start, t.end, t.words) for t in early] == [(t.speaker, t.start, t.end, t.words)
-                                                                      for t in plain]
-    assert pipe.early_stt["used"] == used
-    assert counting.calls == plain_calls + pipe.early_stt["wasted"]   # a used early call replaces the late one
-
-
 # --- Ctrl-C mid-meeting -----------------------------------------------------------------------
 # `voicekit replay` catches KeyboardInterrupt and calls finish(); every utterance the endpointer
 # closed before the interrupt must be committed once, as an uninterrupted run commits it.

@@ -103,27 +103,18 @@ def test_endpointer_options_reject_values_that_cannot_end_an_utterance():
             EndpointerOptions(**bad)
 
 
-def test_ending_is_the_utterance_that_the_silence_then_closes():
-    """While an utterance's trailing silence runs, ``ending()`` is that utterance as it will be
-    closed: each utterance closed on silence equals (index, start, samples, VAD frames) the last
-    ``ending()`` seen before it, and one seen in a pause that speech then resumed is not closed."""
-    x = load_audio(EVAL / "picovoice_falcon" / "test.wav")   # three people, a pause after each
-    ep = Endpointer(SileroVad())
-    seen, closed = [], []
-    for i in range(0, len(x), 1600):
-        closed.extend((u, seen[-1] if seen else None) for u in ep.push(x[i:i + 1600]))
-        e = ep.ending()
-        if e is not None and (not seen or (seen[-1].index, len(seen[-1].samples)) != (e.index, len(e.samples))):
-            seen.append(e)
-    closed.extend((u, seen[-1] if seen else None) for u in ep.flush())
-    matched = 0
-    opt = EndpointerOptions()
-    for u, e in closed:
-        if abs(u.closed_at - u.end - (opt.hangover - opt.pad)) < 0.05:   # closed on silence, not cut at the maximum length
-            assert e is not None and (e.index, e.start) == (u.index, u.start)
-            assert np.array_equal(e.samples, u.samples) and np.array_equal(e.speech, u.speech)
-            matched += 1
-    print(f"{len(closed)} utterances, {matched} closed on silence and foreseen by ending(), "
-          f"{len(seen) - matched} pauses where speech resumed")
-    assert len(closed) == matched == 3
-    assert all(not e.speech[-round(0.2 / e.frame_seconds):].any() for e in seen)  # ends in its pad of silence
+def test_late_hangover_ends_a_long_utterance_at_its_first_short_pause():
+    """Past ``late_after`` (the last third of the maximum length by default) a pause of
+    ``late_hangover`` closes the utterance, instead of a cut at the maximum length that reaches
+    back up to a third of it; shorter utterances still need the full hangover."""
+    x = load_audio(EVAL / "pyaudioanalysis" / "diarizationExample.wav")
+    plain = _utterances(x, SileroVad(), 1600)
+    late = _utterances(x, SileroVad(), 1600, late_hangover=0.3)
+    print("plain (duration, closed after its end)", [(round(u.duration, 2), round(u.closed_at - u.end, 2)) for u in plain])
+    print("late  (duration, closed after its end)", [(round(u.duration, 2), round(u.closed_at - u.end, 2)) for u in late])
+    third = 10.0 * 2 / 3
+    p = next(u for u in plain if abs(u.start - 13.31) < 0.01)     # measured: cut at 10 s, 2.18 s after its end
+    u = next(u for u in late if abs(u.start - 13.31) < 0.01)
+    assert p.closed_at - p.end > 2.0
+    assert u.duration >= third and abs(u.closed_at - u.end - (0.3 - EndpointerOptions().pad)) < 0.04
+    assert (plain[0].start, len(plain[0].samples)) == (late[0].start, len(late[0].samples))  # 5.3 s: unchanged

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -67,8 +65,6 @@ class PipelineOptions:
         threads: CPU threads for the speaker encoder / pyannote.
         keep_embeddings: keep each utterance's speaker embeddings in the store (opt-in: they can
             identify voices), so that ``voicekit export --refine`` can re-cluster the meeting later.
-        early_stt: with a ``realtime_clock`` (live capture, paced replay), transcribe an utterance
-            while its hangover runs (see :class:`Pipeline`); no effect on an unpaced run.
     """
 
     vad: str = "silero"
@@ -80,7 +76,6 @@ class PipelineOptions:
     compute_type: str = "default"
     threads: int = 1
     keep_embeddings: bool = False
-    early_stt: bool = True
 
 
 @dataclass
@@ -190,15 +185,7 @@ class Pipeline:
         store: the meeting store; turns are committed there one by one.
         on_turn: called with every committed turn (the live sinks: console lines, broadcaster).
         realtime_clock: stamp ``emitted_at`` from the wall clock (live capture, paced replay)
-            instead of the audio clock plus measured processing time. It also turns on early
-            transcription (unless ``options.early_stt`` is off): once the open utterance's
-            trailing silence passes the endpointer's ``pad`` (0.2 s), a background thread
-            transcribes it while the rest of the hangover (0.6 s) is heard
-            (:meth:`~voicekit.vad.Endpointer.ending`), and the VAD goes on meanwhile. When the
-            utterance closes with the same audio, those words are used as they are (the same
-            samples give the same words); when speech resumed, they are dropped. One early call
-            runs at a time, and a closed utterance's own call waits for it. The cost is a
-            Whisper call on each pause of 0.2-0.6 s (:attr:`early_stt` counts them).
+            instead of the audio clock plus measured processing time.
         voices: known voices (opt-in, docs/voiceprints.md): after each utterance the live
             speakers are compared with the library; a matched label is named like a hook rename
             (``sender_name``), its turns carry ``identity_id`` and are committed with the voice's
@@ -226,8 +213,6 @@ class Pipeline:
         start_time: meeting time in seconds of the stream's first sample (0 unless ``resume``).
         finished: :meth:`finish` ran to its end (False while an interrupt inside it left
             utterances uncommitted).
-        early_stt: with ``realtime_clock``, how many early transcriptions were ``used`` and how
-            many ``wasted`` (speech resumed).
     """
 
     def __init__(self, options: PipelineOptions | None = None, components: Components | None = None,
@@ -273,9 +258,6 @@ class Pipeline:
         self._pending: deque[Utterance] = deque()
         self._progress: _Progress | None = None
         self._failed: Utterance | None = None
-        # the early call in flight or done: (utterance key, future of (words, seconds))
-        self._early: tuple[tuple[int, float, int], Future] | None = None
-        self.early_stt = {"used": 0, "wasted": 0}
 
     def _default_diarizer(self) -> Diarizer:
         if self.options.pyannote is not None and self.components.pyannote is not None:
@@ -309,15 +291,11 @@ class Pipeline:
         utt = p.utt
         t = time.perf_counter()
         if p.words is None:
-            words = self._early_words(utt)   # (an early call counts its own seconds)
-            t = time.perf_counter()
-            if words is None:
-                words = self.components.transcriber.transcribe(utt.samples, utt.start, speech=utt.speech,
-                                                               frame_seconds=utt.frame_seconds)
-            if words:
+            p.words = self.components.transcriber.transcribe(utt.samples, utt.start, speech=utt.speech,
+                                                             frame_seconds=utt.frame_seconds)
+            if p.words:
                 self._band_seconds[0] += utt.duration * is_telephone_band(utt.samples)
                 self._band_seconds[1] += utt.duration
-            p.words = words
         t_stt = time.perf_counter()
         self.stage_seconds["stt"] += t_stt - t
         if p.diarized is None:
@@ -452,56 +430,6 @@ class Pipeline:
         self._pending.extend(self.endpointer.push(block))
         self.stage_seconds["vad"] += time.perf_counter() - t
         self._drain()
-        if self.realtime_clock and self.options.early_stt:
-            self._transcribe_early()
-
-    def _transcribe_early(self) -> None:
-        """Start transcribing the open utterance while its hangover runs (see ``realtime_clock``)."""
-        utt = self.endpointer.ending()
-        if utt is None:
-            return
-        key = _utterance_key(utt)
-        if self._early is not None:
-            if self._early[0] == key or not self._early[1].done():
-                return                     # already started, or one call at a time
-            self._early_words(utt)         # speech resumed after the pause it was made in: wasted
-        future: Future = Future()
-        transcriber = self.components.transcriber
-
-        def work() -> None:
-            t = time.perf_counter()
-            try:
-                words = transcriber.transcribe(utt.samples, utt.start, speech=utt.speech,
-                                               frame_seconds=utt.frame_seconds)
-            except BaseException as exc:  # noqa: BLE001 - handed to the pipeline's thread
-                future.set_exception(exc)
-            else:
-                future.set_result((words, time.perf_counter() - t))
-
-        self._early = (key, future)
-        threading.Thread(target=work, name="voicekit-early-stt", daemon=True).start()
-
-    def _early_words(self, utt: Utterance) -> list[Word] | None:
-        """The early call's words when it was made on ``utt``'s audio (waiting for it to end),
-        else None, once an early call in flight has ended (so Whisper runs one call at a time);
-        the call is then done with, counted as used or wasted. Raises the early call's error
-        only when it was made on ``utt``'s audio."""
-        if self._early is None:
-            return None
-        key, future = self._early
-        self._early = None
-        used = key == _utterance_key(utt)
-        try:
-            words, seconds = future.result()
-        except Exception:
-            if used:
-                raise
-            log.debug("an early transcription for an utterance that went on failed", exc_info=True)
-            self.early_stt["wasted"] += 1
-            return None
-        self.stage_seconds["stt"] += seconds
-        self.early_stt["used" if used else "wasted"] += 1
-        return words if used else None
 
     def finish(self) -> None:
         """End of stream: commit the utterances still pending (an interrupt or an error stopped
@@ -560,11 +488,6 @@ class Pipeline:
         if self.store is not None:
             self.store.set_refined(refined)
         return refined
-
-
-def _utterance_key(utt: Utterance) -> tuple[int, float, int]:
-    """What makes two cuts of the open utterance the same audio: index, start, sample count."""
-    return utt.index, utt.start, len(utt.samples)
 
 
 class SingleSpeaker:

@@ -332,28 +332,17 @@ class Endpointer:
             lo = len(probs) * 2 // 3
             yield self._close(lo + int(np.argmin(smooth[lo:])) + 1)
 
-    def ending(self) -> Utterance | None:
-        """The open utterance as the endpointer will close it if the silence now running lasts
-        until the hangover: from its start to its last speech frame plus ``pad``. None while no
-        utterance is open or its trailing silence is shorter than ``pad`` (speech may still be in
-        the frames it would keep). The endpointer's state is not changed.
-
-        When the utterance does close at the end of this silence, the closed one has the same
-        :attr:`~Utterance.index`, start and samples (only ``closed_at`` differs), so work done on
-        this one (the pipeline's early transcription) stands for it; speech that resumes, or a cut
-        at ``max_utterance``, gives a different one.
-        """
-        if self._active is None or self._silence_run < self._pad_frames:
-            return None
-        return self._utterance(self._active[: len(self._active) - (self._silence_run - self._pad_frames)])
-
-    def _utterance(self, frames: list[tuple[np.ndarray, float]]) -> Utterance:
-        """The open utterance made of its first ``frames`` (the endpointer's state is not changed)."""
+    def _close(self, keep: int | None = None) -> Utterance:
+        """Close the open utterance after its first ``keep`` frames (all when None); the frames
+        after the cut go back to the look-back buffer and may open the next utterance."""
+        frames = self._active or []
+        keep = len(frames) if keep is None else keep
+        frames, tail = frames[:keep], frames[keep:]
         start = self.start_time + self._active_start_frame * self.frame_seconds
         samples = np.concatenate([f for f, _ in frames]) if frames else np.zeros(0, np.float32)
         # the last frame of a stream is zero-padded: never reach past the audio received
         samples = samples[: max(0, self._samples_in - self._active_start_frame * self.vad.frame_samples)]
-        return Utterance(
+        utt = Utterance(
             index=self._count,
             start=start,
             samples=samples,
@@ -361,14 +350,6 @@ class Endpointer:
             frame_seconds=self.frame_seconds,
             closed_at=self.position,
         )
-
-    def _close(self, keep: int | None = None) -> Utterance:
-        """Close the open utterance after its first ``keep`` frames (all when None); the frames
-        after the cut go back to the look-back buffer and may open the next utterance."""
-        frames = self._active or []
-        keep = len(frames) if keep is None else keep
-        frames, tail = frames[:keep], frames[keep:]
-        utt = self._utterance(frames)
         self._count += 1
         self._active = None
         self._silence_run = 0
