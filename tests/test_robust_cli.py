@@ -105,6 +105,8 @@ CASES = [
     ("--threads negative", lambda t: [SAMPLE, "--threads", "-2"], "--threads must be 0"),
     ("--max-utterance 0", lambda t: [SAMPLE, "--max-utterance", "0"], "between 1 and 30 seconds"),
     ("--hangover negative", lambda t: [SAMPLE, "--hangover", "-1"], "ends an utterance (0.05-5)"),
+    ("--late-hangover 0", lambda t: [SAMPLE, "--late-hangover", "0"],
+     "--late-hangover is the silence in seconds that ends a long utterance (0.05-5)"),
     ("--min above --max speakers", lambda t: [SAMPLE, "--min-speakers", "3", "--max-speakers", "2"],
      "is above --max-speakers"),
     ("--num-speakers with --max-speakers", lambda t: [SAMPLE, "--num-speakers", "2", "--max-speakers", "1"],
@@ -576,3 +578,17 @@ def test_argument_errors_are_one_line_that_points_at_the_help(args, message, hel
     line like voicekit's others, naming the --help to read."""
     rc, err = _cli(*args)
     assert rc == 2 and err.splitlines() == [f"voicekit: error: {message}; `{helps} --help` lists the options"], err
+
+
+def test_endpointer_flags_reach_the_endpointer():
+    """--hangover, --max-utterance and --late-hangover become the pipeline's EndpointerOptions;
+    without them the endpointer keeps its defaults (no late hangover)."""
+    from voicekit.cli import build_parser
+    from voicekit.cli.options import _options
+    from voicekit.vad import EndpointerOptions
+
+    parse = build_parser().parse_args
+    given = _options(parse(["replay", str(SAMPLE), "--hangover", "0.5", "--max-utterance", "12",
+                            "--late-hangover", "0.3"]), whole_recording=True).endpointer
+    assert (given.hangover, given.max_utterance, given.late_hangover) == (0.5, 12.0, 0.3)
+    assert _options(parse(["replay", str(SAMPLE)]), whole_recording=True).endpointer == EndpointerOptions()
