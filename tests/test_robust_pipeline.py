@@ -165,7 +165,8 @@ def test_odd_source_blocks_give_the_same_turns(block):
     assert [o for o, _ in given] == [o for o, _ in ref_given] and len(given) == 2
     assert all(np.array_equal(a, b) for (_, a), (_, b) in zip(given, ref_given))
     assert [(t.start, t.end) for t in turns] == [(t.start, t.end) for t in ref]
-    assert ref[0].text == "And so my fellow Americans."
+    # (Whisper's punctuation here differs between CPUs: "And so, my fellow Americans." on some)
+    assert wer("And so my fellow Americans.", ref[0].text) == 0.0
 
 
 # --- degenerate content -----------------------------------------------------------------------
