@@ -103,7 +103,12 @@ def main() -> int:
     cache = Path(args.cache)
     cache.mkdir(parents=True, exist_ok=True)
     files = [f for f in load_index(args.eval_dir) if f.file_id not in HELD_OUT]
-    endpointer = {k: float(v) for k, v in (item.split("=") for item in args.endpointer)}
+    try:
+        endpointer = {k: float(v) for k, v in (item.split("=", 1) for item in args.endpointer)}
+        EndpointerOptions(hangover=args.hangover, threshold=args.vad_threshold,
+                          max_utterance=args.max_utterance, **endpointer)
+    except (TypeError, ValueError) as exc:
+        ap.error(f"--endpointer: {exc}")
     data = transcribe_all(files, args.vad, args.hangover, cache, args.vad_threshold, args.max_utterance,
                           args.narrowband, endpointer)
     encoder = SpeakerEncoder(window=args.window, hop=args.hop)
