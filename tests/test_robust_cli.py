@@ -107,6 +107,8 @@ CASES = [
     ("--hangover negative", lambda t: [SAMPLE, "--hangover", "-1"], "ends an utterance (0.05-5)"),
     ("--late-hangover 0", lambda t: [SAMPLE, "--late-hangover", "0"],
      "--late-hangover is the silence in seconds that ends a long utterance (0.05-5)"),
+    ("--late-hangover above --hangover", lambda t: [SAMPLE, "--hangover", "0.4", "--late-hangover", "0.5"],
+     "--late-hangover (0.5 s) must not be longer than the hangover (0.4 s)"),
     ("--min above --max speakers", lambda t: [SAMPLE, "--min-speakers", "3", "--max-speakers", "2"],
      "is above --max-speakers"),
     ("--num-speakers with --max-speakers", lambda t: [SAMPLE, "--num-speakers", "2", "--max-speakers", "1"],

@@ -98,6 +98,7 @@ def test_endpointer_options_reject_values_that_cannot_end_an_utterance():
     for bad, message in (({"max_utterance": 0.0}, "between 1 and 30 seconds"),
                          ({"hangover": -1.0}, "ends an utterance"), ({"threshold": 2.0}, "between 0 and 1"),
                          ({"late_hangover": 0.0}, "ends a long utterance"),
+                         ({"late_hangover": 1.0}, "must not be longer than the hangover"),
                          ({"late_after": 12.0}, "between 0 and max_utterance")):
         with pytest.raises(ValueError, match=message):
             EndpointerOptions(**bad)

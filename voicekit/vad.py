@@ -171,7 +171,9 @@ class EndpointerOptions:
 
     Raises:
         ValueError: a threshold outside (0, 1), a hangover or late hangover outside 0.05-5 s, a
-            maximum length outside 1-30 s or a ``late_after`` outside 0 to the maximum length.
+            late hangover longer than the hangover (it would never act: the hangover closes the
+            utterance first), a maximum length outside 1-30 s or a ``late_after`` outside 0 to
+            the maximum length.
     """
 
     threshold: float = 0.5
@@ -193,6 +195,10 @@ class EndpointerOptions:
         if self.late_hangover is not None and not 0.05 <= self.late_hangover <= 5.0:
             raise ValueError(f"late_hangover is the silence in seconds that ends a long utterance (0.05-5), "
                              f"got {self.late_hangover}")
+        if self.late_hangover is not None and self.late_hangover > self.hangover:
+            raise ValueError(f"late_hangover ({self.late_hangover} s) must not be longer than the hangover "
+                             f"({self.hangover} s): the hangover would close every utterance first; "
+                             f"give a shorter late hangover or a longer hangover")
         if self.late_after is not None and not 0.0 <= self.late_after <= self.max_utterance:
             raise ValueError(f"late_after must be between 0 and max_utterance ({self.max_utterance} s), "
                              f"got {self.late_after}")
