@@ -199,7 +199,7 @@ def test_export_refines_later_from_kept_embeddings(tmp_path, capsys):
     assert not store.has_refined() and len(kept) >= 3 and kept[0][2].shape[1] == 256
     store.close()
     assert main(["export", str(later), "--refine"]) == 0
-    assert "changed main speaker" in capsys.readouterr().out
+    assert "moved to another speaker by most of their words" in capsys.readouterr().out
     a, b = MeetingStore(now / "meeting.sqlite"), MeetingStore(later / "meeting.sqlite")
     assert [(t.speaker, t.text) for t in b.turns()] == [(t.speaker, t.text) for t in live]
     assert [(t.speaker, t.start, t.end) for t in b.turns(refined=True)] == \

@@ -267,8 +267,9 @@ def _refined_summary(store) -> str:  # noqa: ANN001 - MeetingStore
 
     return (f"refined: {_plural(len({t.speaker for t in refined}), 'speaker')} "
             f"(live: {len({t.speaker for t in live})}); {len(changed)} of {_plural(len(live), 'live turn')} "
-            "changed main speaker" + (" (" + ", ".join(f"#{tid} {shown(a)} → {shown(b)}" for tid, a, b in changed[:6])
-                                      + (" …" if len(changed) > 6 else "") + ")" if changed else "")
+            "moved to another speaker by most of their words"
+            + (": " + ", ".join(f"#{tid} {shown(a)} → {shown(b)}" for tid, a, b in changed[:6])
+               + (" …" if len(changed) > 6 else "") if changed else "")
             + (f"; the .refined files hold {_plural(len(refined) - len(live), 'more turn')}: live turns "
                "whose words go to different speakers are split" if len(refined) > len(live) else ""))
 
