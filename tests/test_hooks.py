@@ -67,6 +67,37 @@ def test_raising_and_slow_hooks_are_logged_and_the_turn_goes_on(caplog):
     assert "database down" in caplog.text and "timed out" in caplog.text
 
 
+def test_a_hook_that_calls_sys_exit_is_a_failed_hook_not_the_end_of_the_meeting(tmp_path, caplog):
+    """sys.exit() inside a hook (a script's habit) raises SystemExit in the hook's thread: it is
+    that hook's failure, the turn goes on unchanged, and the async hooks' loop survives it."""
+    script = tmp_path / "exiter.py"
+    script.write_text("import sys\ndef on_transcription(turn):\n    sys.exit(3)\n")
+
+    async def gives_up(t):
+        raise SystemExit("hook gave up")
+
+    async def renames(t):
+        return HookResult(name="Sheila")
+
+    hooks = HookRunner()
+    hooks.load_script(script)
+    hooks.register(gives_up, name="gives_up")
+    hooks.register(renames, name="renames")
+    try:
+        first, second = hooks.run(turn()), hooks.run(turn(start=9.0))
+    finally:
+        hooks.close()
+    assert (first.text, first.sender_name, second.sender_name) == (turn().text, "Sheila", "Sheila")
+    assert [(name, start, reason) for name, start, reason in hooks.failures] == [
+        ("exiter.py:on_transcription", 3.1, "called sys.exit(3)"), ("gives_up", 3.1, "called sys.exit('hook gave up')"),
+        ("exiter.py:on_transcription", 9.0, "called sys.exit(3)"), ("gives_up", 9.0, "called sys.exit('hook gave up')")]
+    assert "hook exiter.py:on_transcription failed on the turn at 3.10 s (called sys.exit(3))" in caplog.text
+    at_import = tmp_path / "quits.py"
+    at_import.write_text("import sys\nsys.exit('no config')\ndef on_transcription(turn):\n    return None\n")
+    with pytest.raises(HookError, match=r"quits.py failed to load: called sys.exit\('no config'\)"):
+        HookRunner().load_script(at_import)
+
+
 def test_a_hooks_rename_for_the_speaker_stays_on_its_channel():
     """A4/A5: in a LiveKit room each room-microphone lane has its own "Speaker A"; a hook's
     rename for the speaker names that lane's Speaker A only, while --speaker-names (set_names)

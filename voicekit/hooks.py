@@ -11,7 +11,8 @@ callable, sync or async, taking the :class:`~voicekit.turns.SpeakerTurn` and ret
 A hook script (``voicekit replay … --hook rename.py``) is a Python file that defines
 ``on_transcription(turn)`` with that contract. A hook that raises or runs past its timeout
 (default 2 s) is logged with its name and the turn goes on unchanged: a broken hook never loses
-a turn. So does one that returns anything else (a string, a HookResult whose name or text is not a
+a turn; that includes a hook that calls ``sys.exit()`` (a hook cannot stop the meeting). So does
+one that returns anything else (a string, a HookResult whose name or text is not a
 str, a SpeakerTurn with broken fields): its result is ignored and recorded in ``failures``. A
 hook that timed out is not called again until its hung call returns (its later turns are
 recorded as skipped), so one hung hook costs one timeout, not one per turn.
@@ -162,8 +163,8 @@ class HookRunner:
         module = importlib.util.module_from_spec(spec)
         try:
             spec.loader.exec_module(module)  # type: ignore[union-attr]
-        except Exception as exc:  # noqa: BLE001
-            raise HookError(f"hook script {path} failed to load: {type(exc).__name__}: {exc}") from exc
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - sys.exit() at import is a failed load too
+            raise HookError(f"hook script {path} failed to load: {_reason(exc)}") from exc
         found = [(trigger, fn) for trigger in HookTrigger
                  if callable(fn := getattr(module, trigger.value, None))]
         if not found:
@@ -213,9 +214,9 @@ class HookRunner:
             if self._loop is None:
                 self._loop = asyncio.new_event_loop()
                 threading.Thread(target=self._loop.run_forever, name="voicekit-hook-loop", daemon=True).start()
-            future = asyncio.run_coroutine_threadsafe(hook.fn(payload), self._loop)
+            future = asyncio.run_coroutine_threadsafe(_awaited(hook.fn, payload), self._loop)
         else:
-            future = self._pool.submit(hook.fn, payload)
+            future = self._pool.submit(_called, hook.fn, payload)
         return future
 
     def hooks_for(self, trigger: HookTrigger) -> list[str]:
@@ -246,7 +247,7 @@ class HookRunner:
             except concurrent.futures.TimeoutError:
                 self._fail_event(hook, trigger, payload, f"timed out after {self.timeout:g} s")
             except Exception as exc:  # noqa: BLE001 - a broken hook never breaks the room
-                self._fail_event(hook, trigger, payload, f"{type(exc).__name__}: {exc}")
+                self._fail_event(hook, trigger, payload, _reason(exc))
         return results
 
     def _fail_event(self, hook: _Hook, trigger: HookTrigger, payload: Any, reason: str) -> None:
@@ -287,7 +288,7 @@ class HookRunner:
                 self._fail(hook, turn, f"timed out after {self.timeout:g} s")
                 continue
             except Exception as exc:  # noqa: BLE001 - a broken hook never loses a turn
-                self._fail(hook, turn, f"{type(exc).__name__}: {exc}")
+                self._fail(hook, turn, _reason(exc))
                 continue
             if result is None:
                 continue
@@ -320,6 +321,37 @@ class HookRunner:
         self._pool.shutdown(wait=False, cancel_futures=True)
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)
+
+
+class _HookExited(Exception):
+    """A hook raised SystemExit or KeyboardInterrupt itself (``sys.exit()`` in a hook script): a
+    failure of that hook, never a request to stop the meeting."""
+
+
+def _called(fn: Callable[[Any], Any], payload: Any) -> Any:
+    """Call a sync hook in the pool's thread; its own ``sys.exit()`` becomes a hook failure."""
+    try:
+        return fn(payload)
+    except (SystemExit, KeyboardInterrupt) as exc:
+        raise _HookExited(_reason(exc)) from None
+
+
+async def _awaited(fn: Callable[[Any], Any], payload: Any) -> Any:
+    """Await an async hook on the hooks' loop; its own ``sys.exit()`` becomes a hook failure (left
+    as it is, it would also stop the loop that every async hook runs on)."""
+    try:
+        return await fn(payload)
+    except (SystemExit, KeyboardInterrupt) as exc:
+        raise _HookExited(_reason(exc)) from None
+
+
+def _reason(exc: BaseException) -> str:
+    """How a hook's failure is logged: ``ValueError: …``, or ``called sys.exit(3)``."""
+    if isinstance(exc, _HookExited):
+        return str(exc)
+    if isinstance(exc, SystemExit):
+        return f"called sys.exit({exc.code!r})" if exc.code is not None else "called sys.exit()"
+    return f"{type(exc).__name__}: {exc}"
 
 
 def _invalid(result: Any) -> str | None:
