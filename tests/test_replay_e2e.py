@@ -239,7 +239,8 @@ def test_a_speaker_name_that_matches_no_speaker_is_reported(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "Speaker Z matched no speaker of this meeting" in err and "Speaker A matched" not in err
     # no embeddings kept: the way to find that speaker later is another run, not an export that would fail
-    assert "replay again with --num-speakers N, or with --keep-embeddings" in err, err
+    assert ("replay again with --overwrite --num-speakers N and the same --speaker-names, or add "
+            "--keep-embeddings") in err, err
     assert json.loads((out / "test.json").read_text())["turns"][0]["name"] == "Ana"
 
 

@@ -92,6 +92,8 @@ CASES = [
      "Speaker A is given twice (Diane, then Ben)"),
     ("--speaker-names run together with ';'", lambda t: [SAMPLE, "--speaker-names", "Speaker A=Ana;Speaker B=Ben"],
      "the name 'Ana;Speaker B=Ben' given to Speaker A holds '='"),
+    ("--speaker-names file not UTF-8", lambda t: [SAMPLE, "--speaker-names", _file(t / "n.txt", "Speaker A = Chloé\n".encode("latin-1"))],
+     "n.txt: cannot read it as UTF-8 text ('utf-8' codec can't decode byte 0xe9"),
     ("--speaker-names with a bare letter", lambda t: [SAMPLE, "--speaker-names", "A=Ana"],
      "'A' can never name a speaker of `voicekit replay`"),
     ("--stem with a folder", lambda t: [SAMPLE, "--stem", "sub/m"], "must be a file name without a folder"),
@@ -580,6 +582,17 @@ def test_argument_errors_are_one_line_that_points_at_the_help(args, message, hel
     line like voicekit's others, naming the --help to read."""
     rc, err = _cli(*args)
     assert rc == 2 and err.splitlines() == [f"voicekit: error: {message}; `{helps} --help` lists the options"], err
+
+
+def test_a_names_file_saved_with_a_byte_order_mark_names_the_speakers(tmp_path):
+    """Windows editors (Notepad, PowerShell's Out-File) start UTF-8 text with a byte-order mark;
+    it is not part of the first label."""
+    from voicekit.cli import build_parser
+    from voicekit.cli.options import _hooks
+
+    names = _file(tmp_path / "names.txt", "\ufeffSpeaker A = Chloé\r\nSpeaker B = Ben\r\n".encode("utf-8"))
+    hooks = _hooks(build_parser().parse_args(["replay", str(SAMPLE), "--speaker-names", str(names)]), None)
+    assert hooks.names == {"Speaker A": "Chloé", "Speaker B": "Ben"}
 
 
 def test_endpointer_flags_reach_the_endpointer():

@@ -106,3 +106,14 @@ def test_members_file_bad_yaml(tmp_path):
     message = str(err.value)
     assert message.startswith("not valid YAML at line 1, column ") and "\n" not in message, message
     assert str(path) not in message
+
+
+def test_members_file_with_a_byte_order_mark_or_not_utf8(tmp_path):
+    """A byte-order mark (Windows editors) is not part of the YAML; text in another encoding is
+    one clear error, not a traceback."""
+    path = tmp_path / "members.yaml"
+    path.write_bytes("\ufeffmembers:\n  - name: Zoé\n".encode("utf-8"))
+    assert [m.name for m in load_members(path).members] == ["Zoé"]
+    path.write_bytes("members:\n  - name: Zoé\n".encode("latin-1"))
+    with pytest.raises(MembersError, match=r"not UTF-8 text \(invalid continuation byte at byte 21\): save it as UTF-8"):
+        load_members(path)

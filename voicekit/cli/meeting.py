@@ -246,13 +246,13 @@ def _unmatched_names(named: set[str], store) -> str | None:  # noqa: ANN001 - Me
     if not unmatched:
         return None
     out = store.path.parent
-    later = (f"names that label if a later `voicekit export {out} --refine --num-speakers N` finds it"
-             if _has_embeddings(store.path) else
-             "names that label in a later run that finds it: replay again with --num-speakers N, or with "
-             f"--keep-embeddings so that `voicekit export {out} --refine --num-speakers N` can look for it")
+    later = (f"the name is kept in the store and names that label if a later `voicekit export {out} --refine "
+             "--num-speakers N` finds it" if _has_embeddings(store.path) else
+             "to look for that speaker, replay again with --overwrite --num-speakers N and the same "
+             f"--speaker-names, or add --keep-embeddings so that `voicekit export {out} --refine --num-speakers N` "
+             "can look for it without transcribing again")
     return (f"--speaker-names: {', '.join(unmatched)} matched no speaker of this meeting (its speakers"
-            f"{', live and refined' if refined else ''}: {', '.join(sorted(speakers)) or 'none'}); "
-            f"the name is kept in the store and {later}")
+            f"{', live and refined' if refined else ''}: {', '.join(sorted(speakers)) or 'none'}); {later}")
 
 
 def _refined_summary(store) -> str:  # noqa: ANN001 - MeetingStore

@@ -157,7 +157,11 @@ def _hooks(args: argparse.Namespace, err):  # noqa: ANN001 - rich Console
         text = args.speaker_names
         path = Path(text)
         if "=" not in text and path.is_file():
-            text = path.read_text(encoding="utf-8")
+            try:   # utf-8-sig: Windows editors start a UTF-8 file with a byte-order mark
+                text = path.read_text(encoding="utf-8-sig")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise CliError(f"--speaker-names {path}: cannot read it as UTF-8 text ({exc}); save the names "
+                               "file as UTF-8") from exc
         elif "=" not in text:
             raise CliError(f"--speaker-names {text!r}: give 'Speaker A=Diane,…' or an existing names file")
         try:

@@ -60,7 +60,7 @@ def _make_session(args: argparse.Namespace, out: Path, echo: bool = True):
     instructions = args.session_instructions
     if instructions is not None and "\n" not in instructions and Path(instructions).is_file():
         try:
-            instructions = Path(instructions).read_text(encoding="utf-8")
+            instructions = Path(instructions).read_text(encoding="utf-8-sig")
         except (OSError, UnicodeDecodeError) as exc:
             raise CliError(f"--session-instructions {instructions}: cannot read it as UTF-8 text ({exc})") from exc
     if instructions is not None and not instructions.strip():

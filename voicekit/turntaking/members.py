@@ -307,11 +307,15 @@ def load_members(path: str | Path) -> RoomConfig:
 
     Raises:
         OSError: if the file cannot be read.
-        MembersError: if its content is not a valid member list (YAML errors included).
+        MembersError: if it is not UTF-8 text (a byte-order mark is allowed) or its content is not
+            a valid member list (YAML errors included).
     """
     import yaml  # PyYAML; imported here so the ladder itself does not need it
 
-    text = Path(path).read_text(encoding="utf-8")
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise MembersError(f"not UTF-8 text ({exc.reason} at byte {exc.start}): save it as UTF-8") from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
