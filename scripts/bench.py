@@ -323,7 +323,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--eval-dir", default=str(ROOT.parent / "shared" / "eval"),
                    help="folder with index.tsv (default ../shared/eval)")
-    p.add_argument("--files", nargs="*", help="file ids (default: all; --realtime: "
+    p.add_argument("--files", nargs="+", metavar="ID", help="file ids (default: all; --realtime: "
                    f"{' '.join(DEFAULT_REALTIME_FILES)})")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--realtime", action="store_true", help="paced 1x replay: measure turn latency")

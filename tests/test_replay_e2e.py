@@ -230,6 +230,14 @@ def test_export_refine_without_embeddings_says_how(tmp_path, capsys):
         assert main(["export", str(out), "--refine"]) == 2
         err = capsys.readouterr().err
         assert hint in err and "replay" not in err, err
+    # refined at replay, embeddings not kept: the stored refinement is exported; a count needs a replay
+    refined = tmp_path / "r"
+    assert main(["replay", str(eval_file("test").audio), "--out", str(refined), "--refine", "--quiet"]) == 0
+    assert main(["export", str(refined), "--refine"]) == 0
+    capsys.readouterr()
+    assert main(["export", str(refined), "--refine", "--num-speakers", "2"]) == 2
+    assert ("replayed again with --overwrite --refine --num-speakers N (add --keep-embeddings"
+            in capsys.readouterr().err)
 
 
 def test_a_speaker_name_that_matches_no_speaker_is_reported(tmp_path, capsys):

@@ -287,7 +287,9 @@ def _refine_stored(store, num_speakers: int | None) -> None:  # noqa: ANN001 - M
         if store.has_refined():
             raise CliError("cannot re-cluster: this meeting's speaker embeddings were not kept (or were "
                            "dropped); its stored refinement is written by `voicekit export OUT --refine` "
-                           "without --num-speakers")
+                           "without --num-speakers, and a refinement with a speaker count needs the recording "
+                           "replayed again with --overwrite --refine --num-speakers N (add --keep-embeddings to "
+                           "re-cluster here later)")
         source = str(store.meta().get("source", ""))
         if source.startswith("livekit:"):
             how = "`voicekit livekit` keeps no speaker embeddings (it has no --keep-embeddings), so this meeting cannot be refined"
