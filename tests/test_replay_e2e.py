@@ -18,6 +18,7 @@ from voicekit.cli import main
 from voicekit.evaluation import load_reference, reference_text, score_der, turns_to_annotation, wer
 from voicekit.outputs import FORMATS
 from voicekit.store import MeetingStore
+from voicekit.turns import CONTINUOUS_GAP
 
 pytestmark = needs_eval
 
@@ -264,6 +265,19 @@ def named_refined(tmp_path_factory):
         assert main(["replay", str(SAMPLE), "--out", str(out), "--refine", "--quiet",
                      "--speaker-names", "Speaker B=Sheila,Speaker Z=Zed"]) == 0
     return out, err.getvalue()
+
+
+def test_the_refined_view_keeps_every_word_and_joins_one_speakers_touching_pieces(named_refined):
+    """The refined turns hold the live words in order, and no two neighbours of continuous speech
+    (under CONTINUOUS_GAP apart) carry the same speaker and name: those are one turn."""
+    out, _ = named_refined
+    store = MeetingStore(out / "meeting.sqlite")
+    live, refined = store.turns(), store.turns(refined=True)
+    store.close()
+    assert [(w.start, w.text) for t in refined for w in t.words] == [(w.start, w.text) for t in live for w in t.words]
+    touching = [(a.end, a.speaker) for a, b in zip(refined, refined[1:])
+                if b.start - a.end < CONTINUOUS_GAP and (a.speaker, a.sender_name) == (b.speaker, b.sender_name)]
+    assert touching == []
 
 
 def test_a_name_for_a_label_only_refinement_found_is_not_reported_unmatched(named_refined):

@@ -47,6 +47,30 @@ def test_refined_labels_split_a_turn_and_keep_the_live_one(tmp_path):
     assert store.changed_turns() == [] and store.has_refined()
 
 
+def test_turns_of_one_utterance_that_refinement_gives_one_speaker_are_one_refined_turn(tmp_path):
+    """The case a new-user trial saw on EN2002a_30s: live cut one utterance into "C: … It" | "D: opens
+    a menu." | "E: I thought …"; refinement gave "It", "opens a menu." and E's turn to E, and the
+    refined transcript showed three E lines. Touching pieces of one speaker are one turn; a turn of
+    the same speaker after a pause (another utterance) stays apart; one cut at the maximum utterance
+    length (0.02 s apart, no pause) is joined."""
+    store = MeetingStore(tmp_path / "m.sqlite")
+    c = turn("Speaker C", "it opens a menu it", 0.0)
+    d = turn("Speaker D", "opens a menu", c.end)
+    e = turn("Speaker E", "I thought so", d.end + 0.02)
+    later = turn("Speaker E", "yeah", e.end + 0.6)
+    ids = [store.commit(t.replace(emitted_at=t.end + 1.0)).turn_id for t in (c, d, e, later)]
+    store.set_refined({ids[0]: ["Speaker C"] * 4 + ["Speaker E"], ids[1]: ["Speaker E"] * 3,
+                       ids[2]: ["Speaker E"] * 3, ids[3]: ["Speaker E"]})
+    refined = store.turns(refined=True)
+    assert [(t.speaker, t.text, t.turn_id, t.metadata.get("moved_from")) for t in refined] == [
+        ("Speaker C", "it opens a menu", ids[0], None),
+        ("Speaker E", "it opens a menu I thought so", ids[0], "Speaker C, Speaker D"),
+        ("Speaker E", "yeah", ids[3], None)]
+    assert (refined[1].start, refined[1].end, refined[1].emitted_at) == (refined[0].end, e.end, e.end + 1.0)
+    assert [w.text for t in refined for w in t.words] == [w.text for t in (c, d, e, later) for w in t.words]
+    assert len(store.turns()) == 4   # the live view is as emitted
+
+
 def test_one_speaker_keeps_one_name_in_the_refined_view_and_the_rttm(tmp_path):
     """A speaker named from a later turn on (a hook's rename): in the refined view and in both
     RTTMs its earlier, bare-labelled turns carry the name too; a turn named on its own keeps it."""

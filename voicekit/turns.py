@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import string
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -219,6 +219,52 @@ def split_by_labels(turn: SpeakerTurn, labels: list[str], names: dict[str, str] 
     # the turn's span is kept; inner boundaries fall in the middle of the gap between two words
     cuts = [turn.start] + [round((a[-1].end + b[0].start) / 2, 3) for a, b in zip(runs, runs[1:])] + [turn.end]
     return [_relabelled_piece(turn, run, names, cuts[i], cuts[i + 1]) for i, run in enumerate(runs)]
+
+
+CONTINUOUS_GAP = 0.1
+"""Seconds between two turns below which the speech ran on: the pipeline cut it (a speaker change
+inside an utterance, or an utterance closed at its maximum length), no pause ended it (a pause
+that closes an utterance lasts the endpointer's hangover, 0.6 s by default)."""
+
+
+def join_touching(turns: Sequence[SpeakerTurn]) -> list[SpeakerTurn]:
+    """Join consecutive turns of continuous speech that carry the same speaker (the refined view).
+
+    The live diarizer may cut continuous speech into turns at a change that refinement undoes
+    ("C: … It" | "D: opens a menu." both become E), and the endpointer cuts a long one at its
+    maximum length: one speaker's stretch is then one turn again. Two turns are joined when they
+    touch (less than :data:`CONTINUOUS_GAP` seconds apart) and have the same channel, label and
+    name. The joined turn keeps the first one's ``turn_id`` and metadata, the last one's
+    ``emitted_at`` (when all its words were out), and in ``metadata["moved_from"]`` the live
+    labels it was moved from, in order, joined by ", " (absent when none).
+
+    Args:
+        turns: turns in time order.
+
+    Returns:
+        the turns, with touching same-speaker neighbours joined.
+    """
+    out: list[list[SpeakerTurn]] = []
+    for t in turns:
+        last = out[-1][-1] if out else None
+        if (last is not None and t.start - last.end < CONTINUOUS_GAP and t.channel == last.channel
+                and t.speaker == last.speaker and t.sender_name == last.sender_name):
+            out[-1].append(t)
+        else:
+            out.append([t])
+    joined = []
+    for group in out:
+        if len(group) == 1:
+            joined.append(group[0])
+            continue
+        words = tuple(w for t in group for w in t.words)
+        moved = list(dict.fromkeys(t.metadata["moved_from"] for t in group if "moved_from" in t.metadata))
+        meta = {k: v for k, v in group[0].metadata.items() if k != "moved_from"}
+        if moved:
+            meta["moved_from"] = ", ".join(moved)
+        joined.append(group[0].replace(text=join_words(words), end=group[-1].end, words=words, metadata=meta,
+                                       emitted_at=group[-1].emitted_at))
+    return joined
 
 
 def _relabelled_piece(turn: SpeakerTurn, words: list[Word], names: dict[str, str], start: float,

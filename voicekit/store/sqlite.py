@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from voicekit.attribution import AuthorRegister, Participant, meeting_lock
-from voicekit.turns import SpeakerTurn, Word, split_by_labels
+from voicekit.turns import SpeakerTurn, Word, join_touching, split_by_labels
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meeting (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -248,7 +248,9 @@ class MeetingStore:
         Args:
             refined: return the refined view (where refinement ran): each turn split where its
                 words' refined speakers change; a piece moved to another speaker carries that
-                speaker's persistent name and ``metadata["moved_from"]`` (the live label).
+                speaker's persistent name and ``metadata["moved_from"]`` (the live label); pieces
+                of continuous speech that end with the same speaker are joined
+                (:func:`voicekit.turns.join_touching`).
         """
         names = self.speaker_names() if refined else {}
         rows = self.conn.execute(f"SELECT {TURN_COLUMNS}, refined_words FROM turns ORDER BY start, id").fetchall()
@@ -259,7 +261,7 @@ class MeetingStore:
                 out.extend(split_by_labels(turn, json.loads(refined_words), names))
             else:
                 out.append(turn)
-        return out
+        return join_touching(out) if refined else out
 
     # --- speaker embeddings (opt-in) ----------------------------------------------------------
     def add_embeddings(self, utterance: int, starts: np.ndarray, ends: np.ndarray, vectors: np.ndarray) -> None:
