@@ -276,7 +276,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         store.close()
     _enrol_voices(args, [pipe], err)
     if result is not None:
-        err.print(f"[dim]{_turns_summary(result, speed=True)}"
+        err.print(f"[dim]{_turns_summary(result, speed=not args.realtime)}"
                   + (f", {result.blocked} blocked by hooks" if result.blocked else "")
                   + (f", {len(hooks.failures)} hook failures" if hooks.failures else "") + "[/dim]")
     if refined_line:
