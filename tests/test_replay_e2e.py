@@ -344,3 +344,17 @@ def test_subtitle_cues_of_overlapping_channels_never_go_back_in_time(tmp_path):
     assert len({t["speaker"] for t in doc["turns"]}) == 2 and len(srt) == len(vtt) >= 3
     assert srt == sorted(srt) and vtt == sorted(vtt)
     assert srt == pytest.approx(vtt, abs=1e-3)
+
+
+def test_a_redacting_hook_is_honoured_in_the_refined_files_too(tmp_path):
+    """A hook that edits the text (here, redacts a place) must not be undone by refinement, which
+    labels Whisper's words: the edited turns stay whole in the refined files."""
+    hook = tmp_path / "redact.py"
+    hook.write_text("def on_transcription(turn):\n"
+                    "    return turn.replace(text=turn.text.replace('Jersey', '[place]'))\n", encoding="utf-8")
+    out = tmp_path / "m"
+    assert main(["replay", str(SAMPLE), "--out", str(out), "--refine", "--quiet", "--hook", str(hook)]) == 0
+    live, refined = (out / "sample.txt").read_text(), (out / "sample.refined.txt").read_text()
+    print(refined)
+    assert live.count("[place]") == refined.count("[place]") >= 2
+    assert "Jersey" not in live + refined + (out / "sample.refined.srt").read_text()

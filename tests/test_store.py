@@ -71,6 +71,19 @@ def test_turns_of_one_utterance_that_refinement_gives_one_speaker_are_one_refine
     assert len(store.turns()) == 4   # the live view is as emitted
 
 
+def test_a_hooks_text_edit_survives_refinement(tmp_path):
+    """A turn whose text a hook edited (a redaction) is not cut at its words' times, which would
+    bring Whisper's words back: it stays whole under the label of most of its words."""
+    store = MeetingStore(tmp_path / "m.sqlite")
+    t = turn("Speaker A", "this is Diane in New Jersey", 0.0)
+    t = store.commit(t.replace(text="this is Diane in New [place]"))
+    store.set_refined({t.turn_id: ["Speaker A"] * 2 + ["Speaker B"] * 4})
+    [refined] = store.turns(refined=True)
+    assert (refined.speaker, refined.text, refined.metadata["moved_from"]) == \
+        ("Speaker B", "this is Diane in New [place]", "Speaker A")
+    assert store.changed_turns() == [(t.turn_id, "Speaker A", "Speaker B")]
+
+
 def test_one_speaker_keeps_one_name_in_the_refined_view_and_the_rttm(tmp_path):
     """A speaker named from a later turn on (a hook's rename): in the refined view and in both
     RTTMs its earlier, bare-labelled turns carry the name too; a turn named on its own keeps it."""

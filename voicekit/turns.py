@@ -202,13 +202,18 @@ def split_by_labels(turn: SpeakerTurn, labels: list[str], names: dict[str, str] 
             was committed before the speaker was named): then it carries the speaker's name.
 
     Returns:
-        the pieces in time order (``[turn]`` when nothing changes or the lengths differ).
+        the pieces in time order (``[turn]`` when nothing changes or the lengths differ). A turn
+        whose text a hook edited (it is no longer its words joined) cannot be cut at its words'
+        times without undoing the edit: it stays whole, with its text, under the label of most of
+        its words (:func:`majority_label`).
     """
     names = names or {}
     if turn.sender_name == turn.speaker and turn.speaker in names:
         turn = turn.replace(metadata={**turn.metadata, "sender_name": names[turn.speaker]})
     if len(labels) != len(turn.words) or not labels:
         return [turn]
+    if turn.text != join_words(turn.words):
+        labels = [majority_label(labels, turn.speaker)] * len(labels)
     if all(label == turn.speaker for label in labels):
         return [turn]
     runs: list[list[Word]] = []
@@ -218,7 +223,14 @@ def split_by_labels(turn: SpeakerTurn, labels: list[str], names: dict[str, str] 
         runs[-1].append(Word(w.start, w.end, w.text, w.probability, label))
     # the turn's span is kept; inner boundaries fall in the middle of the gap between two words
     cuts = [turn.start] + [round((a[-1].end + b[0].start) / 2, 3) for a, b in zip(runs, runs[1:])] + [turn.end]
-    return [_relabelled_piece(turn, run, names, cuts[i], cuts[i + 1]) for i, run in enumerate(runs)]
+    pieces = [_relabelled_piece(turn, run, names, cuts[i], cuts[i + 1]) for i, run in enumerate(runs)]
+    return pieces if turn.text == join_words(turn.words) else [pieces[0].replace(text=turn.text)]
+
+
+def majority_label(labels: Sequence[str], live: str) -> str:
+    """The label most of a turn's words carry; a tie keeps the live label (else the first in
+    alphabetical order). ``labels`` must not be empty."""
+    return max(sorted(set(labels)), key=lambda x: (labels.count(x), x == live))
 
 
 CONTINUOUS_GAP = 0.1
@@ -236,7 +248,8 @@ def join_touching(turns: Sequence[SpeakerTurn]) -> list[SpeakerTurn]:
     touch (less than :data:`CONTINUOUS_GAP` seconds apart) and have the same channel, label and
     name. The joined turn keeps the first one's ``turn_id`` and metadata, the last one's
     ``emitted_at`` (when all its words were out), and in ``metadata["moved_from"]`` the live
-    labels it was moved from, in order, joined by ", " (absent when none).
+    labels it was moved from, in order, joined by ", " (absent when none). Its text is its words
+    joined, or the turns' texts joined by a space when a hook edited one of them (the edit is kept).
 
     Args:
         turns: turns in time order.
@@ -258,11 +271,13 @@ def join_touching(turns: Sequence[SpeakerTurn]) -> list[SpeakerTurn]:
             joined.append(group[0])
             continue
         words = tuple(w for t in group for w in t.words)
+        edited = any(t.text != join_words(t.words) for t in group)   # a hook's edit is kept
+        text = " ".join(t.text for t in group) if edited else join_words(words)
         moved = list(dict.fromkeys(t.metadata["moved_from"] for t in group if "moved_from" in t.metadata))
         meta = {k: v for k, v in group[0].metadata.items() if k != "moved_from"}
         if moved:
             meta["moved_from"] = ", ".join(moved)
-        joined.append(group[0].replace(text=join_words(words), end=group[-1].end, words=words, metadata=meta,
+        joined.append(group[0].replace(text=text, end=group[-1].end, words=words, metadata=meta,
                                        emitted_at=group[-1].emitted_at))
     return joined
 

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from voicekit.attribution import AuthorRegister, Participant, meeting_lock
-from voicekit.turns import SpeakerTurn, Word, join_touching, split_by_labels
+from voicekit.turns import SpeakerTurn, Word, join_touching, majority_label, split_by_labels
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meeting (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -227,8 +227,7 @@ class MeetingStore:
         live = dict(self.conn.execute("SELECT id, speaker FROM turns"))
         rows = []
         for tid, labels in refined.items():
-            # the label of most words; a tie keeps the live label
-            major = max(sorted(set(labels)), key=lambda x: (labels.count(x), x == live.get(tid))) if labels else None
+            major = majority_label(labels, live.get(tid)) if labels else None
             rows.append((major, json.dumps(labels), tid))
         try:
             with self.conn:
