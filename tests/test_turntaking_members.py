@@ -117,3 +117,14 @@ def test_members_file_with_a_byte_order_mark_or_not_utf8(tmp_path):
     path.write_bytes("members:\n  - name: Zoé\n".encode("latin-1"))
     with pytest.raises(MembersError, match=r"not UTF-8 text \(invalid continuation byte at byte 21\): save it as UTF-8"):
         load_members(path)
+
+
+def test_members_file_thresholds_out_of_range_are_members_errors():
+    """They reach the CLI as one `--members FILE: …` line (exit 2), not an internal error."""
+    base = {"members": ["Iris"]}
+    for extra, message in (({"continuation": {"max_chars": -3}}, "max_chars and max_words must be 0 or more"),
+                           ({"continuation": {"max_words": -1}}, "got 25 and -1"),
+                           ({"director": {"timeout_s": float("nan")}}, "timeout_s must be a number of seconds"),
+                           ({"director": {"timeout_s": -2}}, "0 or more, got -2.0")):
+        with pytest.raises(MembersError, match=message):
+            parse_members({**base, **extra})

@@ -12,7 +12,7 @@ import threading
 import urllib.parse
 from pathlib import Path
 
-from voicekit.cli.common import CliError, _check_writable, _GracefulStop, _lock_meeting_dir, _plural
+from voicekit.cli.common import CliError, _check_writable, _GracefulStop, _lock_meeting_dir, _plural, finite_float
 from voicekit.cli.meeting import (_check_existing_meeting, _discard_unjoined, _fresh_store, _interrupt_note,
                                   _known_speakers, _meeting_stem, _session_meta, _SetAside, _telephone_hint,
                                   _turns_summary, _write_outputs)
@@ -330,7 +330,7 @@ def _capture_parsers(sub) -> None:  # noqa: ANN001
     p.add_argument("--out", default="out", help="meeting directory for the store and outputs (default out/)")
     p.add_argument("--stem", default=None, help="output file stem (default meeting; with --append, the "
                                                 "stored meeting's)")
-    p.add_argument("--seconds", type=float, default=None, help="stop by itself after this many seconds")
+    p.add_argument("--seconds", type=finite_float, default=None, help="stop by itself after this many seconds")
     p.add_argument("--channels", type=int, default=None,
                    help="input channels to open (default: the device's own count; virtual devices "
                         "advertising more than 8 are opened in stereo)")
@@ -359,7 +359,7 @@ def _capture_parsers(sub) -> None:  # noqa: ANN001
     p.add_argument("--out", default="out", help="meeting directory for the store and outputs (default out/)")
     p.add_argument("--stem", default=None, help="output file stem (default meeting; with --append, the "
                                                 "stored meeting's)")
-    p.add_argument("--seconds", type=float, default=None, help="leave by itself after this many seconds")
+    p.add_argument("--seconds", type=finite_float, default=None, help="leave by itself after this many seconds")
     p.add_argument("--quiet", action="store_true", help="no live lines")
     _meeting_args(p)
     _hook_args(p, names_scope=" (room-microphone lanes)")

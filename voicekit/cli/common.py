@@ -4,6 +4,8 @@ lines a measurement is recorded with (:func:`machine_line`, :func:`source_commit
 
 from __future__ import annotations
 
+import argparse
+import math
 import os
 import platform
 import signal
@@ -12,6 +14,22 @@ from pathlib import Path
 
 class CliError(Exception):
     """An error to print as one line (exit code 2)."""
+
+
+def finite_float(text: str) -> float:
+    """argparse ``type`` for a number option: a float that is neither NaN nor infinite (Python's
+    ``float`` takes "nan" and "inf", which no voicekit duration or threshold means).
+
+    Raises:
+        argparse.ArgumentTypeError: the text is not a finite number.
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+    return value
 
 
 def _plural(n: int, word: str) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from voicekit.devices import COMPUTE_TYPES
 
-from voicekit.cli.common import CliError
+from voicekit.cli.common import CliError, finite_float
 
 
 def _pipeline_args(p: argparse.ArgumentParser, device_flag: str = "--device") -> None:
@@ -29,14 +29,14 @@ def _pipeline_args(p: argparse.ArgumentParser, device_flag: str = "--device") ->
     g.add_argument("--beam-size", type=int, default=5, help="Whisper beam width (default 5)")
     g = p.add_argument_group("VAD and diarization")
     g.add_argument("--vad", default="silero", help="silero (default) or webrtc / webrtc:0..3")
-    g.add_argument("--vad-threshold", type=float, default=None, metavar="P",
+    g.add_argument("--vad-threshold", type=finite_float, default=None, metavar="P",
                    help="speech probability at which a frame is speech (default 0.5; 0.3 catches more "
                         "quiet far-field speech, docs/accuracy.md)")
-    g.add_argument("--hangover", type=float, default=None, metavar="SECONDS",
+    g.add_argument("--hangover", type=finite_float, default=None, metavar="SECONDS",
                    help="silence that ends an utterance (default 0.6)")
-    g.add_argument("--max-utterance", type=float, default=None, metavar="SECONDS",
+    g.add_argument("--max-utterance", type=finite_float, default=None, metavar="SECONDS",
                    help="longest utterance before it is closed anyway (default 10)")
-    g.add_argument("--late-hangover", type=float, default=None, metavar="SECONDS",
+    g.add_argument("--late-hangover", type=finite_float, default=None, metavar="SECONDS",
                    help="silence that ends an utterance already in the last third of --max-utterance "
                         "(after 6.7 s by default), at most --hangover (default: --hangover); 0.3 gets long turns out sooner (measured: utterance "
                         "latency p95 0.56 s lower, live DER 0.2 points higher; docs/performance.md)")
@@ -61,7 +61,7 @@ def _hook_args(p: argparse.ArgumentParser, names_scope: str = "", decisions: boo
                    help="a Python file defining on_transcription(turn)"
                         + (", and/or on_speak_decision(decision) for --members" if decisions else "")
                         + " (repeatable; docs/hooks.md)")
-    g.add_argument("--hook-timeout", type=float, default=2.0, help="seconds a hook may run (default 2)")
+    g.add_argument("--hook-timeout", type=finite_float, default=2.0, help="seconds a hook may run (default 2)")
 
 
 def _pyannote_options(args: argparse.Namespace, whole_recording: bool):
@@ -242,7 +242,7 @@ def _session_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--session-log", default=None, metavar="PATH",
                    help="local: the JSON lines file (default OUT/session.jsonl); openai/gemini: the "
                         "session's events as JSON lines")
-    g.add_argument("--session-timeout", type=float, default=None, metavar="SECONDS",
+    g.add_argument("--session-timeout", type=finite_float, default=None, metavar="SECONDS",
                    help="at the end, how long to wait for the session to take what is queued (default 10)")
     g.add_argument("--session-instructions", default=None, metavar="TEXT|FILE",
                    help="the session's instructions (the assistant's system prompt: OpenAI's session "

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from voicekit.cli.common import CliError
+from voicekit.cli.common import CliError, finite_float
 
 
 def _library_path(args: argparse.Namespace) -> Path:
@@ -180,8 +180,8 @@ def _voices_parser(sub) -> None:  # noqa: ANN001
         elif name == "enrol":
             q.add_argument("name", help="the person's name")
             q.add_argument("audio", help="a recording in which only this person speaks (or use --start/--end)")
-            q.add_argument("--start", type=float, default=None, help="start of their speech (seconds)")
-            q.add_argument("--end", type=float, default=None, help="end of their speech (seconds)")
+            q.add_argument("--start", type=finite_float, default=None, help="start of their speech (seconds)")
+            q.add_argument("--end", type=finite_float, default=None, help="end of their speech (seconds)")
             q.add_argument("--channel", type=int, default=None, help="use this channel (0-based)")
             q.add_argument("--vad", default="silero", help="silero (default) or webrtc")
     p.set_defaults(func=cmd_voices)

@@ -7,6 +7,7 @@ all (``answer_only``).
 
 from __future__ import annotations
 
+import math
 import unicodedata
 from dataclasses import dataclass, field
 from enum import Enum
@@ -293,6 +294,11 @@ def parse_members(data: Any) -> RoomConfig:
         timeout_s = float(director.get("timeout_s", 5.0))
     except (TypeError, ValueError) as exc:
         raise MembersError(f"bad number in members file: {exc}") from None
+    if min(max_chars, max_words) < 0:
+        raise MembersError(f"continuation: max_chars and max_words must be 0 or more, got {max_chars} and "
+                           f"{max_words}")
+    if not math.isfinite(timeout_s) or timeout_s < 0:
+        raise MembersError(f"director: timeout_s must be a number of seconds, 0 or more, got {timeout_s}")
     return RoomConfig(
         members=validate_members(members),
         floor=floor,
