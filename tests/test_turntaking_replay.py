@@ -49,6 +49,18 @@ def test_t8_replay_explains_each_rung():
     assert "6 turns decided: continuation=1, fallback=1, group_address=2, mention=2; answered: Iris 4, Elena 4" in text
 
 
+def test_t12_explain_shows_a_person_named_like_a_member_as_a_participant():
+    """A person named "Iris" (a --speaker-names name, a known voice) beside the member Iris reads
+    "Iris (a participant)" in the explain block, as in the members' views; found by a new-user
+    trial, where both read "Brian"."""
+    iris = SpeakerLabel("Iris", None, "replay")
+    turn = SpeakerTurn(speaker="Speaker B", text="Elena, what do you think?", start=6.59, end=9.0, turn_id=1)
+    out = io.StringIO()
+    [step] = explain_replay([(turn, iris)], parse_members(ROOM), out=out)
+    assert step.shown == "Iris (a participant)" and step.decision.speaker == "Iris"
+    assert out.getvalue().splitlines()[0] == "    6.59s  Iris (a participant): Elena, what do you think?"
+
+
 def test_t15_replay_binds_the_registered_source_not_a_claimed_id():
     """The participant a turn came from is found as attribution finds it (A5): by an enrolled
     voice's identity on any channel, by a participant id only on that participant's channels."""

@@ -447,6 +447,12 @@ class TurnTaker:
             raise KeyError(f"unknown member {member!r}")
         self.state.record_member(member)
 
+    def shown(self, label: SpeakerLabel) -> str:
+        """``label`` as the members' views show it: a person whose name reads like a member's
+        name or alias is marked ``(a participant)`` ("Iris (a participant)" beside the member
+        Iris; A6, T12)."""
+        return label.text_beside(self._reserved)
+
     def member(self, name: str) -> Member:
         """The member called ``name``.
 
@@ -540,7 +546,7 @@ class TurnTaker:
         keys = member_keys(len(eligible))
         request = DirectorRequest(
             text=text,
-            speaker=label.text_beside(self._reserved) if label is not None else None,
+            speaker=self.shown(label) if label is not None else None,
             candidates=tuple(eligible),
             keys=keys,
             last_member=self.state.most_recent_member(),

@@ -30,12 +30,15 @@ class ReplayStep:
         label: its attribution label.
         decision: the ladder's decision.
         replies: the members' replies (empty without a client, or when nobody answers).
+        shown: the label as the members see it (:meth:`TurnTaker.shown`: "Iris (a participant)"
+            for a person named like the member Iris); the label's text when not given.
     """
 
     turn: SpeakerTurn
     label: SpeakerLabel
     decision: Decision
     replies: tuple[MemberReply, ...] = ()
+    shown: str | None = None
 
 
 def replay_room(
@@ -93,13 +96,13 @@ def replay_room(
                 )
             )
         del transcript[:-window]
-        yield ReplayStep(turn=turn, label=label, decision=decision, replies=replies)
+        yield ReplayStep(turn=turn, label=label, decision=decision, replies=replies, shown=taker.shown(label))
 
 
 def format_step(step: ReplayStep) -> str:
     """A human-readable block for one step: time, speaker, text, rung, replies."""
     d = step.decision
-    lines = [f"{step.turn.start:8.2f}s  {step.label.text}: {step.turn.text}", f"          {d.explain()}"]
+    lines = [f"{step.turn.start:8.2f}s  {step.shown or step.label.text}: {step.turn.text}", f"          {d.explain()}"]
     for reply in step.replies:
         shown = reply.text if reply.error is None else f"(no reply: {reply.error})"
         lines.append(f"          {reply.member}: {shown}")
