@@ -188,6 +188,7 @@ def test_mic_cli_ctrl_c_commits_the_open_utterance(virtual_mic, tmp_path):
         run.finish()
     text = run.text
     assert rc == 0, text
+    assert "stopping: committing the utterances heard so far (Ctrl-C again to abort)" in text, text
     assert "input overflows" in text and "queue overflows 0" in text, text
     data = json.loads((out / "meeting.json").read_text())
     for ext in ("rttm", "srt", "vtt", "txt", "sqlite"):

@@ -106,8 +106,12 @@ def cmd_mic(args: argparse.Namespace) -> int:
     threading.Thread(target=announce, name="voicekit-mic-announce", daemon=True).start()
     broadcaster = _start_session(args, session, out / "meeting.sqlite")   # --session (realtime)
     live.extend([broadcaster] if broadcaster is not None else [])
+    def stop() -> None:   # the first Ctrl-C (or SIGTERM); a second Ctrl-C aborts
+        source.stop()
+        err.print("[yellow]stopping: committing the utterances heard so far (Ctrl-C again to abort)…[/yellow]")
+
     try:
-        with _GracefulStop(source.stop):
+        with _GracefulStop(stop):
             result = pipe.run(source, channel="mic")
         heard = round(source.samples_16k / 16000, 3)
     except KeyboardInterrupt:   # the second Ctrl-C: what is still queued is not transcribed
