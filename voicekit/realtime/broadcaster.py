@@ -188,10 +188,9 @@ class Broadcaster:
             self._thread.join(timeout + 5.0)
         done = self._q.empty() and not self._pending
         if not done:
+            # what to run next depends on the caller (the CLI's closing line says it for each command)
             log.warning("realtime session %s closed with %d item(s) not sent; the committed turns stay in the "
-                        "store, and the next run with the same session id on it sends them first (voicekit mic "
-                        "or livekit --append with the same --session and --session-model)", self.session_id,
-                        self.backlog)
+                        "store", self.session_id, self.backlog)
             self._tell("unsent", f"closed with {self.backlog} item(s) not sent; the committed turns stay in the store")
         return done
 
