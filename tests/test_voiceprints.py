@@ -99,6 +99,11 @@ def test_cli_enrol_refusals_name_the_problem_and_make_no_library(tmp_path, capsy
     # 11 s of JFK holds about 7 s of speech windows: too little, and no (empty) library file is left
     assert main(["voices", "enrol", "Jack", str(jfk), "--library", str(path)]) == 2
     assert f"at least {MIN_ENROL_SECONDS:g} s of their speech is needed" in capsys.readouterr().err
+    # an --end past the recording (11.0 s) means its end: the same refusal, for too little speech
+    assert main(["voices", "enrol", "Jack", str(jfk), "--start", "0", "--end", "12", "--library", str(path)]) == 2
+    assert f"at least {MIN_ENROL_SECONDS:g} s of their speech is needed" in capsys.readouterr().err
+    assert main(["voices", "enrol", "Jack", str(jfk), "--start", "12", "--library", str(path)]) == 2
+    assert "--start must lie inside the recording (0 to 11.000 s), got 12" in capsys.readouterr().err
     assert main(["voices", "enrol", " ", str(jfk), "--library", str(path)]) == 2
     assert "a voice needs a name" in capsys.readouterr().err
     assert not path.exists()

@@ -129,9 +129,11 @@ def cmd_voices(args: argparse.Namespace) -> int:
                        "of their speech in seconds")
     samples = load_audio(args.audio, channel=args.channel)
     lo = int(round((args.start or 0.0) * SAMPLE_RATE))
-    hi = len(samples) if args.end is None else int(round(args.end * SAMPLE_RATE))
-    if not 0 <= lo < hi <= len(samples):
-        raise CliError(f"--start/--end must lie inside the recording (0 to {len(samples) / SAMPLE_RATE:.1f} s)")
+    # an --end at or past the recording's end means its end (a duration shown rounded, 42.0 for 41.984 s)
+    hi = len(samples) if args.end is None else min(len(samples), int(round(args.end * SAMPLE_RATE)))
+    if not 0 <= lo < hi:
+        raise CliError(f"--start must lie inside the recording (0 to {len(samples) / SAMPLE_RATE:.3f} s), "
+                       f"got {args.start:g}")
     try:
         vector, seconds = embed_speech(samples[lo:hi], SpeakerEncoder(), vad=args.vad)
         check_enrolment(args.name, seconds, MIN_ENROL_SECONDS)   # before a library file is made
