@@ -138,6 +138,18 @@ def test_a_cue_never_starts_inside_a_word():
         assert any("don't" in c.lines[0] for c in cues)
 
 
+def test_a_turn_does_not_end_on_a_short_tail_cue():
+    """A new-user trial saw "Speaker B: in the world." on screen for 0.74 s after a full cue (the
+    greedy fill stopped just past "now."): the last two cues are broken again at the clause end."""
+    turn = even_turn("We'll make you sound freezing now. I'm thinking it's the coldest place in the world.",
+                     start=15.98, seconds=3.1)
+    cues = subtitle_cues(turn, prefix="Speaker B: ")
+    check_cues(turn, cues, "Speaker B: ")
+    assert [" ".join(c.lines) for c in cues] == ["Speaker B: We'll make you sound freezing now.",
+                                                 "Speaker B: I'm thinking it's the coldest place in the world."]
+    assert min(c.end - c.start for c in cues) >= MIN_CUE_SECONDS
+
+
 def test_a_short_cue_is_held_into_the_pause_before_the_next():
     # a full line said in 0.25 s, 2 s of pause, then more: the first cue stays up 5/6 s
     texts = [" abcdefg"] * 5 + [" next", " words"]

@@ -171,7 +171,9 @@ def subtitle_cues(turn: SpeakerTurn, prefix: str = "", max_line_chars: int = MAX
     Each cue takes as many whole words as fit in ``max_lines`` lines of ``max_line_chars``
     characters (``prefix``, e.g. ``"Speaker A: "``, counted on each cue's first line) and
     ``max_seconds``; when it must break, it ends after the last word ending a clause (``. ? ! , ;``)
-    in its second half, if there is one. Lines are wrapped at spaces and balanced. A cue runs from
+    in its second half, if there is one; a turn's last cue shorter than ``min_seconds`` after a full
+    one is avoided by breaking the last two again (:func:`_rebalanced_tail`). Lines are wrapped at
+    spaces and balanced. A cue runs from
     its first word's start to its last word's end, the first cue from the turn's start and the
     last to the turn's end, so that the cues cover the turn in time order without overlap; a cue
     shorter than ``min_seconds`` is held on screen into the pause before the next one. A cue never
@@ -228,6 +230,9 @@ def subtitle_cues(turn: SpeakerTurn, prefix: str = "", max_line_chars: int = MAX
             b = clauses[-1] if clauses else ends[-1] if ends else next(k for k in range(b, n) if breakable(k))
         spans.append((a, b))
         a = b + 1
+    if len(spans) > 1 and end_of(n - 1) - start_of(spans[-1][0]) < min_seconds:
+        spans[-2:] = _rebalanced_tail(spans[-2][0], n - 1, start_of, end_of, fits, breakable,
+                                      lambda k: texts[k].rstrip().endswith(CLAUSE_END), min_seconds) or spans[-2:]
 
     cues: list[Cue] = []
     for i, (a, b) in enumerate(spans):
@@ -241,6 +246,24 @@ def subtitle_cues(turn: SpeakerTurn, prefix: str = "", max_line_chars: int = MAX
             end = max(end, min(start + min_seconds, words[spans[i + 1][0]].start, turn.end))
         cues.append(Cue(start, end, tuple(lines)))
     return cues
+
+
+def _rebalanced_tail(a: int, d: int, start_of, end_of, fits, breakable, clause_end, min_seconds: float  # noqa: ANN001
+                     ) -> list[tuple[int, int]] | None:
+    """The last two cues of a turn (words ``a``..``d``) broken again so that the last is not a
+    short tail ("Speaker B: in the world.", 0.7 s, after a full cue): at the last clause end that
+    leaves both cues within the limits and each at least ``min_seconds`` on screen, else where the
+    shorter of the two lasts longest. None when no other break fits."""
+    options = [k for k in range(a, d) if breakable(k) and fits(a, k) and fits(k + 1, d)]
+    if not options:
+        return None
+
+    def shorter(k: int) -> float:
+        return min(end_of(k) - start_of(a), end_of(d) - start_of(k + 1))
+
+    clauses = [k for k in options if clause_end(k) and shorter(k) >= min_seconds]
+    k = clauses[-1] if clauses else max(options, key=shorter)
+    return [(a, k), (k + 1, d)]
 
 
 def to_srt(turns: Sequence[SpeakerTurn]) -> str:
