@@ -481,6 +481,26 @@ def test_cli_url_without_a_scheme_is_refused_before_the_models_load(tmp_path, ca
     assert "is not a LiveKit server URL" in err and "ws://" in err and "loading models" not in err, err
 
 
+def test_cli_a_token_that_is_not_one_or_has_expired_is_refused_before_the_models_load(tmp_path, capsys):
+    """A pasted fragment or an expired --token was found only when the join failed, after the
+    models had loaded (a new-user trial)."""
+    _sdk_or_skip()
+    from voicekit.capture import CaptureError
+    from voicekit.capture.livekit_bot import check_token, mint_token
+    from voicekit.cli import main
+
+    url = ["livekit", "--url", "ws://127.0.0.1:7880", "--out", str(tmp_path / "m")]
+    assert main([*url, "--token", "garbage"]) == 2
+    err = capsys.readouterr().err
+    assert "--token is not a LiveKit join token (a JWT: three dot-separated parts)" in err, err
+    assert "loading models" not in err and not (tmp_path / "m").exists()
+    token = mint_token(KEY, SECRET, "standup", ttl_seconds=60)
+    claims = check_token(token)
+    assert (claims["sub"], claims["video"]["room"]) == ("voicekit-bot", "standup")
+    with pytest.raises(CaptureError, match=r"--token expired at \d{4}-\d\d-\d\d .* UTC: mint a new one"):
+        check_token(token, now=claims["exp"] + 1)
+
+
 class FakeStream:
     """Stands in for ``rtc.AudioStream``: yields a track's recording (``track.pcm``, 16 kHz int16) in
     100 ms frames as fast as the lane takes them, once ``track.hold`` (a threading.Event, when

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import datetime
 import logging
 import threading
 import time
@@ -82,8 +83,6 @@ def mint_token(api_key: str, api_secret: str, room: str, identity: str = "voicek
         CaptureError: livekit-api is missing, or the key/secret are empty.
     """
     try:
-        import datetime
-
         from livekit import api
     except ImportError as exc:  # pragma: no cover
         raise CaptureError("livekit-api is not installed: pip install livekit-api") from exc
@@ -100,6 +99,34 @@ def mint_token(api_key: str, api_secret: str, room: str, identity: str = "voicek
         # --dev uses "secret"), the bot can only use it as it is
         warnings.filterwarnings("ignore", message=".*HMAC key.*")
         return t.with_grants(api.VideoGrants(room_join=True, room=room, can_subscribe=True)).to_jwt()
+
+
+def check_token(token: str, now: float | None = None) -> dict:
+    """Read a join token's claims without verifying its signature (only the server holds the
+    secret), so that a pasted fragment or an expired token is refused before the models load.
+
+    Args:
+        token: the JWT a LiveKit server or its SDK minted.
+        now: Unix time to check the expiry against (default: the clock).
+
+    Returns:
+        the token's claims (``sub`` the identity, ``video.room`` the room, ``exp``…).
+
+    Raises:
+        CaptureError: not a JWT, or expired.
+    """
+    import jwt   # pyjwt, which livekit-api requires
+
+    try:
+        claims = jwt.decode(token.strip(), options={"verify_signature": False})
+    except jwt.PyJWTError as exc:
+        raise CaptureError(f"--token is not a LiveKit join token (a JWT: three dot-separated parts): {exc}; "
+                           "pass the whole token, or --api-key/--api-secret/--room to mint one") from None
+    exp = claims.get("exp")
+    if isinstance(exp, (int, float)) and exp <= (time.time() if now is None else now):
+        when = datetime.datetime.fromtimestamp(exp, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+        raise CaptureError(f"--token expired at {when}: mint a new one (or pass --api-key/--api-secret/--room)")
+    return claims
 
 
 class _Locked:

@@ -175,7 +175,7 @@ def cmd_livekit(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
-    from voicekit.capture.livekit_bot import LiveKitBot, mint_token
+    from voicekit.capture.livekit_bot import LiveKitBot, check_token, mint_token
     from voicekit.outputs import format_line
     from voicekit.pipeline import Components
 
@@ -216,6 +216,8 @@ def cmd_livekit(args: argparse.Namespace) -> int:
                   "is given: only a participant that marks itself voicekit.room_mic=true can give one "
                   "(the named participants' lanes are not diarized)[/yellow]")
     _check_existing_meeting(out / "meeting.sqlite", args)
+    if args.token:
+        check_token(token)   # a fragment or an expired token: one line now, not after the models load
     err.print(f"[dim]loading models ({args.model}, {_diarizer_name(options)})…[/dim]")
     components = Components.load(options)  # before the store: a missing model leaves no meeting
     from voicekit.store import MeetingStore
