@@ -324,15 +324,16 @@ class HookRunner:
 
 
 class _HookExited(Exception):
-    """A hook raised SystemExit or KeyboardInterrupt itself (``sys.exit()`` in a hook script): a
-    failure of that hook, never a request to stop the meeting."""
+    """A hook raised SystemExit itself (``sys.exit()`` in a hook script): a failure of that hook,
+    never a request to stop the meeting. (A KeyboardInterrupt still propagates: it is how a Ctrl-C
+    that lands while a hook runs reaches the pipeline, which retries the turn.)"""
 
 
 def _called(fn: Callable[[Any], Any], payload: Any) -> Any:
     """Call a sync hook in the pool's thread; its own ``sys.exit()`` becomes a hook failure."""
     try:
         return fn(payload)
-    except (SystemExit, KeyboardInterrupt) as exc:
+    except SystemExit as exc:
         raise _HookExited(_reason(exc)) from None
 
 
@@ -341,7 +342,7 @@ async def _awaited(fn: Callable[[Any], Any], payload: Any) -> Any:
     as it is, it would also stop the loop that every async hook runs on)."""
     try:
         return await fn(payload)
-    except (SystemExit, KeyboardInterrupt) as exc:
+    except SystemExit as exc:
         raise _HookExited(_reason(exc)) from None
 
 
