@@ -62,10 +62,11 @@ def test_turns_of_one_utterance_that_refinement_gives_one_speaker_are_one_refine
     store.set_refined({ids[0]: ["Speaker C"] * 4 + ["Speaker E"], ids[1]: ["Speaker E"] * 3,
                        ids[2]: ["Speaker E"] * 3, ids[3]: ["Speaker E"]})
     refined = store.turns(refined=True)
-    assert [(t.speaker, t.text, t.turn_id, t.metadata.get("moved_from")) for t in refined] == [
-        ("Speaker C", "it opens a menu", ids[0], None),
-        ("Speaker E", "it opens a menu I thought so", ids[0], "Speaker C, Speaker D"),
-        ("Speaker E", "yeah", ids[3], None)]
+    assert [(t.speaker, t.text, t.turn_id, t.metadata.get("moved_from"), t.metadata.get("live_ids"))
+            for t in refined] == [
+        ("Speaker C", "it opens a menu", ids[0], None, None),
+        ("Speaker E", "it opens a menu I thought so", ids[0], "Speaker C, Speaker D", ids[:3]),
+        ("Speaker E", "yeah", ids[3], None, None)]
     assert (refined[1].start, refined[1].end, refined[1].emitted_at) == (refined[0].end, e.end, e.end + 1.0)
     assert [w.text for t in refined for w in t.words] == [w.text for t in (c, d, e, later) for w in t.words]
     assert len(store.turns()) == 4   # the live view is as emitted

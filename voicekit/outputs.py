@@ -64,6 +64,7 @@ def to_json(turns: Sequence[SpeakerTurn], meta: dict | None = None) -> dict:
                 "confidence": round(t.confidence, 4),
                 "emitted_at": None if t.emitted_at is None else round(t.emitted_at, 3),
                 **({"moved_from": t.metadata["moved_from"]} if "moved_from" in t.metadata else {}),
+                **({"live_ids": t.metadata["live_ids"]} if "live_ids" in t.metadata else {}),
                 "words": [{"start": round(w.start, 3), "end": round(w.end, 3), "word": w.text,
                            "probability": round(w.probability, 4)} for w in t.words],
             }

@@ -247,8 +247,9 @@ def join_touching(turns: Sequence[SpeakerTurn]) -> list[SpeakerTurn]:
     maximum length: one speaker's stretch is then one turn again. Two turns are joined when they
     touch (less than :data:`CONTINUOUS_GAP` seconds apart) and have the same channel, label and
     name. The joined turn keeps the first one's ``turn_id`` and metadata, the last one's
-    ``emitted_at`` (when all its words were out), and in ``metadata["moved_from"]`` the live
-    labels it was moved from, in order, joined by ", " (absent when none). Its text is its words
+    ``emitted_at`` (when all its words were out), in ``metadata["live_ids"]`` the ids of every
+    live turn it holds words of, in order, and in ``metadata["moved_from"]`` the live labels it
+    was moved from, in order, joined by ", " (absent when none). Its text is its words
     joined, or the turns' texts joined by a space when a hook edited one of them (the edit is kept).
 
     Args:
@@ -275,6 +276,7 @@ def join_touching(turns: Sequence[SpeakerTurn]) -> list[SpeakerTurn]:
         text = " ".join(t.text for t in group) if edited else join_words(words)
         moved = list(dict.fromkeys(t.metadata["moved_from"] for t in group if "moved_from" in t.metadata))
         meta = {k: v for k, v in group[0].metadata.items() if k != "moved_from"}
+        meta["live_ids"] = list(dict.fromkeys(t.turn_id for t in group))
         if moved:
             meta["moved_from"] = ", ".join(moved)
         joined.append(group[0].replace(text=text, end=group[-1].end, words=words, metadata=meta,
