@@ -212,7 +212,8 @@ def split_by_labels(turn: SpeakerTurn, labels: list[str], names: dict[str, str] 
         turn = turn.replace(metadata={**turn.metadata, "sender_name": names[turn.speaker]})
     if len(labels) != len(turn.words) or not labels:
         return [turn]
-    if turn.text != join_words(turn.words):
+    edited = turn.text != join_words(turn.words)
+    if edited:
         labels = [majority_label(labels, turn.speaker)] * len(labels)
     if all(label == turn.speaker for label in labels):
         return [turn]
@@ -224,7 +225,7 @@ def split_by_labels(turn: SpeakerTurn, labels: list[str], names: dict[str, str] 
     # the turn's span is kept; inner boundaries fall in the middle of the gap between two words
     cuts = [turn.start] + [round((a[-1].end + b[0].start) / 2, 3) for a, b in zip(runs, runs[1:])] + [turn.end]
     pieces = [_relabelled_piece(turn, run, names, cuts[i], cuts[i + 1]) for i, run in enumerate(runs)]
-    return pieces if turn.text == join_words(turn.words) else [pieces[0].replace(text=turn.text)]
+    return [pieces[0].replace(text=turn.text)] if edited else pieces   # edited: one piece, its text kept
 
 
 def majority_label(labels: Sequence[str], live: str) -> str:
