@@ -98,6 +98,19 @@ def test_an_enrolled_voice_keeps_its_name_and_is_the_source_a_policy_binds(tmp_p
     assert [s.decision.responders for s in on_turn.steps] == [(), ("Iris",)]
 
 
+def test_a_turn_that_is_not_a_persons_does_not_stop_later_decisions(members: Path):
+    """A hook may mark a turn as a runtime event or an assistant reply: it gets no label and no
+    decision, and every later person's turn is still decided (its register id is its own)."""
+    on_turn = speak_decisions(members)
+    event = turn("Speaker A", "recording started", 0.0, "Diane")
+    on_turn(event.replace(metadata={**event.metadata, "role": "event"}))
+    on_turn(turn("Speaker A", "Iris, can you sketch the lobby?", 2.0, "Diane"))
+    on_turn(turn("Speaker B", "Elena, is Friday safe?", 4.0, "Sheila"))
+    assert [(s.label.text, s.decision.responders) for s in on_turn.steps] == [
+        ("Diane", ("Iris",)), ("Sheila", ())]
+    assert on_turn.steps[1].decision.excluded == ("Elena",)
+
+
 def test_nothing_is_printed_without_explain(members: Path, capsys):
     on_turn = speak_decisions(members)
     on_turn(turn("Speaker A", "Iris?", 0.0, "Diane"))

@@ -77,6 +77,7 @@ def speak_decisions(members: str | Path, *, explain: bool = False, out: TextIO |
     Raises:
         CliError: when the members file cannot be read or is invalid.
     """
+    import itertools
     import sqlite3
     import threading
 
@@ -98,13 +99,14 @@ def speak_decisions(members: str | Path, *, explain: bool = False, out: TextIO |
     register = AuthorRegister("replay")
     lock = threading.Lock()
     steps: list = []
+    register_ids = itertools.count(1)  # every committed turn joins the register (A12), a person's or not
 
     def on_turn(turn: "SpeakerTurn") -> None:
         with lock:
             named = turn.replace(metadata={**turn.metadata, "sender_name": turn.sender_name})
             known = tuple(participants()) if participants is not None else ()
             with meeting_lock(conn):
-                label = register.record_turn(conn, len(steps) + 1, named, known)
+                label = register.record_turn(conn, next(register_ids), named, known)
             if label is None:  # not a person's turn (an assistant reply, an instruction)
                 return
             for step in replay_room([(turn, label)], taker, participants=known):
