@@ -206,6 +206,17 @@ def test_t7_deeply_nested_output_falls_back_instead_of_raising():
     assert (d.decided_by, d.director_error) == ("fallback", "unparseable output")
 
 
+def test_t7_only_the_first_object_counts():
+    """T7 takes the first ``{...}`` object: when it is malformed there is no decision, even if a
+    nested or later object would decode; prose or a code fence before it is fine."""
+    keys = ("A", "B")
+    assert parse_director_output('{"responder": "A", "chime_in": maybe, "alt": {"responder": "B", '
+                                 '"chime_in": false}}', keys) is None
+    assert parse_director_output('I pick {A}. {"responder": "B", "chime_in": false}', keys) is None
+    assert parse_director_output('Sure.\n```json\n{"responder": "B", "chime_in": false}\n```', keys).ranking == ("B",)
+    assert parse_director_output('{"responder": "A"} and later {"responder": "B"}', keys).ranking == ("A",)
+
+
 @pytest.mark.parametrize(
     "raw",
     [

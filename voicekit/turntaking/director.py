@@ -109,21 +109,21 @@ class DirectorVerdict:
 
 
 def first_json_object(raw: str) -> dict | None:
-    """The first ``{...}`` in ``raw`` that decodes as a JSON object, or None.
+    """The first ``{...}`` object in ``raw``, or None when it does not decode as one (T7).
 
-    Prose, code fences and trailing text around the object are ignored.
+    Prose and code fences before the object and any text after it are ignored. Only the first
+    ``{`` is tried: a malformed object is no decision, never a later or nested object that
+    happens to decode (``{"responder": "A", "chime_in": maybe, "alt": {"responder": "B"}}`` and
+    ``I pick {A}. {"responder": "B"}`` both give None).
     """
-    decoder = json.JSONDecoder()
     start = raw.find("{")
-    while start != -1:
-        try:
-            obj, _ = decoder.raw_decode(raw, start)
-        except (ValueError, RecursionError):  # RecursionError: about 1,000 nested brackets
-            obj = None
-        if isinstance(obj, dict):
-            return obj
-        start = raw.find("{", start + 1)
-    return None
+    if start == -1:
+        return None
+    try:
+        obj, _ = json.JSONDecoder().raw_decode(raw, start)
+    except (ValueError, RecursionError):  # RecursionError: about 1,000 nested brackets
+        return None
+    return obj if isinstance(obj, dict) else None
 
 
 def _is_score(value: object) -> bool:
