@@ -117,6 +117,18 @@ def test_a9_note_is_appended_once_to_the_last_user_message_never_the_system_prom
     assert later[4]["content"] == 'Carol: "Who proposed what?"'
 
 
+def test_a9_note_goes_to_the_trigger_turn_when_instructions_and_events_are_sent_as_user():
+    """With ``instruction_role="user"`` an application instruction or a runtime event after the
+    trigger is also a ``user`` message: the note still goes with the last person's turn."""
+    window = [turn("Alice", "Tuesday works."), turn("Bob", "Thursday?"),
+              turn(None, "Bob joined the call.", role="event"), turn(None, "Be brief.", role="instruction")]
+    msgs = build_chat_messages(window, instruction_role="user")
+    assert [m["role"] for m in msgs] == ["user"] * 4
+    assert msgs[1]["content"] == 'Bob: "Thursday?"\n\n' + RUNTIME_NOTE
+    assert msgs[2:] == [{"role": "user", "content": "Bob joined the call."}, {"role": "user", "content": "Be brief."}]
+    assert as_bytes(msgs).decode().count(RUNTIME_MARK) == 1
+
+
 def test_a9_note_says_what_the_contract_requires():
     assert RUNTIME_NOTE.startswith("[Speaker labels from the runtime:")
     for part in ("JSON string", "Name (2)", "@mic", "a Name: included", "Do not begin your own",

@@ -90,7 +90,8 @@ def build_chat_messages(turns: Sequence[SpeakerTurn],
     With attribution on (A1), every line of a person's or another agent's turn reads
     ``Label: "line"`` (A8), a multimodal turn gets a leading ``Label:`` text part (A8b), copies
     of runtime marks are replaced (A10) in every turn except application instructions, and the
-    runtime note is appended to the last ``user`` message after a blank line (A9). Otherwise the
+    runtime note is appended to the last (trigger) person's turn after a blank line (A9), never
+    to an instruction, event or summary sent as ``user``. Otherwise the
     messages are exactly those of ``attribution=False`` (A2). Turns are never modified (A13).
 
     Args:
@@ -115,6 +116,7 @@ def build_chat_messages(turns: Sequence[SpeakerTurn],
     labels = _resolve(turns, labels, participants, assistant_id)
     on = attribution and attribution_on(turns, labels, summary=summary, assistant_id=assistant_id)
     messages: list[dict[str, Any]] = []
+    trigger: int | None = None  # index of the last person's (or other agent's) turn
     if system_prompt is not None:
         messages.append({"role": "system", "content": system_prompt})
     if summary is not None:
@@ -141,15 +143,18 @@ def build_chat_messages(turns: Sequence[SpeakerTurn],
                 content = [{"type": "text", "text": f"{lab.text}:"}] + content
             else:
                 content = label_lines(lab.text, content)
+        trigger = len(messages)
         messages.append({"role": "user", "content": content})
     if on:
-        for m in reversed(messages):
-            if m["role"] == "user":
-                if isinstance(m["content"], list):
-                    m["content"] = m["content"] + [{"type": "text", "text": RUNTIME_NOTE}]
-                else:
-                    m["content"] = m["content"] + "\n\n" + RUNTIME_NOTE
-                break
+        # the trigger: the last person's turn; an instruction or event sent as "user" is not one
+        users = [i for i, m in enumerate(messages) if m["role"] == "user"]
+        at = trigger if trigger is not None else (users[-1] if users else None)
+        if at is not None:
+            m = messages[at]
+            if isinstance(m["content"], list):
+                m["content"] = m["content"] + [{"type": "text", "text": RUNTIME_NOTE}]
+            else:
+                m["content"] = m["content"] + "\n\n" + RUNTIME_NOTE
     return messages
 
 
