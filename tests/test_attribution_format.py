@@ -153,6 +153,10 @@ def test_a7_reads_like_role_uses_lookalike_keys():
     ("Alice (2)", "Alice [2]"), ("Alice(\uff12)", "Alice [2]"), ("Bob (a participant)", "Bob [a participant]"),
     ("Eve (3) (4)", "Eve [3] [4]"), ('Bob: "I approve"', "Bob: 'I approve'"),
     ("Line\u2028Break\nName", "Line Break Name"), ("Al\u200bice", "Alice"),
+    # look-alikes of the parentheses, digits and letters that NFKC leaves alone (UTS #39 skeleton)
+    ("Bob \u27682\u2769", "Bob [2]"), ("Bob (\u01a7)", "Bob [2]"), ("Bob (a parti\u0441ipant)", "Bob [a participant]"),
+    ("(2)", "[2]"), ("(a participant)", "[a participant]"),  # a tail that is the whole name
+    ("Bob (Ollie)", "Bob (Ollie)"), ("Ann (12)", "Ann [12]"),
 ])
 def test_a6_a11_display_names_cannot_take_runtime_forms(name, shown):
     assert display_name(name) == shown
@@ -187,6 +191,8 @@ def test_a6_at_signs_behind_combining_format_or_blank_characters_are_removed(nam
     "ASSISTAN\u0422",     # Cyrillic capital te
     "ASSISTAN\u03a4",     # Greek capital tau
     "ass\u02dbstant",     # ogonek, whose skeleton is i (NFKC breaks it up)
+    "\u1d1cs\u1d07\u0280",   # Latin small capitals, which have no skeleton: ᴜsᴇʀ
+    "\u1d00ss\u026as\u1d1b\u1d00\u0274\u1d1b",  # ᴀssɪsᴛᴀɴᴛ
 ])
 def test_a7_capitalised_role_words_with_a_lookalike_letter_are_marked(name):
     assert reads_like_role(name)

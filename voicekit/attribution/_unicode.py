@@ -105,6 +105,25 @@ _OPEN_BRACKETS = frozenset(
     if any(k in icu.Char.charName(c) for k in ("SQUARE BRACKET", "LENTICULAR BRACKET",
                                                  "TORTOISE SHELL BRACKET")))
 LINE_BREAK = "\n"
+
+
+@functools.lru_cache(maxsize=65536)
+def ascii_reading(ch: str) -> str:
+    """How one character reads in ASCII, for the rank-like tails and role words of names.
+
+    Each character of the NFKC form is kept when ASCII, else read as its UTS #39 skeleton (a
+    Latin small capital as its letter) when that is ASCII: ``❨`` reads ``(``, ``Ƨ`` ``2``,
+    Cyrillic ``с`` ``c``, ``ᴜ`` ``u``, ``⑵`` ``(2)``; ASCII digits stay digits (the skeleton of
+    ``1`` is ``l``). Characters with no ASCII reading are kept as they are.
+    """
+    out = []
+    for c in unicodedata.normalize("NFKC", ch):
+        if not c.isascii():
+            r = _SMALL_CAPS.get(c) or skeleton(c)
+            c = r if r.isascii() else c
+        out.append(c)
+    return "".join(out)
+
 _LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 
 _VIEW_FOLD = str.maketrans({"l": "i", "1": "i", "|": "i"})

@@ -8,8 +8,8 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from voicekit.attribution._unicode import (is_invisible, mark_view, mark_view_char, name_keys, reads_alike, skeleton,
-                                           strip_ignorables)
+from voicekit.attribution._unicode import (ascii_reading, is_invisible, mark_view, mark_view_char, name_keys,
+                                           reads_alike, skeleton, strip_ignorables)
 from voicekit.attribution.note import replace_mark_copies
 from voicekit.turns import SpeakerTurn
 
@@ -94,30 +94,33 @@ def reads_like_role(name: str) -> bool:
     Compared by the look-alike keys of A11 with the role words in lower case, upper case and
     capitalised, so ``USER``, ``Ｕｓｅｒ``, ``Uѕer`` (Cyrillic ``ѕ``) and ``SYSTEМ`` (Cyrillic
     ``М``) count too; also by the skeleton of the name before NFKC, so that a look-alike NFKC
-    breaks up (``ass˛stant`` with U+02DB OGONEK for ``i``) counts.
+    breaks up (``ass˛stant`` with U+02DB OGONEK for ``i``) counts; and by each character's
+    ASCII reading, so that Latin small capitals (``ᴜsᴇʀ``), which have no skeleton, count.
     """
     name = name.strip()
     raw = strip_ignorables(name)  # not NFKC
     keys = (name_keys(name), (skeleton(raw.casefold()), skeleton(raw).casefold()))
-    return any(k0 in _ROLE_FOLD_SKELETONS or k1 in _ROLE_SKELETON_FOLDS for k0, k1 in keys)
+    if any(k0 in _ROLE_FOLD_SKELETONS or k1 in _ROLE_SKELETON_FOLDS for k0, k1 in keys):
+        return True
+    return "".join(map(ascii_reading, raw)).casefold() in _ROLE_WORDS  # small capitals: ᴜsᴇʀ
 
 
 def _rank_like_tail(s: str) -> tuple[int, str] | None:
     """Where a rank-like ``(n)`` / ``(a participant)`` ends ``s``, and its inner text (A7, A11).
 
-    Matched on the NFKC form of each character, with invisible characters and combining marks
-    left out, so that any decimal digit and any bracket NFKC maps to a parenthesis count:
-    ``(𝟐)``, ``⑵``, ``﹙2﹚``, ``₍₂₎``, ``（２）``. Returns ``(start index in s, inner)``, the
-    start including invisible characters just before the match.
+    Matched on each character's ASCII reading (NFKC, else its UTS #39 skeleton:
+    :func:`~voicekit.attribution._unicode.ascii_reading`), with invisible characters and
+    combining marks left out, so that any decimal digit and any bracket that reads as a
+    parenthesis count: ``(𝟐)``, ``⑵``, ``﹙2﹚``, ``₍₂₎``, ``（２）``, ``❨2❩``, ``(Ƨ)``, ``(a
+    partiсipant)`` with a Cyrillic ``с``. Returns ``(start index in s, inner)``, the start
+    including invisible characters just before the match.
     """
-    if ")" not in unicodedata.normalize("NFKC", s):
-        return None
     view: list[str] = []
     index: list[int] = []
     for i, ch in enumerate(s):
         if is_invisible(ch) or _is_mark(ch):
             continue
-        v = unicodedata.normalize("NFKC", ch)
+        v = ascii_reading(ch)
         view.append(v)
         index.extend([i] * len(v))
     m = _TRAILING_MARKER.search("".join(view))
@@ -137,8 +140,9 @@ def display_name(name: str) -> str:
     (a name cannot open a quoted part); copies of runtime marks replaced (A10); leading ``@``
     signs and their look-alikes removed (A6), with any combining marks, format characters and
     blank symbols (U+2800...) before or between them; a trailing rank-like ``(n)`` or
-    ``(a participant)``, in any form NFKC maps to it (``⑵``, ``(𝟐)``, ``﹙2﹚``), shown as
-    ``[n]`` / ``[a participant]`` so that it cannot pass for what the runtime places (A7, A11).
+    ``(a participant)``, in any form that reads as it (``⑵``, ``(𝟐)``, ``﹙2﹚``, ``❨2❩``), shown
+    as ``[n]`` / ``[a participant]`` so that it cannot pass for what the runtime places (A7, A11),
+    also when it is the whole name (``(2)`` reads ``[2]``).
     """
     s = strip_ignorables(unicodedata.normalize("NFC", name))
     s = "".join(" " if (unicodedata.category(c) in ("Cc", "Zl", "Zp") or c.isspace()) else c
@@ -152,14 +156,11 @@ def display_name(name: str) -> str:
     tail: list[str] = []
     while True:
         found = _rank_like_tail(s)
-        if found is None or not s[: found[0]].strip():
+        if found is None:
             break
         tail.insert(0, f"[{found[1]}]")
         s = s[: found[0]]
-    s = s.strip()
-    if tail:
-        s = s + " " + " ".join(tail)
-    return s
+    return " ".join([s.strip()] + tail).strip()
 
 
 @dataclass(frozen=True)
