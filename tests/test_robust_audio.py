@@ -167,6 +167,39 @@ def test_truncated_wav_declares_more_than_it_holds(tmp_path):
     assert probe(SAMPLE).declared_duration is None
 
 
+def _with_sizes(tmp_path, riff: int, data_size: int) -> bytes:
+    """The sample as a canonical 44-byte-header WAV with its RIFF and data sizes overwritten."""
+    clean = tmp_path / "clean.wav"
+    sf.write(clean, load_audio(SAMPLE), 16000, subtype="PCM_16")
+    data = clean.read_bytes()
+    assert data[36:40] == b"data"
+    return data[:4] + struct.pack("<I", riff) + data[8:40] + struct.pack("<I", data_size) + data[44:]
+
+
+@pytest.mark.parametrize("declared", [0.0, 10.0])
+def test_a_wav_whose_header_was_never_finalised_is_decoded_to_its_end(tmp_path, declared):
+    """A recorder that stops without closing the file leaves sizes of 0 (or of an early flush):
+    libsndfile stops where the header says, so the rest is decoded with FFmpeg's ignore_length."""
+    n = int(declared * 16000 * 2)  # the sample: 30 s, 16-bit mono
+    path = tmp_path / "unclosed.wav"
+    path.write_bytes(_with_sizes(tmp_path, n + 36 if n else 0, n))
+    info = probe(path)
+    assert info.unfinalized_duration == pytest.approx(declared)
+    assert info.declared_duration is None
+    assert info.duration == pytest.approx(30.0, abs=0.01)
+    np.testing.assert_allclose(load_audio(path), load_audio(tmp_path / "clean.wav"), atol=1e-6)
+
+
+def test_a_wav_written_to_a_pipe_is_not_truncated(tmp_path):
+    """ffmpeg writing to a pipe cannot go back to fill in the sizes: 0xFFFFFFFF means "to the end"."""
+    path = tmp_path / "piped.wav"
+    path.write_bytes(_with_sizes(tmp_path, 0xFFFFFFFF, 0xFFFFFFFF))
+    info = probe(path)
+    assert (info.declared_duration, info.unfinalized_duration) == (None, None)
+    assert info.duration == pytest.approx(30.0, abs=0.01)
+    assert len(load_audio(path)) == len(load_audio(SAMPLE))
+
+
 def test_unknown_codec_is_named(tmp_path):
     fmt = struct.pack("<IHHIIHH", 16, 0x1234, 1, 16000, 32000, 2, 16)
     body = b"WAVEfmt " + fmt + b"data" + struct.pack("<I", 1000) + b"\0" * 1000

@@ -40,6 +40,10 @@ class AudioInfo:
         subtype: the sample format as the decoder names it ("PCM_16", "FLOAT", "aac"…).
         declared_duration: for a truncated file, the length in seconds its header declares
             (``duration`` is what it holds); None otherwise.
+        unfinalized_duration: for a WAV whose header was never finalised (a recorder that
+            stopped without closing the file: its header declares less audio than follows, often
+            none), the length in seconds the header declares; ``duration`` is what the file
+            holds, and all of it is decoded. None otherwise.
     """
 
     path: Path
@@ -48,6 +52,7 @@ class AudioInfo:
     duration: float
     subtype: str
     declared_duration: float | None = None
+    unfinalized_duration: float | None = None
 
 
 class PcmNormalizer:
@@ -364,6 +369,39 @@ HEADERLESS_SUFFIXES = (".raw", ".pcm")
 """File name endings of headerless PCM, which needs its format given (:class:`RawPcm`)."""
 
 _DECLARED = re.compile(r"^data\s*:\s*(\d+)\s*\(should be (\d+)\)", re.MULTILINE)
+#: A data size that is a placeholder, not a length: 0xFFFFFFFF, written by encoders writing to a
+#: pipe (ffmpeg) that cannot go back to fill in the size.
+_UNKNOWN_SIZE = 0xFFFFFFFF - 8
+
+
+def _unfinalized_wav(path: Path, block: int, rate: int) -> tuple[int, int] | None:
+    """``(declared frames, held frames)`` of a RIFF/WAVE file whose data chunk is followed by 0.1 s
+    or more of bytes that are no chunk (no printable four-character id): a header never finalised
+    (sizes left at 0, or at an early flush). None for any other file.
+
+    libsndfile and FFmpeg read only as far as the data chunk's size, so the check walks the
+    chunk headers (RIFF: Microsoft/IBM, "Multimedia Programming Interface and Data
+    Specifications 1.0", 1991), at most the first 64 KiB.
+    """
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        head = f.read(65536)
+        if head[:4] != b"RIFF" or head[8:12] != b"WAVE":
+            return None
+        pos = 12
+        while pos + 8 <= len(head):
+            cid, n = head[pos:pos + 4], int.from_bytes(head[pos + 4:pos + 8], "little")
+            if cid == b"data":
+                end = pos + 8 + n
+                if n >= _UNKNOWN_SIZE or size - end < block * (rate // 10):
+                    return None
+                f.seek(end + (n & 1))
+                nxt = f.read(4)
+                if len(nxt) == 4 and all(32 <= b < 127 for b in nxt):  # another chunk follows
+                    return None
+                return n // block, (size - pos - 8) // block
+            pos += 8 + n + (n & 1)
+    return None
 
 
 def probe(path: str | Path, raw: RawPcm | None = None) -> AudioInfo:
@@ -375,7 +413,10 @@ def probe(path: str | Path, raw: RawPcm | None = None) -> AudioInfo:
 
     Returns:
         :class:`AudioInfo`; ``declared_duration`` is set when the header promises more audio than
-        the file holds (a truncated recording: what is there is still decoded).
+        the file holds (a truncated recording: what is there is still decoded), and
+        ``unfinalized_duration`` when a WAV's header declares less than follows it (a recording
+        that was not closed: all of it is decoded). A data size of 0xFFFFFFFF (a WAV written to a
+        pipe) means "to the end of the file", not a length.
 
     Raises:
         AudioError: missing file, directory, empty file, or a format neither soundfile nor PyAV
@@ -396,14 +437,19 @@ def probe(path: str | Path, raw: RawPcm | None = None) -> AudioInfo:
     error = ""
     try:
         info = sf.info(str(path))
+        extra = info.extra_info or ""
+        block = int(info.channels) * _SAMPLE_BYTES.get(str(info.subtype), 0)
+        rate = int(info.samplerate)
+        stale = _unfinalized_wav(path, block, rate) if block and str(info.format) == "WAV" else None
+        if stale is not None:
+            return AudioInfo(path, rate, int(info.channels), stale[1] / rate, str(info.subtype),
+                             unfinalized_duration=stale[0] / rate)
         if info.frames > 0 or info.duration > 0:
             declared = None
-            m = _DECLARED.search(info.extra_info or "")
-            block = int(info.channels) * _SAMPLE_BYTES.get(str(info.subtype), 0)
-            if m and block and int(m.group(1)) > int(m.group(2)):
-                declared = int(m.group(1)) // block / info.samplerate
-            return AudioInfo(path, int(info.samplerate), int(info.channels),
-                             float(info.frames) / info.samplerate, str(info.subtype), declared)
+            m = _DECLARED.search(extra)
+            if m and block and int(m.group(2)) < int(m.group(1)) < _UNKNOWN_SIZE:
+                declared = int(m.group(1)) // block / rate
+            return AudioInfo(path, rate, int(info.channels), float(info.frames) / rate, str(info.subtype), declared)
     except Exception as exc:  # noqa: BLE001 - try PyAV next
         error = str(exc)
     return _probe_av(path, error)
@@ -487,6 +533,9 @@ def read_native_blocks(path: str | Path, block_seconds: float = 0.5,
     info = probe(path, raw)
     import soundfile as sf
 
+    if info.unfinalized_duration is not None:  # libsndfile stops where the stale header says
+        yield from _read_av_blocks(path, info, {"ignore_length": "1"})
+        return
     handle = None
     if not info.subtype.startswith("MPEG_LAYER"):
         # MP3 goes to PyAV: libsndfile's mpg123 writes a line to the terminal for every damaged
@@ -512,11 +561,12 @@ def read_native_blocks(path: str | Path, block_seconds: float = 0.5,
     yield from _read_av_blocks(path, info)
 
 
-def _read_av_blocks(path: Path, info: AudioInfo) -> Iterator[tuple[np.ndarray, int]]:
+def _read_av_blocks(path: Path, info: AudioInfo, options: dict[str, str] | None = None,
+                    ) -> Iterator[tuple[np.ndarray, int]]:
     import av
 
     try:
-        with av.open(str(path)) as container:
+        with av.open(str(path), options=options or {}) as container:
             stream = container.streams.audio[0]
             resampler = av.AudioResampler(format="flt", layout=None, rate=info.sample_rate)
             normalize_block = PcmNormalizer(str(path))  # lossy decoders overshoot full scale

@@ -91,6 +91,11 @@ class FileSource:
             log.warning("%s is truncated: its header declares %.1f s but it holds %.1f s; the %.1f s "
                         "present are processed", self.path, self.info.declared_duration, self.info.duration,
                         self.info.duration)
+        if self.info.unfinalized_duration is not None:
+            log.warning("%s was not closed properly (its header declares %.1f s of audio but the file holds %.1f s, as when a "
+                        "recorder stops without finalising the file); all %.1f s are processed. To repair the file "
+                        "itself: ffmpeg -ignore_length 1 -i IN OUT.wav", self.path, self.info.unfinalized_duration,
+                        self.info.duration, self.info.duration)
         if channel is not None and not 0 <= channel < self.info.channels:
             raise AudioError(f"channel {channel} requested but {self.path.name} has {self.info.channels} "
                              f"channel{'s' if self.info.channels != 1 else ''} (0..{self.info.channels - 1})")
