@@ -338,6 +338,37 @@ def test_eval_names_an_unknown_file_id_and_the_known_ones(capsys):
     assert ", sample, " in err and "dev00" in err
 
 
+def _index(tmp_path, header: str, row: str) -> str:
+    """An eval folder over falcon's recording and an RTTM whose file id is ``mtg``."""
+    (tmp_path / "ref.rttm").write_text("SPEAKER mtg 1 1.6 2.2 <NA> <NA> a <NA> <NA>\n", encoding="utf-8")
+    (tmp_path / "index.tsv").write_text(header + "\n" + row + "\n", encoding="utf-8")
+    (tmp_path / "test.wav").symlink_to(FALCON)
+    return str(tmp_path)
+
+
+@pytest.mark.parametrize("header,row,message", [
+    ("file_id\taudio\trttm\tspeakers", "meeting\ttest.wav\tref.rttm\t3",
+     "ref.rttm has no SPEAKER line for file id 'meeting' (the ids in it: mtg)"),
+    ("file_id\taudio\trttm", "mtg\ttest.wav\tref.rttm", "no column speakers in its header row"),
+    ("file_id\taudio\trttm\tspeakers", "mtg\ttest.wav\tref.rttm\t-", "speakers is '-'"),
+    ("file_id\taudio\trttm\tspeakers", "mtg\ttest.wav\t-\t3", "the rttm column is empty"),
+    ("file_id\taudio\trttm\tspeakers", "mtg\tnope.wav\tref.rttm\t3", "nope.wav is not a file"),
+])
+def test_eval_checks_a_users_index_before_running_anything(tmp_path, capsys, header, row, message):
+    """A user's own index.tsv: a mismatched RTTM file id used to score a perfect 0.0 DER, other
+    mistakes ended as internal errors after the pipeline had run."""
+    assert main(["eval", "--eval-dir", _index(tmp_path, header, row)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("voicekit: error: ") and "internal error" not in err
+    assert message in err, err
+
+
+def test_eval_names_a_missing_index(tmp_path, capsys):
+    assert main(["eval", "--eval-dir", str(tmp_path / "nowhere")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"voicekit: error: {tmp_path / 'nowhere' / 'index.tsv'} not found: point --eval-dir at the evaluation folder (../shared/eval)"
+
+
 def test_help_is_plain_text():
     out = subprocess.run([sys.executable, "-m", "voicekit.cli", "--help"], capture_output=True, text=True).stdout
     assert "The voicekit command" in out and "``" not in out

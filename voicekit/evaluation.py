@@ -45,25 +45,77 @@ class EvalFile:
     kind: str
 
 
+class EvalIndexError(ValueError):
+    """An ``index.tsv`` (or a reference it points at) that cannot be scored; the message names
+    the row, the problem and the fix."""
+
+
+#: The columns of ``index.tsv`` (tab-separated, a header row first); uem, transcript and kind may
+#: be left out, and ``-`` or an empty cell means "none".
+INDEX_COLUMNS = ("file_id", "audio", "rttm", "uem", "transcript", "speakers", "kind")
+_REQUIRED_COLUMNS = ("file_id", "audio", "rttm", "speakers")
+
+
 def load_index(eval_dir: str | Path) -> list[EvalFile]:
-    """Read ``<eval_dir>/index.tsv``.
+    """Read ``<eval_dir>/index.tsv`` and check every row before anything is run.
+
+    The index is tab-separated with a header row naming :data:`INDEX_COLUMNS` (``file_id``,
+    ``audio``, ``rttm``, ``speakers`` required); paths are relative to ``eval_dir``. Each RTTM
+    must hold ``SPEAKER`` lines whose second field is the row's ``file_id``.
 
     Raises:
         FileNotFoundError: when the index is missing (point ``--eval-dir`` at ``../shared/eval``).
+        EvalIndexError: a missing column, a path that is not a file, a speaker count that is not
+            a positive whole number, or an RTTM with no line for the row's file id.
     """
     eval_dir = Path(eval_dir)
     index = eval_dir / "index.tsv"
     if not index.is_file():
         raise FileNotFoundError(f"{index} not found: point --eval-dir at the evaluation folder (../shared/eval)")
     out = []
-    with open(index, encoding="utf-8") as f:
-        for row in csv.DictReader(f, delimiter="\t"):
-            def p(key: str) -> Path | None:
-                v = row[key].strip()
-                return None if v in ("", "-") else eval_dir / unicodedata.normalize("NFC", v)
-            out.append(EvalFile(row["file_id"], p("audio"), p("rttm"), p("uem"), p("transcript"),
-                                int(row["speakers"]), row["kind"]))
+    with open(index, encoding="utf-8-sig") as f:
+        reader = csv.DictReader(f, delimiter="\t")
+        missing = [c for c in _REQUIRED_COLUMNS if c not in (reader.fieldnames or ())]
+        if missing:
+            raise EvalIndexError(f"{index}: no column {', '.join(missing)} in its header row "
+                                 f"({' '.join(reader.fieldnames or ()) or 'empty'}); the columns, tab-separated: "
+                                 f"{' '.join(INDEX_COLUMNS)} (uem, transcript and kind may be left out)")
+        for line, row in enumerate(reader, start=2):
+            where = f"{index}, line {line}"
+
+            def p(key: str, required: bool = False) -> Path | None:
+                v = (row.get(key) or "").strip()
+                if v in ("", "-"):
+                    if required:
+                        raise EvalIndexError(f"{where}: the {key} column is empty; give the file's path, "
+                                             f"relative to {eval_dir}")
+                    return None
+                path = eval_dir / unicodedata.normalize("NFC", v)
+                if not path.is_file():
+                    raise EvalIndexError(f"{where}: {key} {path} is not a file; paths are relative to {eval_dir}")
+                return path
+
+            file_id = (row.get("file_id") or "").strip()
+            if not file_id:
+                raise EvalIndexError(f"{where}: the file_id column is empty")
+            speakers = (row.get("speakers") or "").strip()
+            if not speakers.isdigit() or int(speakers) < 1:
+                raise EvalIndexError(f"{where}: speakers is {speakers!r}; give the number of speakers in the "
+                                     "reference (a whole number, 1 or more)")
+            file = EvalFile(file_id, p("audio", True), p("rttm", True), p("uem"), p("transcript"),
+                            int(speakers), (row.get("kind") or "").strip() or "-")
+            _check_rttm_ids(file, where)
+            out.append(file)
     return out
+
+
+def _check_rttm_ids(file: EvalFile, where: str) -> None:
+    ids = {parts[1] for parts in (line.split() for line in file.rttm.read_text(encoding="utf-8").splitlines())
+           if len(parts) >= 8 and parts[0] == "SPEAKER"}
+    if file.file_id not in ids:
+        found = ", ".join(sorted(ids)[:10]) if ids else "none"
+        raise EvalIndexError(f"{where}: {file.rttm} has no SPEAKER line for file id {file.file_id!r} (the ids "
+                             f"in it: {found}); the file_id column must be the RTTM's second field")
 
 
 def load_reference(file: EvalFile, duration: float):

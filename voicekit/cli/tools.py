@@ -10,14 +10,30 @@ from voicekit.cli.common import CliError, machine_line, source_commit
 from voicekit.cli.options import _options, _pipeline_args
 
 
+EPILOG_EVAL = """\
+your own recordings: make a folder with an index.tsv, tab-separated, one header row, then a row
+per recording (paths relative to the folder; "-" for none):
+
+  file_id   audio        rttm          uem   transcript   speakers   kind
+  mtg1      mtg1.wav     mtg1.rttm     -     mtg1.txt     3          office
+
+file_id is the second field of the RTTM's SPEAKER lines (SPEAKER mtg1 1 12.30 2.10 <NA> <NA> ana
+<NA> <NA>); the UEM (file_id 1 start end) limits scoring to a stretch; the transcript (plain text)
+adds WER; speakers is the true count. Then: voicekit eval --eval-dir FOLDER
+"""
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from voicekit.evaluation import evaluate_file, format_table, load_index
+    from voicekit.evaluation import EvalIndexError, evaluate_file, format_table, load_index
     from voicekit.pipeline import Components
 
     err = Console(stderr=True, highlight=False)
-    files = load_index(args.eval_dir)
+    try:
+        files = load_index(args.eval_dir)
+    except (FileNotFoundError, EvalIndexError) as exc:
+        raise CliError(str(exc)) from exc
     if args.files:
         unknown = set(args.files) - {f.file_id for f in files}
         if unknown:
@@ -59,7 +75,8 @@ def cmd_models(args: argparse.Namespace) -> int:
 def _tool_parsers(sub) -> None:  # noqa: ANN001
     p = sub.add_parser("eval", help="DER / WER / RTF on the evaluation recordings",
                        description="Run the pipeline on every recording with a reference and print "
-                                   "DER (collar 0 and 0.5), speakers found, WER and RTF.")
+                                   "DER (collar 0 and 0.5), speakers found, WER and RTF.",
+                       epilog=EPILOG_EVAL, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--eval-dir", default=str(Path(__file__).resolve().parents[2].parent / "shared" / "eval"),
                    help="folder with index.tsv (default ../shared/eval)")
     p.add_argument("--files", nargs="+", metavar="ID", help="only these file ids (the first column of index.tsv; default: all)")
