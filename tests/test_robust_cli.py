@@ -191,7 +191,21 @@ def test_a_second_command_into_an_out_in_use_is_refused(tmp_path):
         os.close(fd)
     # in one process, a command lets go of its --out when it returns
     assert main(["replay", str(FALCON), "--out", str(out), "--quiet"]) == 0
-    assert main(["replay", str(FALCON), "--out", str(out), "--quiet", "--overwrite"]) == 0
+    assert main(["replay", str(FALCON), "--out", str(out), "--quiet", "--overwrite", "--keep-embeddings"]) == 0
+    # an export beside a running meeting would rewrite its outputs and drop embeddings it is writing
+    kept = len(MeetingStore(out / "meeting.sqlite").embeddings())
+    fd = os.open(out, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    try:
+        rc, err = _cli("export", out, "--drop-embeddings")
+        assert rc == 2 and err.strip().endswith("in use by another voicekit command (a meeting is being recorded "
+                                                "or replayed into it): export it when that command has ended (it "
+                                                "writes the outputs itself as it ends)"), err
+    finally:
+        os.close(fd)
+    assert kept > 0 and len(MeetingStore(out / "meeting.sqlite").embeddings()) == kept
+    assert main(["export", str(out), "--drop-embeddings"]) == 0
+    assert MeetingStore(out / "meeting.sqlite").embeddings() == []
 
 
 def test_livekit_enrol_voices_with_two_room_microphones_is_refused_before_anything(tmp_path):

@@ -54,15 +54,20 @@ def _check_writable(out: Path) -> None:
 _HELD_DIRS: list[int] = []   # descriptors of the meeting directories this command holds
 
 
-def _lock_meeting_dir(out: Path) -> None:
+def _lock_meeting_dir(out: Path, fix: str = "wait until it ends, or choose another --out") -> None:
     """Take the meeting directory ``out`` for this command (an exclusive ``flock`` on the
     directory itself: no lock file is left behind, and the kernel releases it when the process
     ends, a crash included); :func:`_release_meeting_dirs` (``main`` calls it when the command
     returns) lets it go.
 
+    Args:
+        out: the meeting directory.
+        fix: what the error tells the user to do when another command holds it.
+
     Raises:
         CliError: when another voicekit command holds ``out``: two meetings into one store would
-            replace each other's turns.
+            replace each other's turns, and an export beside a running meeting would rewrite its
+            outputs and embeddings under it.
     """
     import fcntl
     import os
@@ -73,7 +78,7 @@ def _lock_meeting_dir(out: Path) -> None:
     except BlockingIOError:
         os.close(fd)
         raise CliError(f"{out} is in use by another voicekit command (a meeting is being recorded or replayed "
-                       "into it): wait until it ends, or choose another --out") from None
+                       f"into it): {fix}") from None
     _HELD_DIRS.append(fd)
 
 

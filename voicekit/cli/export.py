@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from voicekit.cli.common import CliError, _plural
+from voicekit.cli.common import CliError, _lock_meeting_dir, _plural
 from voicekit.cli.meeting import (_check_readable_store, _has_embeddings, _refine_stored, _refined_summary,
                                   _write_outputs)
 
@@ -22,6 +22,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.num_speakers is not None and not args.refine:
         raise CliError("--num-speakers applies to the re-clustering: add --refine")
     _check_readable_store(store_path, "export writes outputs only from a voicekit meeting")
+    _lock_meeting_dir(out, fix="export it when that command has ended (it writes the outputs itself as it ends)")
     store = MeetingStore(store_path)
     meta = store.meta()
     stem = meta.get("stem", "meeting")
