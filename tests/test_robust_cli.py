@@ -173,6 +173,22 @@ def test_a_damaged_or_foreign_store_in_out_is_kept_unless_overwrite(tmp_path, da
     assert MeetingStore(store).turns()  # replaced by the new meeting
 
 
+def test_a_compute_type_the_cpu_cannot_run_is_a_one_line_error(tmp_path):
+    """CTranslate2 raised "Requested float16 compute type, but the target device or backend do not
+    support efficient float16 computation", which ended as an internal error."""
+    import ctranslate2
+
+    from voicekit.devices import COMPUTE_TYPES
+
+    supported = ctranslate2.get_supported_compute_types("cpu")
+    unsupported = [c for c in COMPUTE_TYPES if c not in supported and c not in ("default", "auto")]
+    assert unsupported, supported
+    rc, err = _cli("replay", SAMPLE, "--out", tmp_path / "o", "--quiet", "--compute-type", unsupported[0])
+    assert rc == 2 and err.strip() == (
+        f"voicekit: error: --compute-type {unsupported[0]}: CTranslate2 cannot run it on this cpu (it can: "
+        f"{', '.join(sorted(supported))}, or default); pick one of those"), err
+
+
 def test_a_second_command_into_an_out_in_use_is_refused(tmp_path):
     import fcntl
 

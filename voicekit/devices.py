@@ -23,14 +23,27 @@ class DeviceError(Exception):
     """A device or compute type cannot be used here. The message names the fix."""
 
 
-def check_compute_type(compute_type: str) -> str:
-    """Return ``compute_type`` if CTranslate2 knows it.
+def check_compute_type(compute_type: str, device: str | None = None) -> str:
+    """Return ``compute_type`` if CTranslate2 knows it (and, given ``device``, can run it there).
+
+    Args:
+        compute_type: a name of :data:`COMPUTE_TYPES`.
+        device: ``cpu`` or ``cuda`` to also check that CTranslate2 supports the type on it
+            (``ctranslate2.get_supported_compute_types``: on most CPUs ``float32``, ``int8`` and
+            ``int8_float32``, not ``float16``); None or ``auto`` checks the name only.
 
     Raises:
-        DeviceError: for an unknown name.
+        DeviceError: for an unknown name, or a type the device cannot run.
     """
     if compute_type not in COMPUTE_TYPES:
         raise DeviceError(f"unknown compute type {compute_type!r}: use one of {', '.join(COMPUTE_TYPES)}")
+    if device in DEVICES and compute_type not in ("default", "auto"):
+        import ctranslate2
+
+        supported = sorted(ctranslate2.get_supported_compute_types(device))
+        if compute_type not in supported:
+            raise DeviceError(f"--compute-type {compute_type}: CTranslate2 cannot run it on this {device} "
+                              f"(it can: {', '.join(supported)}, or default); pick one of those")
     return compute_type
 
 

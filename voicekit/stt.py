@@ -92,7 +92,7 @@ class Transcriber:
         voicekit.models.ModelError: when the model cannot be found, or an English-only model is
             given another language (at construction).
         voicekit.devices.DeviceError: when ``cuda`` is asked for and CTranslate2 sees no CUDA
-            device, or the compute type is unknown.
+            device, or the compute type is unknown or not one CTranslate2 can run on the device.
     """
 
     def __init__(self, options: SttOptions | None = None) -> None:
@@ -102,7 +102,7 @@ class Transcriber:
         self.options = opt = options or SttOptions()
         ctranslate2.set_random_seed(opt.seed)  # before the first sampling (see SttOptions.seed)
         require_ctranslate2_device(opt.device)
-        check_compute_type(opt.compute_type)
+        check_compute_type(opt.compute_type, opt.device)
         self.model_path = resolve_whisper(opt.model)
         compute = opt.compute_type
         if compute == "default":
