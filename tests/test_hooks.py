@@ -32,6 +32,20 @@ def test_rename_of_one_turn_only():
     assert hooks.run(turn(start=10)).sender_name == "Speaker A"
 
 
+def test_a_rename_to_another_speakers_label_is_that_hooks_failure():
+    """Outputs write names in place of labels: "Speaker A" renamed "Speaker C" would merge two
+    speakers, so the rename is refused (the turn is committed as it came) and logged."""
+    hooks = HookRunner()
+    hooks.register(lambda t: HookResult.rename("Speaker C"))
+    out = hooks.run(turn())
+    assert (out.speaker, out.sender_name, out.text) == ("Speaker A", "Speaker A", "Hi, this is Diane in New Jersey.")
+    assert hooks.names == {}
+    assert hooks.failures[0][2] == ("renamed Speaker A to 'Speaker C': that is another speaker's label, so the "
+                                    "outputs would show two speakers as one; give a person's name")
+    hooks.register(lambda t: HookResult.rename("Speaker A"))  # its own label: nothing merges
+    assert hooks.run(turn()).sender_name == "Speaker A"
+
+
 def test_edit_and_block():
     hooks = HookRunner()
     hooks.register(lambda t: t.replace(text=t.text.upper()))

@@ -150,7 +150,7 @@ def test_a_second_replay_never_overwrites_a_meeting_silently(replayed, capsys):
     assert (replayed / "meeting.sqlite").read_bytes() == before
 
 
-def test_a_killed_replay_keeps_every_committed_turn(tmp_path):
+def test_a_killed_replay_keeps_every_committed_turn(tmp_path, capsys):
     out = tmp_path / "m"
     proc = subprocess.Popen([sys.executable, "-m", "voicekit.cli", "replay", str(SAMPLE), "--out", str(out),
                              "--realtime", "--quiet"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -172,7 +172,12 @@ def test_a_killed_replay_keeps_every_committed_turn(tmp_path):
     assert len(turns) >= committed and all(t.text for t in turns)
     store.close()
     assert main(["export", str(out)]) == 0
-    assert len(json.loads((out / "sample.json").read_text())["turns"]) == len(turns)
+    doc = json.loads((out / "sample.json").read_text())
+    assert len(doc["turns"]) == len(turns)
+    # the outputs do not claim the whole 30 s recording was heard, and export says why
+    assert doc["meeting"]["duration"] == round(max(t.end for t in turns), 3) < 30.0
+    printed = capsys.readouterr().out
+    assert f"the meeting in {out} did not end: the command recording it ({SAMPLE}) was stopped before" in printed
 
 
 def test_a_failed_start_leaves_nothing_that_blocks_the_retry(tmp_path, capsys):

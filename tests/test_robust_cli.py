@@ -94,6 +94,8 @@ CASES = [
      "the name 'Ana;Speaker B=Ben' given to Speaker A holds '='"),
     ("--speaker-names file not UTF-8", lambda t: [SAMPLE, "--speaker-names", _file(t / "n.txt", "Speaker A = Chloé\n".encode("latin-1"))],
      "n.txt: cannot read it as UTF-8 text ('utf-8' codec can't decode byte 0xe9"),
+    ("--speaker-names with another speaker's label", lambda t: [SAMPLE, "--speaker-names", "Speaker A=Speaker B"],
+     "Speaker A=Speaker B: that is another speaker's label, so the outputs would show two speakers as one"),
     ("--speaker-names with a bare letter", lambda t: [SAMPLE, "--speaker-names", "A=Ana"],
      "'A' can never name a speaker of `voicekit replay`"),
     ("--stem with a folder", lambda t: [SAMPLE, "--stem", "sub/m"], "must be a file name without a folder"),
@@ -397,6 +399,19 @@ def test_eval_names_a_missing_index(tmp_path, capsys):
     assert main(["eval", "--eval-dir", str(tmp_path / "nowhere")]) == 2
     err = capsys.readouterr().err.strip()
     assert err == f"voicekit: error: {tmp_path / 'nowhere' / 'index.tsv'} not found: point --eval-dir at the evaluation folder (../shared/eval)"
+
+
+def test_version_and_a_store_read_that_creates_nothing(tmp_path, capsys):
+    from voicekit import __version__
+    from voicekit.cli.meeting import _committed_turns
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0 and capsys.readouterr().out == f"voicekit {__version__}\n"
+    # `mic --out NEWDIR --append` looks for a stored meeting first: looking must not leave an
+    # empty meeting.sqlite behind
+    assert _committed_turns(tmp_path / "meeting.sqlite") == 0
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_help_is_plain_text():

@@ -302,6 +302,10 @@ class HookRunner:
                 if result.block:
                     log.info("hook %s blocked the turn at %.2f s", hook.name, turn.start)
                     return None
+                clash = _label_clash(turn.speaker, result.name)
+                if clash:
+                    self._fail(hook, turn, f"renamed {turn.speaker} to {result.name.strip()!r}: {clash}")
+                    continue
                 if result.name is not None and result.name.strip():
                     turn = turn.replace(metadata={**turn.metadata, "sender_name": result.name.strip()})
                     if result.for_speaker:
@@ -390,6 +394,16 @@ def _invalid(result: Any) -> str | None:
 _DIARIZATION_LIKE = re.compile(r"speaker[\s_]+([a-z]{1,2})", re.IGNORECASE)
 
 
+def _label_clash(label: str, name: str | None) -> str | None:
+    """Why ``name`` cannot be given to the speaker ``label`` (None when it can): it is spelled like
+    another diarization label (``Speaker B``, ``speaker_b``), so the outputs, which write names in
+    place of labels, would merge two speakers."""
+    m = _DIARIZATION_LIKE.fullmatch((name or "").strip())
+    if m is None or f"Speaker {m.group(1).upper()}" == label:
+        return None
+    return "that is another speaker's label, so the outputs would show two speakers as one; give a person's name"
+
+
 def parse_speaker_names(text: str) -> dict[str, str]:
     """Parse ``"Speaker A=Diane,Speaker B=Sheila"`` or a names file (one ``Speaker A = Diane`` per
     line, ``#`` comments) into ``{"Speaker A": "Diane", …}``.
@@ -402,7 +416,8 @@ def parse_speaker_names(text: str) -> dict[str, str]:
         ValueError: for an entry without ``=``, without a label or a name, or whose name holds
             another ``=`` (entries run together: ``Speaker A=Ana;Speaker B=Ben``); a label given
             twice; a label spelled like a diarization label but not exactly (``speaker a``,
-            ``Speaker_A``): the message gives the right spelling.
+            ``Speaker_A``): the message gives the right spelling; a name that is another
+            diarization label (``Speaker A=Speaker B``: the outputs would merge the two).
     """
     names: dict[str, str] = {}
     for raw in text.replace("\n", ",").split(","):
@@ -423,5 +438,8 @@ def parse_speaker_names(text: str) -> dict[str, str]:
                              + ("; only RTTM files write the space as _" if "_" in label else ""))
         if label in names:
             raise ValueError(f"{label} is given twice ({names[label]}, then {name}): give each label one name")
+        clash = _label_clash(label, name)
+        if clash:
+            raise ValueError(f"{label}={name}: {clash}")
         names[label] = name
     return names

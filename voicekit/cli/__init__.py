@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
+from voicekit import __version__
 from voicekit.cli.capture import _capture_parsers
 from voicekit.cli.common import CliError, _release_meeting_dirs, machine_line, source_commit
 from voicekit.cli.export import _export_parser
@@ -62,6 +63,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="voicekit", description=_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
+    parser.add_argument("--version", action="version", version=f"voicekit {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     _replay_parser(sub)

@@ -11,6 +11,19 @@ from voicekit.cli.meeting import (_check_readable_store, _has_embeddings, _refin
                                   _write_outputs)
 
 
+def _unfinished_note(store, out: Path, meta: dict) -> float:  # noqa: ANN001
+    """Print that the meeting in ``out`` did not end; return the end of its last committed turn
+    in seconds (the duration its outputs then give)."""
+    from voicekit.outputs import clock
+
+    turns = store.turns()
+    end = round(max((t.end for t in turns), default=0.0), 3)
+    print(f"the meeting in {out} did not end: the command recording it ({meta.get('source', 'unknown source')}) "
+          f"was stopped before it could finish (killed, or the machine went down); the outputs hold the "
+          f"{_plural(len(turns), 'turn')} committed, up to {clock(end, digits=1)}")
+    return end
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     from voicekit.outputs import REFINED_SUFFIX
     from voicekit.store import MeetingStore
@@ -26,6 +39,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     store = MeetingStore(store_path)
     meta = store.meta()
     stem = meta.get("stem", "meeting")
+    if meta.get("duration") is None:  # set when a replay or capture ends: this one was killed
+        meta["duration"] = _unfinished_note(store, out, meta)
     # a meeting that went on after its refinement (mic --append) holds turns the refinement lacks;
     # it can be redone only from kept embeddings
     stale = store.unrefined_turns() if store.has_refined() else 0

@@ -14,10 +14,12 @@ from voicekit.cli.common import CliError, _plural
 def _read_store(store_path: Path, sql: str) -> list[tuple] | None:
     """The rows of one query on an existing meeting store, read without the store class (no
     schema is created, the connection is closed: no -wal/-shm left behind); None when the file is
-    not a readable store."""
+    absent (it is not created) or not a readable store."""
     import contextlib
     import sqlite3
 
+    if not store_path.is_file():
+        return None
     try:
         with contextlib.closing(sqlite3.connect(store_path)) as conn:
             return conn.execute(sql).fetchall()

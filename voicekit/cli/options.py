@@ -47,7 +47,9 @@ def _pipeline_args(p: argparse.ArgumentParser, device_flag: str = "--device") ->
     g.add_argument("--diarizer-mode", default="auto", choices=["auto", "offline", "streaming"],
                    help="pyannote only: offline (the whole recording, replay only) or streaming (5 s "
                         "window every 0.5 s); auto: offline for replay without --realtime, else streaming")
-    g.add_argument("--num-speakers", type=int, default=None, help="exact number of speakers, when known")
+    g.add_argument("--num-speakers", type=int, default=None, help="number of speakers, when known: the labels never exceed it, and each new stretch of "
+                        "speech opens a speaker until it is reached (a meeting with fewer stretches of "
+                        "speech ends with fewer)")
     g.add_argument("--min-speakers", type=int, default=None, help="at least this many speakers")
     g.add_argument("--max-speakers", type=int, default=None, help="at most this many speakers")
 

@@ -190,7 +190,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
             "model": args.model, "vad": args.vad}
     if options.pyannote is not None:
         meta["diarizer"] = f"pyannote:{options.pyannote.source} ({options.pyannote.mode})"
-    store.set_meta(**meta)
+    # the stored duration is known when the replay ends; one killed before leaves None, which
+    # `voicekit export` reads as a meeting that did not end
+    store.set_meta(**{**meta, "duration": None})
     if hooks.names:
         store.set_speaker_names(hooks.names)
     pipeline_kw = {}
@@ -246,8 +248,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         if progress is not None:
             progress.stop()
         try:
-            if interrupted:
-                store.set_meta(duration=meta["duration"])   # what was heard, not the file's length
+            store.set_meta(duration=meta["duration"])   # interrupted: what was heard, not the file's length
             store.set_speaker_names(pipe.speaker_names() if pipe is not None else hooks.names)
         except StoreError as exc:
             logging.getLogger("voicekit.cli").warning("%s", exc)

@@ -152,14 +152,16 @@ class MeetingStore:
         """
         try:
             with self.conn:
-                self.conn.executemany("INSERT OR REPLACE INTO meeting(key, value) VALUES (?, ?)",
+                # an upsert keeps a key's row (and so its place in meta()'s order) when it changes
+                self.conn.executemany("INSERT INTO meeting(key, value) VALUES (?, ?) "
+                                      "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                                       [(k, json.dumps(v, ensure_ascii=False)) for k, v in values.items()])
         except sqlite3.Error as exc:
             raise self._write_error(exc) from exc
 
     def meta(self) -> dict[str, Any]:
-        """All meeting metadata."""
-        return {k: json.loads(v) for k, v in self.conn.execute("SELECT key, value FROM meeting")}
+        """All meeting metadata, in the order the keys were first stored."""
+        return {k: json.loads(v) for k, v in self.conn.execute("SELECT key, value FROM meeting ORDER BY rowid")}
 
     # --- turns ------------------------------------------------------------------------------
     def commit(self, turn: SpeakerTurn, participants: Sequence[Participant] = ()) -> SpeakerTurn:
