@@ -54,5 +54,5 @@ def run(n: int) -> None:
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--turns", type=int, default=50_000)
+    ap.add_argument("--turns", type=int, default=50_000, help="turns in the generated meeting")
     run(ap.parse_args().turns)

@@ -410,7 +410,7 @@ def table(rows: list[Row]) -> str:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="where the models run")
     p.add_argument("--compute-types", default=None,
                    help="comma-separated (default: float32 on cpu; float32,float16,bfloat16 on cuda)")
     p.add_argument("--sections", default=",".join(SECTIONS), help=f"comma-separated subset of {','.join(SECTIONS)}")

@@ -150,9 +150,9 @@ def run_pg(dsn: str, n: int, commits: int, seed: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
-    ap.add_argument("--commits", type=int, default=2000)
-    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000], help="register sizes (turns) to time")
+    ap.add_argument("--commits", type=int, default=2000, help="turns committed per timing")
+    ap.add_argument("--seed", type=int, default=7, help="random seed of the generated turns")
     ap.add_argument("--pg", metavar="DSN", help="also run against PostgreSQL (includes round trips)")
     args = ap.parse_args()
     print(f"machine: {platform.platform()}; CPU: {cpu_name()} ({os.cpu_count()} logical); "

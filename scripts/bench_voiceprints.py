@@ -152,9 +152,12 @@ def summarize(trials: list[Trial], threshold: float) -> dict[str, float]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--eval-dir", default=str(Path(__file__).resolve().parents[2] / "shared" / "eval"))
-    ap.add_argument("--evidence", type=float, nargs="+", default=[2.0, 4.0, 6.0, 10.0])
-    ap.add_argument("--min-enrol", type=float, default=MIN_ENROL_SECONDS)
+    ap.add_argument("--eval-dir", default=str(Path(__file__).resolve().parents[2] / "shared" / "eval"),
+                    help="folder with index.tsv (default ../shared/eval)")
+    ap.add_argument("--evidence", type=float, nargs="+", default=[2.0, 4.0, 6.0, 10.0],
+                    help="seconds of a speaker's speech to identify from (default 2 4 6 10)")
+    ap.add_argument("--min-enrol", type=float, default=MIN_ENROL_SECONDS,
+                    help="seconds of speech an enrolment needs (default: voicekit's)")
     args = ap.parse_args()
     files = {f.file_id: f for f in load_index(args.eval_dir)}
     encoder = SpeakerEncoder()

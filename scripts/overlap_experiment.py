@@ -37,6 +37,7 @@ from voicekit.diarization.encoder import SpeakerEncoder  # noqa: E402
 from voicekit.diarization.online import OnlineDiarizer, _unit  # noqa: E402
 from voicekit.evaluation import load_index, load_reference, pool, score_der, turns_to_annotation  # noqa: E402
 from voicekit.turns import extend_to_speech, words_to_turns  # noqa: E402
+from voicekit.vad import EndpointerOptions  # noqa: E402
 
 HEAVY = ("tst00", "trn08", "trn09", "EN2002a_30s")
 
@@ -76,13 +77,16 @@ def boundary_overlap(hyp: Annotation, turns, delta: float) -> Annotation:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--eval-dir", default=str(Path(__file__).resolve().parents[2] / "shared" / "eval"))
-    ap.add_argument("--cache", default="/tmp/voicekit-tune")
+    ap.add_argument("--eval-dir", default=str(Path(__file__).resolve().parents[2] / "shared" / "eval"),
+                    help="folder with index.tsv (default ../shared/eval)")
+    ap.add_argument("--cache", default="/tmp/voicekit-tune",
+                    help="the VAD+Whisper cache tune_diarization.py writes (made here when missing)")
     args = ap.parse_args()
     cache = Path(args.cache)
     cache.mkdir(parents=True, exist_ok=True)
     files = [f for f in load_index(args.eval_dir) if f.file_id not in HELD_OUT]
-    data = transcribe_all(files, "silero", 0.6, cache)
+    ep = EndpointerOptions()  # the defaults: the cache tune_diarization.py writes with its defaults
+    data = transcribe_all(files, "silero", ep.hangover, cache, ep.threshold, ep.max_utterance)
     encoder = SpeakerEncoder()
     hop = encoder.hop_frames / 100
     runs = []

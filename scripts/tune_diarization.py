@@ -71,9 +71,10 @@ def transcribe_all(files, vad: str, hangover: float, cache: Path, threshold: flo
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--eval-dir", default=str(Path(__file__).resolve().parents[2] / "shared" / "eval"))
-    ap.add_argument("--vad", default="silero")
-    ap.add_argument("--hangover", type=float, default=0.6)
+    ap.add_argument("--eval-dir", default=str(Path(__file__).resolve().parents[2] / "shared" / "eval"),
+                    help="folder with index.tsv (default ../shared/eval)")
+    ap.add_argument("--vad", default="silero", help="silero (default) or webrtc[:0-3]")
+    ap.add_argument("--hangover", type=float, default=0.6, help="seconds of silence that end an utterance")
     ap.add_argument("--vad-threshold", type=float, default=EndpointerOptions().threshold,
                     help="speech probability threshold of the endpointer (default: the endpointer's)")
     ap.add_argument("--max-utterance", type=float, default=EndpointerOptions().max_utterance,
@@ -87,13 +88,14 @@ def main() -> int:
     ap.add_argument("--gain", type=float, default=1.0,
                     help="scale each utterance by this factor before the diarizer (the VAD and Whisper ran "
                          "at the recording's own level): how the speaker encoder's decisions move with level")
-    ap.add_argument("--window", type=float, default=1.0)
-    ap.add_argument("--hop", type=float, default=0.25)
-    ap.add_argument("--cache", default="/tmp/voicekit-tune")
+    ap.add_argument("--window", type=float, default=1.0, help="speaker-embedding window, seconds")
+    ap.add_argument("--hop", type=float, default=0.25, help="step between embedding windows, seconds")
+    ap.add_argument("--cache", default="/tmp/voicekit-tune",
+                    help="where the VAD+Whisper pass of each setting is cached (overlap_experiment.py reads it)")
     ap.add_argument("--grid", nargs="*", default=[], help="name=v1,v2 … (DiarizerOptions fields)")
     ap.add_argument("--refine", nargs="*", default=[],
-                    help="NAME=value … constants of voicekit.diarization.refine (MERGE_SIMILARITY, "
-                         "MIN_LIVE_WINDOWS, MAX_CLUSTERED)")
+                    help="NAME=value … any constant of voicekit.diarization.refine (MERGE_SIMILARITY, "
+                         "MIN_LIVE_WINDOWS, MIN_NEW_WINDOWS, SNAP_WORDS, MAX_CLUSTERED…)")
     args = ap.parse_args()
     for item in args.refine:
         k, v = item.split("=")

@@ -249,7 +249,7 @@ class CountingDirector:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--members", type=int, choices=(2, 3), default=2)
+    parser.add_argument("--members", type=int, choices=(2, 3), default=2, help="AI members in the generated room")
     parser.add_argument("--verbose", action="store_true", help="print every decision")
     args = parser.parse_args(argv)
     rows = parse_script()

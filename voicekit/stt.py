@@ -45,7 +45,9 @@ class SttOptions:
     Attributes:
         model: ``tiny.en`` (default, English), ``base`` (multilingual) or a CTranslate2 directory.
         device: ``cpu``, ``cuda`` or ``auto``.
-        compute_type: CTranslate2 compute type (``int8`` on CPU by default, ``float16`` on CUDA).
+        compute_type: CTranslate2 compute type; ``default`` is ``int8`` on CPU and, on CUDA,
+            CTranslate2's ``default`` (the converted model's own type). A type the device cannot
+            run is refused at construction (``ctranslate2.get_supported_compute_types``).
         language: a Whisper language code (``en``, ``de``…), or None to detect (multilingual models
             only; an English-only model accepts only None or ``en``). An unknown code raises
             ValueError here.

@@ -367,7 +367,7 @@ def _capture_parsers(sub) -> None:  # noqa: ANN001
                                                 "stored meeting's)")
     p.add_argument("--seconds", type=finite_float, default=None, help="leave by itself after this many seconds")
     p.add_argument("--quiet", action="store_true", help="no live lines")
-    _meeting_args(p)
+    _meeting_args(p, voices_return=False)
     _hook_args(p, names_scope=" (room-microphone lanes)")
     _voice_args(p)
     _session_args(p)

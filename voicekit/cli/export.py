@@ -31,7 +31,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     out = Path(args.dir)
     store_path = out / "meeting.sqlite"
     if not store_path.is_file():
-        raise CliError(f"{store_path} not found: give the --out directory of a voicekit replay or mic meeting")
+        raise CliError(f"{store_path} not found: give the --out directory of a voicekit replay, mic or livekit meeting")
     if args.num_speakers is not None and not args.refine:
         raise CliError("--num-speakers applies to the re-clustering: add --refine")
     _check_readable_store(store_path, "export writes outputs only from a voicekit meeting")
@@ -78,14 +78,17 @@ def _export_parser(sub) -> None:  # noqa: ANN001
                                    "refinement is stored) from OUT/meeting.sqlite: after a crash, a Ctrl-C, or to "
                                    "refine a meeting later. Re-clustering needs the speaker embeddings, which "
                                    "only --keep-embeddings keeps (`replay --refine` alone does not).")
-    p.add_argument("dir", metavar="OUT", help="the --out directory of a replay or a mic meeting")
+    p.add_argument("dir", metavar="OUT", help="the --out directory of a replay, mic or livekit meeting")
     p.add_argument("--refine", action="store_true",
                    help="write <stem>.refined.*: re-cluster from the embeddings kept with --keep-embeddings "
-                        "when the meeting has no refinement yet or --num-speakers is given, else use the "
-                        "refinement stored (live labels are never changed); without --refine, "
+                        "when the meeting has no refinement yet, lacks turns committed since it ran, or "
+                        "--num-speakers is given, else use the refinement stored (live labels are never "
+                        "changed); without --refine, "
                         "<stem>.refined.* are rewritten only where a refinement is stored")
     p.add_argument("--num-speakers", type=int, default=None,
-                   help="with --refine: re-cluster into exactly this many speakers (needs the kept embeddings)")
+                   help="with --refine: re-cluster into this many speakers (needs the kept embeddings); a "
+                        "cluster with under 2 s of speech joins the most alike one, so a meeting with "
+                        "fewer voices ends with fewer")
     p.add_argument("--drop-embeddings", action="store_true",
                    help="delete the speaker embeddings kept with --keep-embeddings (after any --refine)")
     p.set_defaults(func=cmd_export)

@@ -50,7 +50,9 @@ def _pipeline_args(p: argparse.ArgumentParser, device_flag: str = "--device") ->
     g.add_argument("--num-speakers", type=int, default=None, help="number of speakers, when known: the labels never exceed it, and each new stretch of "
                         "speech opens a speaker until it is reached (a meeting with fewer stretches of "
                         "speech ends with fewer)")
-    g.add_argument("--min-speakers", type=int, default=None, help="at least this many speakers")
+    g.add_argument("--min-speakers", type=int, default=None,
+                   help="at least this many speakers: each new stretch of speech opens a speaker until it "
+                        "is reached (a meeting with fewer stretches of speech ends with fewer)")
     g.add_argument("--max-speakers", type=int, default=None, help="at most this many speakers")
 
 
@@ -210,8 +212,12 @@ def _voice_args(p: argparse.ArgumentParser) -> None:
                         "a hook in the voice library (only with the speakers' consent)")
 
 
-def _meeting_args(p: argparse.ArgumentParser, append: bool = True) -> None:
-    """``--overwrite`` / ``--append`` (live capture only): what to do with a meeting already in OUT."""
+def _meeting_args(p: argparse.ArgumentParser, append: bool = True, voices_return: bool = True) -> None:
+    """``--overwrite`` / ``--append`` (live capture only): what to do with a meeting already in OUT.
+
+    ``voices_return``: an appended session recognises returning voices (``mic`` with
+    ``--keep-embeddings``); ``livekit`` keeps no embeddings, so its returning voices get new labels.
+    """
     g = p.add_mutually_exclusive_group()
     g.add_argument("--overwrite", action="store_true",
                    help="replace the meeting already in OUT: its store and the outputs written from it "
@@ -220,9 +226,10 @@ def _meeting_args(p: argparse.ArgumentParser, append: bool = True) -> None:
         g.add_argument("--append", action="store_true",
                        help="go on with the meeting already in OUT (after a dropped connection or a "
                             "crash): this run's times continue after its audio, new speakers are labelled "
-                            "after its speakers, and the outputs are rewritten from all its turns; a "
-                            "returning voice keeps its label when every session ran with --keep-embeddings "
-                            "(voicekit mic)")
+                            "after its speakers, and the outputs are rewritten from all its turns; "
+                            + ("a returning voice keeps its label when every session ran with --keep-embeddings"
+                               if voices_return else "a participant's lane keeps their name, but a voice "
+                               "that returns on a room microphone gets a new label"))
 
 
 def _keep_embeddings_arg(p: argparse.ArgumentParser) -> None:
@@ -240,7 +247,8 @@ def _session_args(p: argparse.ArgumentParser) -> None:
                         "it), openai (OPENAI_API_KEY) or gemini (GEMINI_API_KEY or GOOGLE_API_KEY)")
     g.add_argument("--session-model", default=None, help="the session's model (default per provider)")
     g.add_argument("--session-base-url", default=None,
-                   help="provider base URL (openai: ws(s)://…/v1 for the WebSocket base or https://…/v1)")
+                   help="provider base URL (openai: ws(s)://…/v1 for the WebSocket base or https://…/v1; "
+                        "gemini: the API base)")
     g.add_argument("--session-log", default=None, metavar="PATH",
                    help="local: the JSON lines file (default OUT/session.jsonl); openai/gemini: the "
                         "session's events as JSON lines")

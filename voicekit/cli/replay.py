@@ -178,7 +178,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
         t = time.monotonic()
         d = options.diarizer
-        segments = components.pyannote.diarize(load_audio(source.path, channel=args.channel),
+        segments = components.pyannote.diarize(load_audio(source.path, channel=args.channel, raw=raw),
                                                 d.num_speakers, d.min_speakers, d.max_speakers)
         diarizer = PyannoteOfflineDiarizer(segments)
         err.print(f"[dim]pyannote diarized the whole recording in {time.monotonic() - t:.1f} s: "

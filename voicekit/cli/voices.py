@@ -160,7 +160,7 @@ examples:
 
 A voiceprint is biometric data: enrol a person only with their consent. Deleting removes the row
 and scrubs it from the file. The library is $VOICEKIT_VOICES, else voices.sqlite in the user data
-directory; --library chooses another. See docs/voiceprints.md.
+directory; `voices list|delete|enrol --library PATH` chooses another. See docs/voiceprints.md.
 """
 
 

@@ -60,7 +60,7 @@ class SpeakerEncoder:
         threads: torch intra-op threads on CPU (default 1: on 2 cores, OpenMP with 2 threads was
             measured 6-10x slower for this small LSTM when another process was busy).
         window: window length in seconds (default 1.0).
-        hop: step between windows in seconds (default 0.4).
+        hop: step between windows in seconds (default 0.25: four windows per second).
     """
 
     dimension = 256

@@ -212,7 +212,11 @@ def refine_turns(turns: Sequence[SpeakerTurn], windows: Sequence[WindowEmbedding
     Args:
         turns: the committed turns (with ``turn_id``, their live ``speaker`` and words).
         windows: every utterance's window embeddings, as the online diarizer kept them.
-        num_speakers / min_speakers / max_speakers: speaker-count constraints.
+        num_speakers / min_speakers / max_speakers: speaker-count constraints for the
+            clustering (None: automatic, at most 8 speakers). A cluster of under
+            ``MIN_NEW_WINDOWS`` windows that matches no live speaker joins the most alike one,
+            and a cluster left with no word disappears, so the result can hold fewer speakers
+            than ``num_speakers``.
 
     Returns:
         ``{turn_id: [refined label per word]}``; labels reuse the live label of the speaker each

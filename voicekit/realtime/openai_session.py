@@ -117,6 +117,15 @@ class OpenAIRealtimeSession(StreamingSession):
         return True
 
     async def send_audio(self, pcm16: bytes, sample_rate: int = 24000) -> None:
+        """Append 16-bit little-endian mono PCM to the session's input audio buffer.
+
+        Raises:
+            ValueError: when ``sample_rate`` is not 24000: the session's ``pcm16`` input format
+                is 24 kHz, and audio at another rate would be heard at the wrong speed
+                (resample first: ``voicekit.audio.resample``).
+        """
+        if sample_rate != 24000:
+            raise ValueError(f"OpenAI Realtime takes pcm16 at 24000 Hz, got {sample_rate} Hz: resample it first")
         await self._send({"type": "input_audio_buffer.append", "event_id": self._ids.next(),
                           "audio": base64.b64encode(pcm16).decode("ascii")})
 
