@@ -414,6 +414,23 @@ def test_version_and_a_store_read_that_creates_nothing(tmp_path, capsys):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_capture_session_killed_before_it_ended_is_told_apart_by_export(tmp_path, capsys):
+    """A mic (or livekit) session stores the meeting's duration when it ends; one killed before,
+    also one appended to a meeting that had ended, leaves it unknown, and export says so."""
+    from voicekit.cli.meeting import _session_meta
+    from voicekit.turns import SpeakerTurn
+
+    store = MeetingStore(tmp_path / "meeting.sqlite")
+    store.set_meta(source="mic:default", stem="meeting", duration=4.0)   # a first session that ended
+    store.commit(SpeakerTurn(speaker="Speaker A", text="Hello.", start=1.0, end=2.5, channel="mic"))
+    _session_meta(store, {"source": "mic:default", "stem": "meeting"}, 4.0)   # --append, then killed
+    store.commit(SpeakerTurn(speaker="Speaker A", text="Still here.", start=6.0, end=7.25, channel="mic"))
+    store.close()
+    assert main(["export", str(tmp_path)]) == 0
+    assert "the meeting in " + str(tmp_path) + " did not end: the command recording it (mic:default)" in capsys.readouterr().out
+    assert json.loads((tmp_path / "meeting.json").read_text())["meeting"]["duration"] == 7.25
+
+
 def test_help_is_plain_text():
     out = subprocess.run([sys.executable, "-m", "voicekit.cli", "--help"], capture_output=True, text=True).stdout
     assert "The voicekit command" in out and "``" not in out

@@ -110,14 +110,16 @@ def _check_existing_meeting(store_path: Path, args: argparse.Namespace) -> None:
 def _session_meta(store, meta: dict, start_time: float) -> dict:  # noqa: ANN001 - a MeetingStore
     """Record this capture session's metadata in the store and return the meeting's: ``started``
     stays the first session's, and ``sessions`` lists each session's source, wall-clock start and
-    meeting time (``start_time``: 0 unless it goes on with a stored meeting)."""
+    meeting time (``start_time``: 0 unless it goes on with a stored meeting). The meeting's
+    ``duration`` is unknown (None) until the session ends and stores it: a session killed before
+    leaves None, which ``voicekit export`` reads as a meeting that did not end."""
     now = time.time()
     stored = store.meta() if start_time else {}
     sessions = stored.get("sessions")
     if sessions is None and stored:   # a meeting stored before sessions were listed, or a replay
         sessions = [{"source": stored.get("source"), "started": stored.get("started"), "start_time": 0.0}]
     session = {"source": meta.get("source"), "started": now, "start_time": start_time}
-    meta = {**meta, "started": stored.get("started", now), "sessions": [*(sessions or []), session]}
+    meta = {**meta, "duration": None, "started": stored.get("started", now), "sessions": [*(sessions or []), session]}
     store.set_meta(**meta)
     return meta
 
