@@ -128,3 +128,19 @@ def test_members_file_thresholds_out_of_range_are_members_errors():
                            ({"director": {"timeout_s": -2}}, "0 or more, got -2.0")):
         with pytest.raises(MembersError, match=message):
             parse_members({**base, **extra})
+
+
+def test_one_string_is_one_alias_or_participant_not_its_characters():
+    """``aliases="Doc"`` and ``answer_only(participants="p-alice")`` were split into characters:
+    "o, what now?" mentioned Iris, and participant "a" passed the policy while "p-alice" did not."""
+    from voicekit.turntaking import Member, answer_only
+
+    iris = Member("Iris", aliases="Doc")
+    assert iris.call_names == ("Iris", "Doc")
+    taker = TurnTaker([iris, Member("Elena")])
+    ann = SpeakerLabel("Ann", None, "mic")
+    assert taker.decide("Doc, what now?", ann).responders == ("Iris",)
+    assert taker.decide("o, what now?", ann).decided_by != "mention"
+    policy = answer_only(participants="p-alice")
+    assert policy.participants == frozenset({"p-alice"})
+    assert policy(TurnSource(ann, participant_id="p-alice")) and not policy(TurnSource(ann, participant_id="a"))

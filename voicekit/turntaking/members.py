@@ -94,6 +94,8 @@ def answer_only(
     """
     if isinstance(names, str):
         names = [names]
+    if isinstance(participants, str):  # one id, not its characters
+        participants = [participants]
     name_set = frozenset(_nfc(n.strip()) for n in (names or ()))
     if any(not n for n in name_set):
         raise ValueError("answer_only: empty name")
@@ -120,6 +122,12 @@ class Member:
     instructions: str = ""
     aliases: tuple[str, ...] = ()
     speak_policy: SpeakPolicy | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.aliases, str):  # Member("Iris", aliases="Doc"): one alias, not "D", "o", "c"
+            object.__setattr__(self, "aliases", (self.aliases,))
+        else:
+            object.__setattr__(self, "aliases", tuple(self.aliases))
 
     @property
     def call_names(self) -> tuple[str, ...]:
