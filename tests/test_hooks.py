@@ -265,3 +265,52 @@ def test_the_python_example_of_docs_hooks_md_runs_and_renames_on_the_demo_record
     exec(compile(code.replace('".samples/sample.wav"', repr(str(SAMPLE))), "docs/hooks.md", "exec"), {})
     printed = capsys.readouterr().out.strip().splitlines()[-1]
     assert printed == "['Diane', 'Diane', 'Diane']", printed
+
+
+def test_a_hook_that_never_returns_does_not_keep_the_process_alive(tmp_path):
+    """Hook calls ran in a thread pool whose workers are joined at exit: a finished replay with
+    a hung hook waited for it (46 s for a hook sleeping 40 s)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "hung.py"
+    script.write_text(
+        "import time\n"
+        "from voicekit.hooks import HookRunner\n"
+        "from voicekit.turns import SpeakerTurn\n"
+        "hooks = HookRunner(timeout=0.2)\n"
+        "hooks.register(lambda t: time.sleep(600))\n"
+        "print(hooks.run(SpeakerTurn(speaker='Speaker A', text='hi', start=0.0, end=1.0)).text)\n"
+        "hooks.close()\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout) == (0, "hi\n"), done.stderr
+
+
+def test_a_closed_runner_still_runs_its_hooks():
+    """close() used to shut the pool down: a blocking hook then failed to run and the turn it
+    blocks ("my password is …") went through."""
+    hooks = HookRunner()
+    hooks.register(lambda t: HookResult.blocked() if "password" in t.text else None)
+    hooks.register(lambda t: t.replace(text=t.text.upper()), name="shout")
+
+    async def tag(t):
+        return t.replace(text=t.text + "!")
+
+    hooks.register(tag)
+    assert hooks.run(turn(text="my password is hunter2")) is None
+    hooks.close()
+    assert hooks.run(turn(text="my password is hunter2")) is None
+    assert hooks.run(turn(text="hello")).text == "HELLO!"
+    assert hooks.failures == []
+    hooks.close()
+
+
+@pytest.mark.parametrize("name", ["Ann\nSmith", "Ann\u2028Smith", "", "   "])
+def test_a_rename_to_an_empty_or_multi_line_name_is_that_hooks_failure(name):
+    """"Ann\\nSmith" split the .txt line in two; "" was ignored without a word."""
+    hooks = HookRunner()
+    hooks.register(lambda t: HookResult.rename(name), "on_transcription")  # the trigger by its value
+    assert hooks.run(turn()).sender_name == "Speaker A"
+    assert len(hooks.failures) == 1 and "a name is one line of text" in hooks.failures[0][2]
+    with pytest.raises(ValueError):
+        hooks.register(print, "on_every_turn")

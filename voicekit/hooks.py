@@ -122,13 +122,18 @@ class HookRunner:
         self._given: dict[str, str] = {}  # set_names: label -> name, on every channel
         self._renamed: dict[tuple[str, str], str] = {}  # a hook's for_speaker rename: (channel, label) -> name
         self.failures: list[tuple[str, float, str]] = []
-        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="voicekit-hook")
         self._loop: asyncio.AbstractEventLoop | None = None
         self._resume: tuple[SpeakerTurn, int, SpeakerTurn] | None = None  # see run()
 
-    def register(self, fn: Callable[..., Any], trigger: HookTrigger = HookTrigger.ON_TRANSCRIPTION,
+    def register(self, fn: Callable[..., Any], trigger: HookTrigger | str = HookTrigger.ON_TRANSCRIPTION,
                  name: str | None = None) -> None:
-        """Register a sync or async callable on a trigger."""
+        """Register a sync or async callable on a trigger (a :class:`HookTrigger` or its value,
+        ``"on_transcription"``, ``"on_speak_decision"``).
+
+        Raises:
+            ValueError: for a trigger that is neither.
+        """
+        trigger = HookTrigger(trigger)
         self._hooks[trigger].append(_Hook(name or getattr(fn, "__qualname__", repr(fn)), fn))
 
     def registered(self, trigger: HookTrigger) -> list[str]:
@@ -216,7 +221,7 @@ class HookRunner:
                 threading.Thread(target=self._loop.run_forever, name="voicekit-hook-loop", daemon=True).start()
             future = asyncio.run_coroutine_threadsafe(_awaited(hook.fn, payload), self._loop)
         else:
-            future = self._pool.submit(_called, hook.fn, payload)
+            future = _in_daemon_thread(hook.fn, payload)
         return future
 
     def hooks_for(self, trigger: HookTrigger) -> list[str]:
@@ -321,10 +326,12 @@ class HookRunner:
                     hook.name, turn.start, reason)
 
     def close(self) -> None:
-        """Stop the hook threads (hooks still running are abandoned)."""
-        self._pool.shutdown(wait=False, cancel_futures=True)
-        if self._loop is not None:
-            self._loop.call_soon_threadsafe(self._loop.stop)
+        """Stop the async hooks' event loop; hooks still running are abandoned (their threads
+        are daemon threads: a hook that never returns does not keep the process alive). The
+        runner still works after it: a later async hook starts a new loop."""
+        loop, self._loop = self._loop, None
+        if loop is not None:
+            loop.call_soon_threadsafe(loop.stop)
 
 
 class _HookExited(Exception):
@@ -333,8 +340,26 @@ class _HookExited(Exception):
     that lands while a hook runs reaches the pipeline, which retries the turn.)"""
 
 
+def _in_daemon_thread(fn: Callable[[Any], Any], payload: Any) -> concurrent.futures.Future:
+    """Call a sync hook in a new daemon thread; the future holds its result. (A thread pool's
+    workers are joined at interpreter exit, so a hook that never returned kept a finished
+    ``voicekit replay`` from exiting.)"""
+    future: concurrent.futures.Future = concurrent.futures.Future()
+
+    def target() -> None:
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            future.set_result(_called(fn, payload))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller through the future
+            future.set_exception(exc)
+
+    threading.Thread(target=target, name="voicekit-hook", daemon=True).start()
+    return future
+
+
 def _called(fn: Callable[[Any], Any], payload: Any) -> Any:
-    """Call a sync hook in the pool's thread; its own ``sys.exit()`` becomes a hook failure."""
+    """Call a sync hook in its thread; its own ``sys.exit()`` becomes a hook failure."""
     try:
         return fn(payload)
     except SystemExit as exc:
@@ -368,6 +393,9 @@ def _invalid(result: Any) -> str | None:
                 return f"returned HookResult({field_name}={value!r}); {field_name} must be a str or None"
         if not isinstance(result.block, bool):
             return f"returned HookResult(block={result.block!r}); block must be True or False"
+        if result.name is not None and (not result.name.strip() or len(result.name.strip().splitlines()) > 1):
+            return (f"returned HookResult(name={result.name!r}); a name is one line of text (None keeps the "
+                    "speaker's name)")
         return None
     if isinstance(result, SpeakerTurn):
         if not isinstance(result.text, str) or not isinstance(result.speaker, str) or not result.speaker:
