@@ -2,6 +2,7 @@
 person per channel and Ctrl-C mid-meeting, on real recordings from ../shared/eval (resampled, cut
 and mixed here)."""
 
+import logging
 import json
 import re
 
@@ -167,6 +168,40 @@ def test_odd_source_blocks_give_the_same_turns(block):
     assert [(t.start, t.end) for t in turns] == [(t.start, t.end) for t in ref]
     # (Whisper's punctuation here differs between CPUs: "And so, my fellow Americans." on some)
     assert wer("And so my fellow Americans.", ref[0].text) == 0.0
+
+
+def test_pushed_int16_and_nan_blocks_are_normalised_and_stereo_is_refused(caplog):
+    """A live source pushing int16 (as a capture callback gives it) once made Whisper invent text
+    from unscaled samples, a NaN burst silently dropped its utterance, and a (n, 2) block was
+    flattened into one interleaved stream (0 turns, no error)."""
+    x = load_audio(JFK)[: 16000 * 5]
+    ref, ref_given = _whisper_input(_blocks(x, 1600))
+    as_int16 = np.round(x * 32767).astype(np.int16)
+    _, given = _whisper_input(_blocks(as_int16, 1600))
+    assert len(given) == len(ref_given) == 2
+    assert all(np.abs(a - b).max() < 1e-4 for (_, a), (_, b) in zip(given, ref_given))
+    noisy = x.copy()
+    noisy[16000:16100] = np.nan   # 100 NaN samples inside "And so, my fellow Americans"
+    with caplog.at_level(logging.WARNING, logger="voicekit.audio"):
+        turns, _ = _whisper_input(_blocks(noisy, 1600))
+    assert wer("And so my fellow Americans.", turns[0].text) == 0.0
+    assert any("NaN" in r.getMessage() for r in caplog.records)
+    pipe = Pipeline(PipelineOptions(), components())
+    pipe.start()
+    with pytest.raises(ValueError, match=r"takes \(n,\) mono blocks at 16 kHz, got shape \(1600, 2\): downmix"):
+        pipe.push(np.zeros((1600, 2), np.float32))
+
+
+def test_a_pipeline_runs_one_stream():
+    """A second run() on the same Pipeline went on with the first one's clocks and turn list, and
+    changed the first result's turns (they were the same list)."""
+    pipe = Pipeline(PipelineOptions(), components())
+    first = pipe.run(_blocks(load_audio(JFK)[: 16000 * 3], 1600))
+    turns = list(first.turns)
+    assert turns and first.turns is not pipe.turns
+    with pytest.raises(RuntimeError, match="already ran a stream: make a new Pipeline"):
+        pipe.run(_blocks(load_audio(JFK)[: 16000 * 3], 1600))
+    assert first.turns == turns
 
 
 # --- degenerate content -----------------------------------------------------------------------

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from voicekit.audio import SAMPLE_RATE, is_telephone_band
+from voicekit.audio import SAMPLE_RATE, PcmNormalizer, is_telephone_band
 from voicekit.diarization.base import Diarizer
 from voicekit.diarization.encoder import SpeakerEncoder
 from voicekit.diarization.online import DiarizerOptions, OnlineDiarizer
@@ -251,7 +251,9 @@ class Pipeline:
         self.stage_seconds = {"vad": 0.0, "stt": 0.0, "diarization": 0.0, "commit": 0.0}
         self._t0 = time.monotonic()
         self._channel = "replay"
+        self._started = False
         self.consumed = 0
+        self._pcm = PcmNormalizer("the pushed audio")
         self.finished = False
         self.utterance_latencies: list[float] = []
         self._band_seconds = [0.0, 0.0]  # telephone-band, all: of the transcribed utterances
@@ -413,16 +415,44 @@ class Pipeline:
         return self.result(refined)
 
     def start(self, channel: str = "replay") -> None:
-        """Begin a stream fed with :meth:`push` (what :meth:`run` does for an iterable)."""
+        """Begin a stream fed with :meth:`push` (what :meth:`run` does for an iterable).
+
+        Raises:
+            RuntimeError: when this pipeline already began a stream: a pipeline holds one
+                meeting's state (its speakers, turns and clocks); make a new one, with
+                ``resume=True`` and the meeting's store to go on with a stored meeting.
+        """
+        if self._started:
+            raise RuntimeError("this Pipeline already ran a stream: make a new Pipeline for the next one "
+                               "(resume=True with the meeting's store goes on with a stored meeting)")
+        self._started = True
         self._channel = channel
         self._t0 = time.monotonic()
         self.consumed = 0
+        self._pcm = PcmNormalizer("the pushed audio")
         self.finished = False
 
     def push(self, block: np.ndarray) -> None:
-        """Feed one ``(n,)`` float32 16 kHz block; every utterance it closes (and any left
-        pending by an earlier interrupt) is transcribed, diarized and committed before this
-        returns. The block counts in :attr:`consumed` as soon as the endpointer has it."""
+        """Feed one ``(n,)`` mono 16 kHz block; every utterance it closes (and any left pending
+        by an earlier interrupt) is transcribed, diarized and committed before this returns. The
+        block counts in :attr:`consumed` as soon as the endpointer has it.
+
+        float32 in [-1, 1] is used as it is; integer PCM (int16, int32, uint8) is scaled by its
+        full scale, and NaN or out-of-range samples are fixed with a warning
+        (:class:`~voicekit.audio.PcmNormalizer`, one per stream).
+
+        Raises:
+            ValueError: a block that is not one-dimensional (downmix first:
+                :func:`voicekit.audio.downmix`).
+            the error of a stage (a transcriber's, the store's): the utterance that raised it
+                stays pending and raises again at the next push; end the stream with
+                :meth:`end_after`, which drops it and commits the others.
+        """
+        block = np.asarray(block)
+        if block.ndim != 1:
+            raise ValueError(f"Pipeline.push takes (n,) mono blocks at 16 kHz, got shape {block.shape}: downmix "
+                             "first (voicekit.audio.downmix), or run one pipeline per channel")
+        block = self._pcm(block)
         t = time.perf_counter()
         self.consumed += len(block)
         # extend() queues each utterance as the endpointer yields it: an interrupt inside the VAD
@@ -470,8 +500,8 @@ class Pipeline:
         self.finish()
 
     def result(self, refined: dict[int, list[str]] | None = None) -> MeetingResult:
-        """What the stream produced so far."""
-        return MeetingResult(self.turns, refined, self.consumed / SAMPLE_RATE, self.endpointer.speech_seconds,
+        """What the stream produced so far (a copy of the turns: later pushes do not change it)."""
+        return MeetingResult(list(self.turns), refined, self.consumed / SAMPLE_RATE, self.endpointer.speech_seconds,
                              time.monotonic() - self._t0, dict(self.stage_seconds), self.blocked,
                              list(self.utterance_latencies),
                              self._band_seconds[0] / self._band_seconds[1] if self._band_seconds[1] else 0.0)
