@@ -204,6 +204,22 @@ def test_a_pipeline_runs_one_stream():
     assert first.turns == turns
 
 
+def test_a_hooks_rename_is_stored_with_the_turn_not_only_at_the_end(tmp_path):
+    """Renames were stored only by the CLI when the meeting ended, so a session resumed after a
+    crash (resume=True) labelled the renamed speaker "Speaker B" again."""
+    from voicekit.hooks import HookResult, HookRunner
+    from voicekit.store import MeetingStore
+
+    hooks = HookRunner()
+    hooks.register(lambda t: HookResult.rename("Jack"))
+    store = MeetingStore(tmp_path / "meeting.sqlite")
+    result = Pipeline(PipelineOptions(), components(), hooks=hooks, store=store).run(
+        _blocks(load_audio(JFK)[: 16000 * 3], 1600))
+    assert [t.sender_name for t in result.turns] == ["Jack"]
+    assert MeetingStore(tmp_path / "meeting.sqlite").speaker_names() == {"Speaker A": "Jack"}
+    hooks.close()
+
+
 # --- degenerate content -----------------------------------------------------------------------
 
 def _music(seconds=20.0, rate=16000):

@@ -252,6 +252,7 @@ class Pipeline:
         self._t0 = time.monotonic()
         self._channel = "replay"
         self._started = False
+        self._saved_names: dict[str, str] = {}
         self.consumed = 0
         self._pcm = PcmNormalizer("the pushed audio")
         self.finished = False
@@ -355,11 +356,26 @@ class Pipeline:
         # committed: counted before the sinks, so that an interrupt inside one never commits it again
         progress.done += 1
         progress.committed += 1
+        self._save_names()
         if self.on_turn is not None:
             try:
                 self.on_turn(final)
             except Exception:  # noqa: BLE001 - a sink never stops the meeting
                 log.exception("a turn sink failed; the turn is committed")
+
+    def _save_names(self) -> None:
+        """Store the persistent names as they change (a hook's rename for the speaker), so that a
+        session resumed after a crash names the speaker again (``resume``); the turn is committed
+        already, so a failure here is logged, not raised."""
+        if self.store is None:
+            return
+        names = self.speaker_names()
+        if names != self._saved_names:
+            try:
+                self.store.set_speaker_names(names)
+                self._saved_names = names
+            except Exception as exc:  # noqa: BLE001 - the turn is safe; the names are stored again at the end
+                log.warning("the speakers' names could not be stored yet: %s", exc)
 
     def participants(self) -> tuple[Participant, ...]:
         """The meeting's registered participants, given to the store's author register with each
