@@ -90,6 +90,21 @@ def test_queue_full_without_store_drops_and_counts(caplog):
     assert texts[0] == "line 0" and len(texts) == 6 - b.stats["dropped"]
 
 
+def test_a_started_broadcaster_refuses_a_second_start():
+    """A second start() ran a second thread on another event loop; its close() then returned at
+    once while the first thread went on."""
+    import pytest
+
+    session = SlowSession()
+    b = Broadcaster(session, None, attribution=False).start()
+    with pytest.raises(RuntimeError, match="already started: close"):
+        b.start()
+    b.on_turn(turn("Speaker A", "Alice", "still delivered", 0).replace(turn_id=1))
+    session.gate.set()
+    assert b.close(timeout=5)
+    assert [item["content"][0]["text"] for _, item in session.items] == ["still delivered"]
+
+
 def test_local_session_writes_exactly_the_openai_events_as_json_lines(tmp_path):
     store = open_store(tmp_path)
     printed: list[str] = []

@@ -2,6 +2,7 @@
 refined labels beside the live ones."""
 
 import sqlite3
+import pytest
 
 from voicekit.store import MeetingStore
 from voicekit.turns import SpeakerTurn, Word
@@ -166,3 +167,14 @@ def test_resume_point_is_after_the_audio_the_turns_and_the_kept_windows(tmp_path
     store.commit(turn("Speaker A", "again", 31.0))
     assert store.unrefined_turns() == 1
     store.close()
+
+
+def test_a_store_is_a_context_manager(tmp_path):
+    from voicekit.store import StoreError
+
+    with MeetingStore(tmp_path / "m.sqlite") as store:
+        store.set_meta(stem="m")
+    with pytest.raises(StoreError):
+        store.set_meta(stem="again")   # closed when the block ended
+    with MeetingStore(tmp_path / "m.sqlite") as again:
+        assert again.meta() == {"stem": "m"}

@@ -123,7 +123,15 @@ class Broadcaster:
 
     # --- the pipeline's side (any thread, never blocks) ----------------------------------
     def start(self) -> "Broadcaster":
-        """Start the broadcaster's thread; returns self."""
+        """Start the broadcaster's thread; returns self.
+
+        Raises:
+            RuntimeError: when its thread is already running (a second thread would share the
+                first one's queue on another event loop); :meth:`close` it first.
+        """
+        if self._thread is not None and self._thread.is_alive():
+            raise RuntimeError(f"the broadcaster of session {self.session_id} is already started: close() it "
+                               "before starting it again")
         self._loop = asyncio.new_event_loop()
         self._wake = asyncio.Event()
         self._thread = threading.Thread(target=self._run, name=f"realtime-{self.session_id}", daemon=True)

@@ -341,3 +341,10 @@ class MeetingStore:
     def close(self) -> None:
         """Close the connection."""
         self.conn.close()
+
+    def __enter__(self) -> "MeetingStore":
+        """``with MeetingStore(path) as store:`` closes the store when the block ends."""
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
