@@ -703,3 +703,13 @@ def test_endpointer_flags_reach_the_endpointer():
                             "--late-hangover", "0.3"]), whole_recording=True).endpointer
     assert (given.hangover, given.max_utterance, given.late_hangover) == (0.5, 12.0, 0.3)
     assert _options(parse(["replay", str(SAMPLE)]), whole_recording=True).endpointer == EndpointerOptions()
+
+
+def test_export_refine_of_a_meeting_with_no_turns_says_so(tmp_path, capsys):
+    """A silent recording kept nothing to refine from; export --refine told the user to replay it
+    with --refine or --keep-embeddings, which they had done."""
+    with MeetingStore(tmp_path / "meeting.sqlite") as store:
+        store.set_meta(source="silence.wav", stem="silence", duration=5.0)
+    assert main(["export", str(tmp_path), "--refine"]) == 2
+    assert "this meeting has no turns (no speech was transcribed), so there is nothing to refine" in capsys.readouterr().err
+    assert main(["export", str(tmp_path)]) == 0

@@ -288,6 +288,9 @@ def _refine_stored(store, num_speakers: int | None) -> None:  # noqa: ANN001 - M
         raise CliError(f"--num-speakers must be at least 1, got {num_speakers}")
     kept = store.embeddings()
     if not kept:
+        if not store.turns():
+            raise CliError("this meeting has no turns (no speech was transcribed), so there is nothing to refine; "
+                           "`voicekit export OUT` without --refine writes its (empty) outputs")
         if store.has_refined():
             raise CliError("cannot re-cluster: this meeting's speaker embeddings were not kept (or were "
                            "dropped); its stored refinement is written by `voicekit export OUT --refine` "
