@@ -314,3 +314,38 @@ def test_a_rename_to_an_empty_or_multi_line_name_is_that_hooks_failure(name):
     assert len(hooks.failures) == 1 and "a name is one line of text" in hooks.failures[0][2]
     with pytest.raises(ValueError):
         hooks.register(print, "on_every_turn")
+
+
+def test_a_refused_name_leaves_the_block_and_the_text_edit_of_the_same_result():
+    """A result whose name is refused still blocks, and still redacts."""
+    hooks = HookRunner()
+    hooks.register(lambda t: HookResult(block="password" in t.text, name="", text="[redacted]"))
+    assert hooks.run(turn(text="my password is hunter2")) is None
+    hooks2 = HookRunner()
+    hooks2.register(lambda t: HookResult(name="Speaker B", text="[redacted]"))
+    out = hooks2.run(turn())
+    assert (out.sender_name, out.text) == ("Speaker A", "[redacted]")
+    assert "its name is not used" not in hooks2.failures[0][2] and "another speaker's label" in hooks2.failures[0][2]
+
+
+def test_a_sync_hook_runs_in_one_thread_for_its_whole_life():
+    """Hooks that keep per-thread resources (a sqlite3 connection made on first use) failed when
+    each call ran in a new thread."""
+    import sqlite3
+    import threading
+
+    seen, conn = set(), []
+
+    def log_turn(t):
+        seen.add(threading.get_ident())
+        if not conn:
+            conn.append(sqlite3.connect(":memory:"))
+            conn[0].execute("CREATE TABLE said (text TEXT)")
+        conn[0].execute("INSERT INTO said VALUES (?)", (t.text,))
+
+    hooks = HookRunner()
+    hooks.register(log_turn)
+    for i in range(5):
+        hooks.run(turn(text=f"turn {i}"))
+    assert hooks.failures == [] and len(seen) == 1
+    assert threading.get_ident() not in seen

@@ -190,6 +190,36 @@ def test_a_wav_whose_header_was_never_finalised_is_decoded_to_its_end(tmp_path, 
     np.testing.assert_allclose(load_audio(path), load_audio(tmp_path / "clean.wav"), atol=1e-6)
 
 
+@pytest.mark.parametrize("tail", ["id3", "zeros", "odd chunk without its pad byte"])
+def test_valid_bytes_after_the_data_chunk_are_not_taken_for_audio(tmp_path, tail):
+    """An ID3 tag appended to a WAV, zero padding, or a chunk after an odd-sized data chunk whose
+    pad byte the writer left out (8-bit mono, 16001 frames) are no unfinalised header."""
+    x = load_audio(SAMPLE)[:16001]
+    path = tmp_path / "w.wav"
+    if tail == "odd chunk without its pad byte":
+        sf.write(path, x, 16000, subtype="PCM_U8")
+        extra = b"_PMX" + struct.pack("<I", 6008) + b"x" * 6008
+    else:
+        sf.write(path, x[:16000], 16000, subtype="PCM_16")
+        extra = b"ID3\x04\x00" + b"\x00" * 10000 if tail == "id3" else b"\x00" * 8192
+    path.write_bytes(path.read_bytes() + extra)
+    info = probe(path)
+    assert info.unfinalized_duration is None and info.duration == pytest.approx(len(x) / 16000, abs=1e-3)
+
+
+def test_an_unfinalised_wave_format_extensible_file_is_decoded_to_its_end(tmp_path):
+    """libsndfile names WAVE_FORMAT_EXTENSIBLE files "WAVEX": 3-channel 24-bit with sizes 0."""
+    path = tmp_path / "x.wav"
+    x = load_audio(SAMPLE)[:32000]
+    sf.write(path, np.stack([x, x, x], axis=1), 16000, subtype="PCM_24", format="WAVEX")
+    data = bytearray(path.read_bytes())
+    at = data.find(b"data")
+    data[4:8] = data[at + 4:at + 8] = bytes(4)
+    path.write_bytes(bytes(data))
+    assert probe(path).unfinalized_duration == 0.0
+    np.testing.assert_allclose(load_audio(path), x, atol=1e-4)
+
+
 def test_a_wav_written_to_a_pipe_is_not_truncated(tmp_path):
     """ffmpeg writing to a pipe cannot go back to fill in the sizes: 0xFFFFFFFF means "to the end"."""
     path = tmp_path / "piped.wav"
@@ -306,3 +336,15 @@ def test_telephone_band_audio_is_told_from_wideband():
     assert is_telephone_band(sample) and not is_telephone_band(jfk)
     assert high_band_share(np.zeros(16000, np.float32)) == 1.0   # silence is not telephone audio
     assert high_band_share(sample[:100]) == 1.0                  # nor 6 ms of it
+
+
+def test_a_spike_after_scaled_audio_is_clipped_and_never_silences_the_rest(speech):
+    """A stream switched to "unscaled 16-bit PCM" on its first block peaking above 2.0 even after
+    ordinary scaled audio, so every later block came out about 32768 times too quiet."""
+    norm = PcmNormalizer("stream")
+    first, later = speech[:1600].astype(np.float32), speech[1600:3200].astype(np.float32)
+    spike = later.copy()
+    spike[10] = 2.5
+    assert np.array_equal(norm(first), first)
+    assert norm(spike)[10] == 1.0 and not norm.unscaled
+    assert np.array_equal(norm(later), later)

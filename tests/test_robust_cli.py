@@ -203,7 +203,7 @@ def test_a_second_command_into_an_out_in_use_is_refused(tmp_path):
             rc, err = _cli(*command, "--out", out, "--quiet")
             assert rc == 2, err
             assert err.strip() == (f"voicekit: error: {out} is in use by another voicekit command (a meeting is "
-                                   "being recorded or replayed into it): wait until it ends, or choose another --out")
+                                   "being recorded or replayed into it, or exported): wait until it ends, or choose another --out")
         assert list(out.iterdir()) == []
     finally:
         os.close(fd)
@@ -217,7 +217,7 @@ def test_a_second_command_into_an_out_in_use_is_refused(tmp_path):
     try:
         rc, err = _cli("export", out, "--drop-embeddings")
         assert rc == 2 and err.strip().endswith("in use by another voicekit command (a meeting is being recorded "
-                                                "or replayed into it): export it when that command has ended (it "
+                                                "or replayed into it, or exported): export it when that command has ended (it "
                                                 "writes the outputs itself as it ends)"), err
     finally:
         os.close(fd)
@@ -395,6 +395,17 @@ def test_eval_checks_a_users_index_before_running_anything(tmp_path, capsys, hea
     assert message in err, err
 
 
+def test_eval_files_checks_only_the_rows_it_scores(tmp_path):
+    """A folder holding some of its index's recordings can score those with --files."""
+    from voicekit.evaluation import EvalIndexError, load_index
+
+    folder = _index(tmp_path, "file_id\taudio\trttm\tspeakers",
+                    "mtg\ttest.wav\tref.rttm\t3\nother\tmissing.wav\tmissing.rttm\t\u00b2")
+    assert [f.file_id for f in load_index(folder, only=["mtg"])] == ["mtg", "other"]
+    with pytest.raises(EvalIndexError, match="line 3: speakers is '²'"):
+        load_index(folder)
+
+
 def test_eval_names_a_missing_index(tmp_path, capsys):
     assert main(["eval", "--eval-dir", str(tmp_path / "nowhere")]) == 2
     err = capsys.readouterr().err.strip()
@@ -429,6 +440,11 @@ def test_a_capture_session_killed_before_it_ended_is_told_apart_by_export(tmp_pa
     assert main(["export", str(tmp_path)]) == 0
     assert "the meeting in " + str(tmp_path) + " did not end: the command recording it (mic:default)" in capsys.readouterr().out
     assert json.loads((tmp_path / "meeting.json").read_text())["meeting"]["duration"] == 7.25
+    # a session appended at 10 s and killed before its first turn: the next one starts after it
+    with MeetingStore(tmp_path / "meeting.sqlite") as store:
+        store.set_meta(duration=10.0)
+        _session_meta(store, {"source": "mic:default", "stem": "meeting"}, 10.0)
+        assert store.meta()["duration"] is None and store.resume_point().start_time == 10.0
 
 
 def test_help_is_plain_text():

@@ -62,8 +62,10 @@ class PcmNormalizer:
     Float PCM is expected in [-1, 1]; two faults are common (samples written as integers into a
     float array, and decoders overshooting full scale), and they are told apart by the peak:
 
-    - a peak above 2.0: the stream is unscaled 16-bit PCM; it is divided by 32768 (warned once),
-      and so is every later block of the stream, whatever its peak;
+    - a peak above 2.0 before any block showed scaled audio (a sample that is not a whole
+      number): the stream is unscaled 16-bit PCM; it is divided by 32768 (warned once), and so
+      is every later block of the stream, whatever its peak. Once scaled audio was seen, a
+      later spike is clipped instead (it never silences the rest of the stream);
     - a peak in (1.0, 2.0]: the stream overshoots full scale; samples are clipped to [-1, 1]
       (warned once per stream, not once per block);
     - NaN and infinite samples are replaced by 0 and ±1 (warned once).
@@ -75,6 +77,7 @@ class PcmNormalizer:
     def __init__(self, name: str = "audio") -> None:
         self.name = name
         self.unscaled = False
+        self.scaled = False   # a float block held a sample that is not a whole number
         self._warned: set[str] = set()
 
     def _warn_once(self, key: str, message: str, *args: object) -> None:
@@ -111,7 +114,9 @@ class PcmNormalizer:
                                 neginf=-1.0 if not self.unscaled else -32768.0)
             self._warn_once("nan", "%s holds NaN or infinite samples; they were replaced by 0 / ±1", self.name)
         peak = float(np.max(np.abs(out))) if out.size else 0.0
-        if not self.unscaled and peak > 2.0:
+        if not (self.unscaled or self.scaled) and peak > 0.0 and peak <= 2.0:
+            self.scaled = bool(np.any(out != np.rint(out)))
+        if not (self.unscaled or self.scaled) and peak > 2.0:
             self.unscaled = True
             self._warn_once("unscaled", "%s: float audio peaks at %.1f: taken for unscaled 16-bit PCM and "
                             "divided by 32768 (scale float samples to [-1, 1] to silence this)", self.name, peak)
@@ -376,8 +381,9 @@ _UNKNOWN_SIZE = 0xFFFFFFFF - 8
 
 def _unfinalized_wav(path: Path, block: int, rate: int) -> tuple[int, int] | None:
     """``(declared frames, held frames)`` of a RIFF/WAVE file whose data chunk is followed by 0.1 s
-    or more of bytes that are no chunk (no printable four-character id): a header never finalised
-    (sizes left at 0, or at an early flush). None for any other file.
+    or more of bytes that are no chunk (no printable four-character id, right after the data or
+    after its pad byte, which some writers leave out), no ID3 tag and not only zeros: a header
+    never finalised (sizes left at 0, or at an early flush). None for any other file.
 
     libsndfile and FFmpeg read only as far as the data chunk's size, so the check walks the
     chunk headers (RIFF: Microsoft/IBM, "Multimedia Programming Interface and Data
@@ -395,11 +401,16 @@ def _unfinalized_wav(path: Path, block: int, rate: int) -> tuple[int, int] | Non
                 end = pos + 8 + n
                 if n >= _UNKNOWN_SIZE or size - end < block * (rate // 10):
                     return None
-                f.seek(end + (n & 1))
-                nxt = f.read(4)
-                if len(nxt) == 4 and all(32 <= b < 127 for b in nxt):  # another chunk follows
-                    return None
-                return n // block, (size - pos - 8) // block
+                f.seek(end)
+                nxt = f.read(5)
+                if nxt.startswith(b"ID3") or any(
+                        len(nxt[i:i + 4]) == 4 and all(32 <= b < 127 for b in nxt[i:i + 4]) for i in (0, 1)):
+                    return None  # another chunk, or an ID3 tag, follows
+                f.seek(end)
+                while chunk := f.read(1 << 20):  # zero padding after the data is no audio
+                    if chunk.strip(b"\0"):
+                        return n // block, (size - pos - 8) // block
+                return None
             pos += 8 + n + (n & 1)
     return None
 
@@ -440,7 +451,7 @@ def probe(path: str | Path, raw: RawPcm | None = None) -> AudioInfo:
         extra = info.extra_info or ""
         block = int(info.channels) * _SAMPLE_BYTES.get(str(info.subtype), 0)
         rate = int(info.samplerate)
-        stale = _unfinalized_wav(path, block, rate) if block and str(info.format) == "WAV" else None
+        stale = _unfinalized_wav(path, block, rate) if block and str(info.format) in ("WAV", "WAVEX") else None
         if stale is not None:
             return AudioInfo(path, rate, int(info.channels), stale[1] / rate, str(info.subtype),
                              unfinalized_duration=stale[0] / rate)

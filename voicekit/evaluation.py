@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import csv
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,12 +56,17 @@ INDEX_COLUMNS = ("file_id", "audio", "rttm", "uem", "transcript", "speakers", "k
 _REQUIRED_COLUMNS = ("file_id", "audio", "rttm", "speakers")
 
 
-def load_index(eval_dir: str | Path) -> list[EvalFile]:
-    """Read ``<eval_dir>/index.tsv`` and check every row before anything is run.
+def load_index(eval_dir: str | Path, only: Collection[str] | None = None) -> list[EvalFile]:
+    """Read ``<eval_dir>/index.tsv`` and check its rows before anything is run.
 
     The index is tab-separated with a header row naming :data:`INDEX_COLUMNS` (``file_id``,
     ``audio``, ``rttm``, ``speakers`` required); paths are relative to ``eval_dir``. Each RTTM
     must hold ``SPEAKER`` lines whose second field is the row's ``file_id``.
+
+    Args:
+        eval_dir: the folder holding ``index.tsv``.
+        only: file ids whose rows are checked (the others are listed as they are, so a folder
+            holding some of the recordings can score those); None checks every row.
 
     Raises:
         FileNotFoundError: when the index is missing (point ``--eval-dir`` at ``../shared/eval``).
@@ -83,28 +88,32 @@ def load_index(eval_dir: str | Path) -> list[EvalFile]:
         for line, row in enumerate(reader, start=2):
             where = f"{index}, line {line}"
 
+            file_id = (row.get("file_id") or "").strip()
+            check = only is None or file_id in only
+
             def p(key: str, required: bool = False) -> Path | None:
                 v = (row.get(key) or "").strip()
                 if v in ("", "-"):
-                    if required:
+                    if required and check:
                         raise EvalIndexError(f"{where}: the {key} column is empty; give the file's path, "
                                              f"relative to {eval_dir}")
                     return None
                 path = eval_dir / unicodedata.normalize("NFC", v)
-                if not path.is_file():
+                if check and not path.is_file():
                     raise EvalIndexError(f"{where}: {key} {path} is not a file; paths are relative to {eval_dir}")
                 return path
 
-            file_id = (row.get("file_id") or "").strip()
             if not file_id:
                 raise EvalIndexError(f"{where}: the file_id column is empty")
             speakers = (row.get("speakers") or "").strip()
-            if not speakers.isdigit() or int(speakers) < 1:
+            valid = speakers.isascii() and speakers.isdigit() and int(speakers) >= 1
+            if check and not valid:
                 raise EvalIndexError(f"{where}: speakers is {speakers!r}; give the number of speakers in the "
                                      "reference (a whole number, 1 or more)")
             file = EvalFile(file_id, p("audio", True), p("rttm", True), p("uem"), p("transcript"),
-                            int(speakers), (row.get("kind") or "").strip() or "-")
-            _check_rttm_ids(file, where)
+                            int(speakers) if valid else 0, (row.get("kind") or "").strip() or "-")
+            if check:
+                _check_rttm_ids(file, where)
             out.append(file)
     return out
 

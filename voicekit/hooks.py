@@ -32,6 +32,7 @@ import importlib.util
 import inspect
 import logging
 import re
+import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -92,6 +93,7 @@ class _Hook:
     name: str
     fn: Callable[..., Any]
     running: Any = None  # the future of a call that timed out and has not finished yet
+    worker: "_Worker | None" = None  # the thread a sync hook runs in
     interrupted: Any = None  # (payload, future) of a call whose wait an interrupt broke off
 
 
@@ -218,10 +220,13 @@ class HookRunner:
         if inspect.iscoroutinefunction(hook.fn):
             if self._loop is None:
                 self._loop = asyncio.new_event_loop()
-                threading.Thread(target=self._loop.run_forever, name="voicekit-hook-loop", daemon=True).start()
+                threading.Thread(target=_serve_loop, args=(self._loop,), name="voicekit-hook-loop",
+                                 daemon=True).start()
             future = asyncio.run_coroutine_threadsafe(_awaited(hook.fn, payload), self._loop)
         else:
-            future = _in_daemon_thread(hook.fn, payload)
+            if hook.worker is None:
+                hook.worker = _Worker(f"voicekit-hook-{hook.name}")
+            future = hook.worker.submit(hook.fn, payload)
         return future
 
     def hooks_for(self, trigger: HookTrigger) -> list[str]:
@@ -307,11 +312,10 @@ class HookRunner:
                 if result.block:
                     log.info("hook %s blocked the turn at %.2f s", hook.name, turn.start)
                     return None
-                clash = _label_clash(turn.speaker, result.name)
-                if clash:
-                    self._fail(hook, turn, f"renamed {turn.speaker} to {result.name.strip()!r}: {clash}")
-                    continue
-                if result.name is not None and result.name.strip():
+                bad = _bad_name(turn.speaker, result.name)
+                if bad:  # only the name is refused: a redaction or a block in the result still holds
+                    self._fail(hook, turn, bad, kept="its name is not used")
+                elif result.name is not None:
                     turn = turn.replace(metadata={**turn.metadata, "sender_name": result.name.strip()})
                     if result.for_speaker:
                         self._renamed[(turn.channel, turn.speaker)] = result.name.strip()
@@ -320,10 +324,10 @@ class HookRunner:
                     turn = turn.replace(text=result.text)
         return turn
 
-    def _fail(self, hook: _Hook, turn: SpeakerTurn, reason: str) -> None:
+    def _fail(self, hook: _Hook, turn: SpeakerTurn, reason: str,
+              kept: str = "the turn is committed unchanged") -> None:
         self.failures.append((hook.name, turn.start, reason))
-        log.warning("hook %s failed on the turn at %.2f s (%s); the turn is committed unchanged",
-                    hook.name, turn.start, reason)
+        log.warning("hook %s failed on the turn at %.2f s (%s); %s", hook.name, turn.start, reason, kept)
 
     def close(self) -> None:
         """Stop the async hooks' event loop; hooks still running are abandoned (their threads
@@ -332,6 +336,8 @@ class HookRunner:
         loop, self._loop = self._loop, None
         if loop is not None:
             loop.call_soon_threadsafe(loop.stop)
+            for hook in (h for hooks in self._hooks.values() for h in hooks if inspect.iscoroutinefunction(h.fn)):
+                hook.running = hook.interrupted = None  # calls on the stopped loop never finish
 
 
 class _HookExited(Exception):
@@ -340,22 +346,38 @@ class _HookExited(Exception):
     that lands while a hook runs reaches the pipeline, which retries the turn.)"""
 
 
-def _in_daemon_thread(fn: Callable[[Any], Any], payload: Any) -> concurrent.futures.Future:
-    """Call a sync hook in a new daemon thread; the future holds its result. (A thread pool's
-    workers are joined at interpreter exit, so a hook that never returned kept a finished
-    ``voicekit replay`` from exiting.)"""
-    future: concurrent.futures.Future = concurrent.futures.Future()
+class _Worker:
+    """The daemon thread one sync hook runs in, its calls in order. One thread per hook, for the
+    hook's whole life: a hook may keep per-thread resources (a sqlite3 connection). A daemon
+    thread, because a thread pool's workers are joined at interpreter exit: a hook that never
+    returned kept a finished ``voicekit replay`` from exiting. (A hung call is not queued behind:
+    the runner skips the hook until the call returns.)"""
 
-    def target() -> None:
-        if not future.set_running_or_notify_cancel():
-            return
-        try:
-            future.set_result(_called(fn, payload))
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller through the future
-            future.set_exception(exc)
+    def __init__(self, name: str) -> None:
+        self._calls: queue.SimpleQueue = queue.SimpleQueue()
+        threading.Thread(target=self._serve, name=name, daemon=True).start()
 
-    threading.Thread(target=target, name="voicekit-hook", daemon=True).start()
-    return future
+    def submit(self, fn: Callable[[Any], Any], payload: Any) -> concurrent.futures.Future:
+        """Queue one call; the future holds its result or exception."""
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        self._calls.put((future, fn, payload))
+        return future
+
+    def _serve(self) -> None:
+        while True:
+            future, fn, payload = self._calls.get()
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(_called(fn, payload))
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller through the future
+                future.set_exception(exc)
+
+
+def _serve_loop(loop: asyncio.AbstractEventLoop) -> None:
+    """The async hooks' loop thread: run until :meth:`HookRunner.close` stops it, then close it."""
+    loop.run_forever()
+    loop.close()
 
 
 def _called(fn: Callable[[Any], Any], payload: Any) -> Any:
@@ -393,9 +415,6 @@ def _invalid(result: Any) -> str | None:
                 return f"returned HookResult({field_name}={value!r}); {field_name} must be a str or None"
         if not isinstance(result.block, bool):
             return f"returned HookResult(block={result.block!r}); block must be True or False"
-        if result.name is not None and (not result.name.strip() or len(result.name.strip().splitlines()) > 1):
-            return (f"returned HookResult(name={result.name!r}); a name is one line of text (None keeps the "
-                    "speaker's name)")
         return None
     if isinstance(result, SpeakerTurn):
         if not isinstance(result.text, str) or not isinstance(result.speaker, str) or not result.speaker:
@@ -420,6 +439,17 @@ def _invalid(result: Any) -> str | None:
 # a label written like a diarization label ("speaker a", "Speaker_A", "SPEAKER  B"): the spelling
 # voicekit.turns.speaker_label gives is checked; any other label (a LiveKit participant's name) is kept
 _DIARIZATION_LIKE = re.compile(r"speaker[\s_]+([a-z]{1,2})", re.IGNORECASE)
+
+
+def _bad_name(label: str, name: str | None) -> str | None:
+    """Why a hook's rename of the speaker ``label`` to ``name`` is refused (None when it is not,
+    or when there is no rename)."""
+    if name is None:
+        return None
+    if not name.strip() or len(name.strip().splitlines()) > 1:
+        return f"renamed {label} to {name!r}: a name is one line of text (None keeps the speaker's name)"
+    clash = _label_clash(label, name)
+    return f"renamed {label} to {name.strip()!r}: {clash}" if clash else None
 
 
 def _label_clash(label: str, name: str | None) -> str | None:

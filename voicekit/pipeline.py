@@ -356,12 +356,12 @@ class Pipeline:
         # committed: counted before the sinks, so that an interrupt inside one never commits it again
         progress.done += 1
         progress.committed += 1
-        self._save_names()
         if self.on_turn is not None:
             try:
                 self.on_turn(final)
             except Exception:  # noqa: BLE001 - a sink never stops the meeting
                 log.exception("a turn sink failed; the turn is committed")
+        self._save_names()
 
     def _save_names(self) -> None:
         """Store the persistent names as they change (a hook's rename for the speaker), so that a
@@ -460,6 +460,7 @@ class Pipeline:
         Raises:
             ValueError: a block that is not one-dimensional (downmix first:
                 :func:`voicekit.audio.downmix`).
+            voicekit.audio.AudioError: a dtype that is not PCM audio (int64, complex, bool…).
             the error of a stage (a transcriber's, the store's): the utterance that raised it
                 stays pending and raises again at the next push; end the stream with
                 :meth:`end_after`, which drops it and commits the others.

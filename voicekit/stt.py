@@ -47,7 +47,8 @@ class SttOptions:
         device: ``cpu``, ``cuda`` or ``auto``.
         compute_type: CTranslate2 compute type; ``default`` is ``int8`` on CPU and, on CUDA,
             CTranslate2's ``default`` (the converted model's own type). A type the device cannot
-            run is refused at construction (``ctranslate2.get_supported_compute_types``).
+            run (device ``cpu`` or ``cuda``) is refused at construction
+            (``ctranslate2.get_supported_compute_types``).
         language: a Whisper language code (``en``, ``de``…), or None to detect (multilingual models
             only; an English-only model accepts only None or ``en``). An unknown code raises
             ValueError here.

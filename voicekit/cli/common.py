@@ -78,7 +78,7 @@ def _lock_meeting_dir(out: Path, fix: str = "wait until it ends, or choose anoth
     except BlockingIOError:
         os.close(fd)
         raise CliError(f"{out} is in use by another voicekit command (a meeting is being recorded or replayed "
-                       f"into it): {fix}") from None
+                       f"into it, or exported): {fix}") from None
     _HELD_DIRS.append(fd)
 
 

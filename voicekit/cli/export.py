@@ -12,12 +12,13 @@ from voicekit.cli.meeting import (_check_readable_store, _has_embeddings, _refin
 
 
 def _unfinished_note(store, out: Path, meta: dict) -> float:  # noqa: ANN001
-    """Print that the meeting in ``out`` did not end; return the end of its last committed turn
-    in seconds (the duration its outputs then give)."""
+    """Print that the meeting in ``out`` did not end; return how far it is known to have gone, in
+    seconds (the duration its outputs then give): its last committed turn, or the start of its
+    last session (``MeetingStore.resume_point``)."""
     from voicekit.outputs import clock
 
     turns = store.turns()
-    end = round(max((t.end for t in turns), default=0.0), 3)
+    end = store.resume_point().start_time
     print(f"the meeting in {out} did not end: the command recording it ({meta.get('source', 'unknown source')}) "
           f"was stopped before it could finish (killed, or the machine went down); the outputs hold the "
           f"{_plural(len(turns), 'turn')} committed, up to {clock(end, digits=1)}")
@@ -39,7 +40,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     store = MeetingStore(store_path)
     meta = store.meta()
     stem = meta.get("stem", "meeting")
-    if meta.get("duration") is None:  # set when a replay or capture ends: this one was killed
+    if "duration" in meta and meta["duration"] is None:  # set when a replay or capture ends: this one was killed
         meta["duration"] = _unfinished_note(store, out, meta)
     # a meeting that went on after its refinement (mic --append) holds turns the refinement lacks;
     # it can be redone only from kept embeddings

@@ -248,6 +248,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
         if progress is not None:
             progress.stop()
         try:
+            if result is None and not interrupted:   # a stage or the recording failed: what was heard
+                meta["duration"] = _interrupt_note(pipes, "failed")[0]
             store.set_meta(duration=meta["duration"])   # interrupted: what was heard, not the file's length
             store.set_speaker_names(pipe.speaker_names() if pipe is not None else hooks.names)
         except StoreError as exc:

@@ -31,7 +31,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     err = Console(stderr=True, highlight=False)
     try:
-        files = load_index(args.eval_dir)
+        files = load_index(args.eval_dir, only=args.files)
     except (FileNotFoundError, EvalIndexError) as exc:
         raise CliError(str(exc)) from exc
     if args.files:

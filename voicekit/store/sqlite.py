@@ -306,11 +306,17 @@ class MeetingStore:
 
     def resume_point(self) -> ResumePoint:
         """Where a session continuing this meeting begins (:class:`ResumePoint`): after its
-        recorded duration, its last turn and its last kept window (the windows of an utterance
-        whose last turns a crash or a hook left out reach past its last turn)."""
-        duration = self.meta().get("duration")
+        recorded duration, its last turn, its last kept window (the windows of an utterance
+        whose last turns a crash or a hook left out reach past its last turn) and the start of
+        its last capture session (a session killed before it committed a turn, or stored its
+        duration, began there)."""
+        meta = self.meta()
+        duration = meta.get("duration")
+        sessions = meta.get("sessions") if isinstance(meta.get("sessions"), list) else []
         ends = [float(duration) if isinstance(duration, (int, float)) else 0.0,
-                float(self.conn.execute('SELECT MAX("end") FROM turns').fetchone()[0] or 0.0)]
+                float(self.conn.execute('SELECT MAX("end") FROM turns').fetchone()[0] or 0.0),
+                *(float(s["start_time"]) for s in sessions
+                  if isinstance(s, dict) and isinstance(s.get("start_time"), (int, float)))]
         last = self.conn.execute("SELECT utterance, ends FROM embeddings ORDER BY utterance DESC LIMIT 1").fetchone()
         if last is not None:
             windows = np.frombuffer(last[1], "<f8")
