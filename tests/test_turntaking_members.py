@@ -144,3 +144,9 @@ def test_one_string_is_one_alias_or_participant_not_its_characters():
     policy = answer_only(participants="p-alice")
     assert policy.participants == frozenset({"p-alice"})
     assert policy(TurnSource(ann, participant_id="p-alice")) and not policy(TurnSource(ann, participant_id="a"))
+
+
+def test_an_empty_answer_only_list_is_refused_not_read_as_everyone():
+    with pytest.raises(MembersError, match="answer_only lists nobody; list the names"):
+        parse_members({"members": [{"name": "Iris", "answer_only": []}]})
+    assert parse_members({"members": [{"name": "Iris"}]}).members[0].speak_policy is None

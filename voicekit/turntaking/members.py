@@ -275,6 +275,11 @@ def parse_members(data: Any) -> RoomConfig:
         parts = _as_str_list(
             raw.get("answer_only_participants"), f"member {name!r}: answer_only_participants"
         )
+        given = [key for key in ("answer_only", "answer_only_participants") if raw.get(key) is not None]
+        if given and not (names or parts):
+            # an empty list would leave no policy at all: the member would answer everyone
+            raise MembersError(f"member {name!r}: {' and '.join(given)} lists nobody; list the names (or "
+                               "participant ids) it may answer, or remove the key to let it answer everyone")
         policy = answer_only(names, participants=parts) if (names or parts) else None
         aliases = tuple(_as_str_list(raw.get("aliases"), f"member {name!r}: aliases"))
         members.append(
