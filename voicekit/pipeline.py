@@ -445,7 +445,6 @@ class Pipeline:
         self._channel = channel
         self._t0 = time.monotonic()
         self.consumed = 0
-        self._pcm = PcmNormalizer("the pushed audio")
         self.finished = False
 
     def push(self, block: np.ndarray) -> None:
