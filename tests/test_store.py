@@ -178,3 +178,11 @@ def test_a_store_is_a_context_manager(tmp_path):
         store.set_meta(stem="again")   # closed when the block ended
     with MeetingStore(tmp_path / "m.sqlite") as again:
         assert again.meta() == {"stem": "m"}
+
+
+@pytest.mark.parametrize("start,end", [(float("nan"), 1.0), (0.0, float("inf"))])
+def test_a_turn_with_impossible_times_is_refused_and_nothing_is_written(tmp_path, start, end):
+    with MeetingStore(tmp_path / "m.sqlite") as store:
+        with pytest.raises(ValueError, match="must be finite seconds"):
+            store.commit(SpeakerTurn(speaker="Speaker A", text="hi", start=start, end=end))
+        assert store.turns() == []

@@ -9,6 +9,7 @@ refined label beside it.
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 import time
 from collections.abc import Sequence
@@ -177,7 +178,12 @@ class MeetingStore:
 
         Raises:
             StoreError: when the store cannot be written (disk full, read-only, locked too long).
+            ValueError: a turn whose times are not finite seconds (NaN, infinity); nothing is
+                written.
         """
+        if not (math.isfinite(turn.start) and math.isfinite(turn.end)):
+            raise ValueError(f"a turn's times must be finite seconds, got {turn.start!r}.."
+                             f"{turn.end!r} ({turn.speaker}: {turn.text[:40]!r})")
         metadata = {k: v for k, v in turn.metadata.items() if k != "sender_name"}
         sender = str(turn.metadata.get("sender_name") or "").strip()
         try:
