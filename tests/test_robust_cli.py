@@ -57,12 +57,20 @@ def _corrupt_model(path):
     return path
 
 
+def _fifo(path):
+    os.mkfifo(path)   # what `cat x.flac | voicekit replay /dev/stdin` gives: nothing is read from it
+    return path
+
+
 CASES = [
     ("missing file", lambda t: [t / "nope.wav"], "no such file; check the path"),
     ("directory", lambda t: [t], "is a directory; give an audio file"),
     ("text renamed .wav", lambda t: [_file(t / "notes.wav", b"meeting notes\n" * 50)],
      "is not an audio file: it holds text"),
     ("zero-length", lambda t: [_file(t / "z.wav", b"")], "is empty (0 bytes)"),
+    ("standard input", lambda t: ["-"], "'-' (standard input) is not a recording file: voicekit reads a "
+     "recording from a file it can seek in: save the stream first"),
+    ("a FIFO", lambda t: [_fifo(t / "pipe.wav")], "pipe.wav is a pipe or a device, not a recording file"),
     ("cut in the header", lambda t: [_file(t / "c.wav", SAMPLE.read_bytes()[:30])],
      "c.wav is damaged or not a recording: neither libsndfile nor FFmpeg can read it"),
     ("random bytes as .ogg", lambda t: [_file(t / "r.ogg", bytes(range(256)) * 40)],

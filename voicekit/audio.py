@@ -362,10 +362,15 @@ def decode_pcm_bytes(data: bytes, raw: RawPcm, channel: int | None = None) -> np
 
 
 def _check_path(path: Path) -> None:
+    piped = "voicekit reads a recording from a file it can seek in: save the stream first (ffmpeg -i IN meeting.wav)"
+    if str(path) == "-":
+        raise AudioError(f"'-' (standard input) is not a recording file: {piped}")
     if not path.exists():
         raise AudioError(f"{path}: no such file; check the path")
     if path.is_dir():
         raise AudioError(f"{path} is a directory; give an audio file (WAV, FLAC, OGG, MP3, M4A)")
+    if not path.is_file():  # a pipe (/dev/stdin under `cat x.flac |`), a FIFO or a device
+        raise AudioError(f"{path} is a pipe or a device, not a recording file: {piped}")
     if path.stat().st_size == 0:
         raise AudioError(f"{path} is empty (0 bytes); the recording was not saved")
 
