@@ -118,9 +118,15 @@ def load_index(eval_dir: str | Path, only: Collection[str] | None = None) -> lis
     return out
 
 
+def _speaker_lines(rttm: Path) -> list[list[str]]:
+    """The fields of every ``SPEAKER`` line of an RTTM file (NIST RT-09 format: type, file id,
+    channel, onset s, duration s, <NA>, <NA>, speaker, …)."""
+    return [parts for parts in (line.split() for line in rttm.read_text(encoding="utf-8").splitlines())
+            if len(parts) >= 8 and parts[0] == "SPEAKER"]
+
+
 def _check_rttm_ids(file: EvalFile, where: str) -> None:
-    ids = {parts[1] for parts in (line.split() for line in file.rttm.read_text(encoding="utf-8").splitlines())
-           if len(parts) >= 8 and parts[0] == "SPEAKER"}
+    ids = {parts[1] for parts in _speaker_lines(file.rttm)}
     if file.file_id not in ids:
         found = ", ".join(sorted(ids)[:10]) if ids else "none"
         raise EvalIndexError(f"{where}: {file.rttm} has no SPEAKER line for file id {file.file_id!r} (the ids "
@@ -132,9 +138,8 @@ def load_reference(file: EvalFile, duration: float):
     from pyannote.core import Annotation, Segment, Timeline
 
     ref = Annotation(uri=file.file_id)
-    for line in file.rttm.read_text(encoding="utf-8").splitlines():
-        parts = line.split()
-        if len(parts) >= 8 and parts[0] == "SPEAKER" and parts[1] == file.file_id:
+    for parts in _speaker_lines(file.rttm):
+        if parts[1] == file.file_id:
             start, dur = float(parts[3]), float(parts[4])
             ref[Segment(start, start + dur), ref.new_track(Segment(start, start + dur))] = parts[7]
     uem = None

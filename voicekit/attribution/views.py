@@ -147,8 +147,8 @@ def build_chat_messages(turns: Sequence[SpeakerTurn],
         messages.append({"role": "user", "content": content})
     if on:
         # the trigger: the last person's turn; an instruction or event sent as "user" is not one
-        users = [i for i, m in enumerate(messages) if m["role"] == "user"]
-        at = trigger if trigger is not None else (users[-1] if users else None)
+        at = trigger if trigger is not None else next(
+            (i for i in range(len(messages) - 1, -1, -1) if messages[i]["role"] == "user"), None)
         if at is not None:
             m = messages[at]
             if isinstance(m["content"], list):
