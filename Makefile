@@ -32,7 +32,7 @@ demo: setup
 	@cat out/sample/sample.refined.txt
 
 test: setup $(PYANNOTE_STAMP)
-	VOICEKIT_PG_DSN=$$(sh ../shared/tools/pg-test.sh start) VOICEKIT_REQUIRE_PG=1 $(PY) -m pytest -q
+	VOICEKIT_PG_DSN=$$(sh ../shared/tools/pg-test.sh start) VOICEKIT_REQUIRE_PG=1 VOICEKIT_REQUIRE_REALTIME=1 VOICEKIT_REQUIRE_PYANNOTE=1 $(PY) -m pytest -q
 
 eval: setup
 	$(PY) scripts/evaluate.py

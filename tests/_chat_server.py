@@ -17,11 +17,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 @dataclass
 class Scripted:
-    """One scripted answer: ``content`` as the assistant's text after ``delay_s`` seconds, or an
-    HTTP ``status`` error, or a ``raw_body`` sent as is."""
+    """One scripted answer: ``content`` as the assistant's text after ``delay_s`` seconds (or once
+    the test sets ``hold``, 30 s at most), or an HTTP ``status`` error, or a ``raw_body`` sent as is."""
 
     content: str = ""
     delay_s: float = 0.0
+    hold: threading.Event | None = None
     status: int = 200
     raw_body: str | None = None
 
@@ -48,6 +49,8 @@ class ChatServer:
                     answer = outer.script.popleft() if outer.script else outer.default
                 if answer.delay_s:
                     time.sleep(answer.delay_s)
+                if answer.hold is not None:
+                    answer.hold.wait(30)
                 if answer.raw_body is not None:
                     payload = answer.raw_body.encode()
                 elif answer.status != 200:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -25,9 +26,7 @@ from livekit import api, rtc
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from voicekit.audio import load_audio, resample  # noqa: E402
 
-EVAL = Path(__file__).resolve().parents[2] / "shared" / "eval"
-if not EVAL.is_dir():
-    EVAL = Path("/work/shared/eval")
+EVAL = Path(os.environ.get("VOICEKIT_EVAL_DIR", Path(__file__).resolve().parents[2] / "shared" / "eval"))
 
 
 def emit(event: str, who: str = "") -> None:

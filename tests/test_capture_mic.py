@@ -337,9 +337,7 @@ def test_a_device_that_never_delivers_is_reported_lost(virtual_mic, monkeypatch)
 
     monkeypatch.setattr(sounddevice, "InputStream", _SilentStream)
     source = MicSource("pulse", first_block_seconds=1.0)
-    t = time.monotonic()
     assert list(source) == []
-    assert time.monotonic() - t < 10
     assert source.lost is not None and "no audio at all in the 1 s after the stream started" in source.lost
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests._pipeline_support import SAMPLE, needs_eval
+from _pipeline_support import SAMPLE, needs_eval
 from voicekit.devices import DeviceError, check_compute_type, torch_precision
 
 

@@ -25,6 +25,13 @@ def test_rename_for_speaker_applies_to_later_turns():
     assert hooks.run(turn(speaker="Speaker B", text="I'm Sheila.")).sender_name == "Speaker B"
 
 
+
+def test_a_renamed_speaker_carries_the_name_without_surrounding_blanks():
+    hooks = HookRunner()
+    hooks.register(lambda t: HookResult.rename("  Diane \t"))
+    assert hooks.run(turn()).sender_name == "Diane"
+    assert hooks.names == {"Speaker A": "Diane"}
+
 def test_rename_of_one_turn_only():
     hooks = HookRunner()
     hooks.register(lambda t: HookResult(name="Chair") if t.start < 5 else None)
@@ -186,13 +193,12 @@ def test_speaker_names_map_and_file():
     assert hooks.run(turn(speaker="Speaker B")).sender_name == "Sheila"
 
 
-@pytest.mark.skipif(not __import__("tests._pipeline_support", fromlist=["SAMPLE"]).SAMPLE.is_file(),
-                    reason="evaluation recordings not found (set VOICEKIT_EVAL_DIR)")
+@needs_eval
 def test_hook_time_counts_in_the_turn_latency():
     """A turn goes out after its hooks: emitted_at (and so the latency) includes their time."""
     import itertools
 
-    from tests._pipeline_support import SAMPLE, components
+    from _pipeline_support import components
     from voicekit.audio import iter_16k_blocks
     from voicekit.pipeline import Pipeline
 

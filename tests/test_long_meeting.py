@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests._pipeline_support import components, eval_file, needs_eval
+from _pipeline_support import components, eval_file, needs_eval
 
 LOOP_FILES = ("sample", "test", "diarizationExample", "trn01")
 MEETING_SECONDS = 600.0
@@ -55,10 +55,10 @@ def _diarizer_live_state(diarizer) -> int:
 def test_ten_minute_meeting_keeps_memory_flat_and_diarizer_state_bounded(tmp_path):
     # the meeting runs in a fresh process, as a real one does: inside the test session the RSS also
     # carries everything earlier tests allocated (1.1 GB)
-    root = Path(__file__).resolve().parents[1]
-    code = f"from tests.test_long_meeting import run_meeting; run_meeting({str(tmp_path)!r})"
+    here = Path(__file__).resolve().parent   # tests/: the child imports this module and its helpers
+    code = f"from test_long_meeting import run_meeting; run_meeting({str(tmp_path)!r})"
     env = dict(os.environ, PYTHONMALLOC="malloc")  # Python objects on the C heap: heap_in_use_mb counts them
-    child = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True,
+    child = subprocess.run([sys.executable, "-c", code], cwd=here, env=env, capture_output=True, text=True,
                            timeout=1800)
     print(child.stdout)
     assert child.returncode == 0, child.stderr[-4000:]

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from _pipeline_support import EVAL, components, needs_eval
 from voicekit.audio import load_audio
-from voicekit.outputs import (MAX_CUE_LINES, MAX_CUE_SECONDS, MAX_LINE_CHARS, MIN_CUE_SECONDS, subtitle_cues,
-                              to_srt, to_vtt)
+from voicekit.outputs import (MAX_CUE_LINES, MAX_CUE_SECONDS, MAX_LINE_CHARS, MIN_CUE_SECONDS, format_line,
+                              subtitle_cues, to_rttm, to_srt, to_vtt)
 from voicekit.turns import SpeakerTurn, Word, words_to_turns
 
 
@@ -199,3 +199,36 @@ def test_any_turn_keeps_the_cue_contract(spec, prefix):
     check_cues(turn, cues, prefix)
     for c in cues:  # over 7 s only for a single word
         assert c.end - c.start <= MAX_CUE_SECONDS or len(" ".join(c.lines).removeprefix(prefix).split()) == 1
+
+
+def test_the_live_line_shows_start_and_end_to_a_tenth_of_a_second():
+    turn = timed_turn([" Hi,", " this", " is", " Diane."], [(3.12, 3.4), (3.5, 3.7), (3.7, 3.9), (4.0, 7.94)])
+    assert format_line(turn) == "[00:00:03.1 → 00:00:07.9] Speaker A: Hi, this is Diane."
+    late = dataclasses.replace(turn, start=3725.25, end=3729.96)
+    assert format_line(late).startswith("[01:02:05.2 → 01:02:10.0] ")
+
+
+def test_the_rttm_gives_onset_and_duration_and_reads_back_as_the_same_diarization(tmp_path):
+    """Each RTTM line is ``SPEAKER file 1 onset duration <NA> <NA> name <NA> <NA>``; read back by
+    the evaluation's reference loader it scores DER 0 against the turns that wrote it, and a
+    duration written as the end time would not."""
+    from pyannote.core import Segment, Timeline
+    from pyannote.metrics.diarization import DiarizationErrorRate
+
+    from voicekit.evaluation import EvalFile, load_reference, turns_to_annotation
+
+    turns = [even_turn("good morning everyone", 1.5, 2.0),
+             dataclasses.replace(even_turn("hi there", 4.25, 1.5), speaker="Speaker B",
+                                 metadata={"sender_name": "Sheila Smith"}),
+             even_turn("shall we start", 6.0, 2.5)]
+    rttm = to_rttm(turns, "my meeting")
+    assert rttm.splitlines() == [
+        "SPEAKER my_meeting 1 1.500 1.900 <NA> <NA> Speaker_A <NA> <NA>",
+        "SPEAKER my_meeting 1 4.250 1.400 <NA> <NA> Sheila_Smith <NA> <NA>",
+        "SPEAKER my_meeting 1 6.000 2.400 <NA> <NA> Speaker_A <NA> <NA>"]
+    path = tmp_path / "m.rttm"
+    path.write_text(rttm, encoding="utf-8")
+    ref, _ = load_reference(EvalFile("my_meeting", path, path, None, None, 2, "test"), 10.0)
+    assert sorted(ref.labels()) == ["Sheila_Smith", "Speaker_A"]
+    hyp = turns_to_annotation(turns, "my_meeting")
+    assert DiarizationErrorRate(collar=0.0, skip_overlap=False)(ref, hyp, uem=Timeline([Segment(0, 10)])) == 0.0

@@ -16,14 +16,13 @@ import sys
 import numpy as np
 import pytest
 
-from tests._pipeline_support import EVAL, SAMPLE, components, needs_eval
+from _pipeline_support import EVAL, SAMPLE, components, import_or_skip, needs_eval
 from voicekit.diarization.pyannote_backend import (DEFAULT_PIPELINE, PyannoteOfflineDiarizer, SpeakerSegment,
                                                    assign_speakers, parse_diarizer, pieces_from_words)
 from voicekit.turns import Word
 from voicekit.vad import Utterance
 
-pyannote_audio = pytest.importorskip("pyannote.audio", reason="pyannote.audio not installed "
-                                     "(sh scripts/install_pyannote.sh)")
+pyannote_audio = import_or_skip("pyannote.audio", "VOICEKIT_REQUIRE_PYANNOTE", "sh scripts/install_pyannote.sh")
 
 from voicekit.diarization.pyannote_checkpoints import write_random_pipeline  # noqa: E402
 

@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from _pipeline_support import import_or_skip
 from _realtime_meeting import SCRIPT, open_store, turn
 
 from voicekit.cli import CliError, build_parser
@@ -92,7 +93,7 @@ def test_a_session_that_never_connects_fails_the_replay_but_not_the_transcript(t
     """--session openai with nothing at its URL: every output is written, and the run says that the
     session was not sent every turn and exits 1 (it exited 0 under a warning that promised a resend
     no command makes)."""
-    pytest.importorskip("openai")
+    import_or_skip("openai", "VOICEKIT_REQUIRE_REALTIME", 'pip install -e ".[realtime]"')
     import socket
 
     from _pipeline_support import EVAL
@@ -127,7 +128,7 @@ def test_ctrl_c_while_waiting_for_a_provider_that_never_answers_leaves_a_checkpo
     wait. The session is given up, its thread closes its store connection, and SQLite folds the
     write-ahead log into meeting.sqlite (it was left in meeting.sqlite-wal: a user who copied the
     file the README names got an empty meeting)."""
-    pytest.importorskip("openai")
+    import_or_skip("openai", "VOICEKIT_REQUIRE_REALTIME", 'pip install -e ".[realtime]"')
     import socket
     import sqlite3
 

@@ -8,8 +8,10 @@ import time
 
 import pytest
 
-pytest.importorskip("google.genai")
-pytest.importorskip("cryptography")
+from _pipeline_support import import_or_skip
+
+import_or_skip("google.genai", "VOICEKIT_REQUIRE_REALTIME", 'pip install -e ".[realtime]"')
+import_or_skip("cryptography", "VOICEKIT_REQUIRE_REALTIME", 'pip install -e ".[realtime]"')
 
 from _realtime_meeting import SCRIPT, open_store, turn  # noqa: E402
 from _realtime_servers import FakeGeminiLive, self_signed  # noqa: E402

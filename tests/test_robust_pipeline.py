@@ -398,8 +398,8 @@ def test_ctrl_c_during_whisper_loses_no_utterance_the_endpointer_closed(tmp_path
     _assert_once_and_as_uninterrupted(pipe, before, uninterrupted)
     assert len(before) == 2
     assert stt.calls == len(closed) + 1                # only the interrupted call is made again
-    assert pipe.consumed / 16000 >= before[-1].closed_at
-    assert pipe.turns[-1].end <= pipe.consumed / 16000 + 1e-6 < 17.0
+    assert pipe.consumed_seconds >= before[-1].closed_at
+    assert pipe.turns[-1].end <= pipe.consumed_seconds + 1e-6 < 17.0
 
 
 class CtrlCOnce:
@@ -592,7 +592,7 @@ def test_an_error_in_one_utterance_loses_only_that_utterance_and_is_the_error_ra
     assert [w for w in got if w[2] <= second.start] == [w for w in words(whole.turns) if w[2] <= second.start]
     assert not [w for w in got if second.start <= w[1] < second.end - 1e-3]  # ms-rounded word times
     after = [w for w in got if w[1] >= second.end - 1e-3]
-    assert after and after[-1][2] <= pipe.consumed / 16000 + 1e-6, after
+    assert after and after[-1][2] <= pipe.consumed_seconds + 1e-6, after
     assert words(pipe.store.turns()) == got
     assert pipe.finished and pipe.pending == 0 and stt.calls == 3
     assert f"the utterance at {second.start:.2f}-{second.end:.2f} s was not committed" in caplog.text

@@ -73,6 +73,20 @@ def test_turns_of_one_utterance_that_refinement_gives_one_speaker_are_one_refine
     assert len(store.turns()) == 4   # the live view is as emitted
 
 
+
+def test_touching_turns_stay_apart_across_channels_and_names():
+    """Each LiveKit lane has its own "Speaker A", and a hook may name one turn of a label: such
+    neighbours are different people (or a different name) and are not joined."""
+    from voicekit.turns import join_touching
+
+    a = turn("Speaker A", "one two", 0.0).replace(channel="room/p-alice")
+    b = turn("Speaker A", "three four", a.end).replace(channel="room/p-bob")
+    assert [t.text for t in join_touching([a, b])] == ["one two", "three four"]
+    c = turn("Speaker A", "five six", b.end, "Chair").replace(channel="room/p-bob")
+    assert [t.text for t in join_touching([b, c])] == ["three four", "five six"]
+    d = turn("Speaker A", "seven", c.end, "Chair").replace(channel="room/p-bob")
+    assert [t.text for t in join_touching([b, c, d])] == ["three four", "five six seven"]
+
 def test_a_hooks_text_edit_survives_refinement(tmp_path):
     """A turn whose text a hook edited (a redaction) is not cut at its words' times, which would
     bring Whisper's words back: it stays whole under the label of most of its words."""
@@ -113,6 +127,18 @@ def test_turns_of_one_utterance_share_the_gap_and_never_overlap():
     assert out[0].start == 0.5 and out[1].end == 3.0
     assert out[0].end == out[1].start == round((1.55 + 2.0) / 2, 3)
 
+
+
+def test_a_turn_is_only_ever_widened_to_its_speech():
+    """Speech the VAD marks from after a turn's first word (or until before its last) never moves
+    the turn's start later (or its end earlier) than its words."""
+    from voicekit.turns import extend_to_speech
+
+    a = turn("Speaker A", "one two three", 1.0)   # 1.0 - 1.85
+    [out] = extend_to_speech([a], lambda lo, hi: (1.2, 1.5))
+    assert (out.start, out.end) == (1.0, 1.85)
+    [out] = extend_to_speech([a], lambda lo, hi: (0.8, 2.4))
+    assert (out.start, out.end) == (0.8, 2.4)
 
 def test_a_store_written_before_refined_words_existed_is_read_and_exported(tmp_path):
     """A meeting store of voicekit's first version (its `turns` table has no refined_words

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import socket
-import time
+import threading
 
 import pytest
 
@@ -47,7 +47,7 @@ def test_t4_two_members_responder_form(chat_server):
     assert d.chime_in is False
     assert d.director_raw == '{"responder": "B", "chime_in": false}'
     assert d.director_error is None
-    assert 0.0 < d.director_latency_s < 5.0
+    assert d.director_latency_s > 0.0
     body = chat_server.requests[0]["body"]
     assert chat_server.requests[0]["path"] == "/v1/chat/completions"
     assert body["temperature"] == 0.0
@@ -102,27 +102,33 @@ def test_t4_n_members_without_chime_in_answers_alone(chat_server):
 
 
 def test_t4_timeout_falls_back(chat_server):
-    chat_server.push(Scripted(content='{"responder": "B", "chime_in": false}', delay_s=1.5))
+    """The director's answer is held back until the decision is out: the decision is the
+    fallback, made after the 0.3 s timeout and before the answer existed."""
+    held = threading.Event()
+    chat_server.push(Scripted(content='{"responder": "B", "chime_in": false}', hold=held))
     t = taker(chat_server, "Iris", "Elena", timeout_s=0.3)
-    t0 = time.perf_counter()
-    d = t.decide(AMBIGUOUS, ALICE)
-    elapsed = time.perf_counter() - t0
+    try:
+        d = t.decide(AMBIGUOUS, ALICE)
+    finally:
+        held.set()
     assert (d.decided_by, d.responders) == ("fallback", ("Iris",))
     assert d.director_raw is None
     assert d.director_error is not None and "tim" in d.director_error.lower()
-    assert 0.25 <= d.director_latency_s < 1.0
-    assert elapsed < 1.0
+    assert d.director_latency_s >= 0.25
 
 
 def test_t4_hard_timeout_on_a_director_that_hangs():
+    release = threading.Event()
+
     def hangs(request):
-        time.sleep(2.0)
+        release.wait(30)
         return '{"responder": "A"}'
 
     t = TurnTaker(members("Iris", "Elena"), director=hangs, director_timeout_s=0.2)
-    t0 = time.perf_counter()
-    d = t.decide(AMBIGUOUS, ALICE)
-    assert time.perf_counter() - t0 < 0.6
+    try:
+        d = t.decide(AMBIGUOUS, ALICE)   # returns while the director still hangs
+    finally:
+        release.set()
     assert (d.decided_by, d.director_error) == ("fallback", "timeout after 0.2 s")
 
 

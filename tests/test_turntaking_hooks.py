@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 
 import pytest
 
@@ -74,7 +73,8 @@ def test_emit_isolates_failing_and_slow_hooks():
         raise RuntimeError("boom")
 
     def slow(decision: Decision) -> None:
-        release.wait(5)
+        release.wait(30)
+        after.append("slow finished")
 
     runner.register(broken, HookTrigger.ON_SPEAK_DECISION, name="broken")
     runner.register(slow, HookTrigger.ON_SPEAK_DECISION, name="slow")
@@ -83,12 +83,9 @@ def test_emit_isolates_failing_and_slow_hooks():
     taker = room()
     taker.attach_hooks(runner)
     try:
-        t0 = time.perf_counter()
         decision = taker.decide("Elena, ship it?", ALICE)  # never raises to the room
-        elapsed = time.perf_counter() - t0
         assert decision.responders == ("Elena",)
-        assert after == ["mention"]  # later hooks still run
-        assert elapsed < 2.0
+        assert after == ["mention"]  # later hooks still run, and the slow one had not finished
         assert [(name, start) for name, start, _ in runner.failures] == [("broken", None), ("slow", None)]
         assert "RuntimeError: boom" in runner.failures[0][2]
         assert "timed out" in runner.failures[1][2]

@@ -8,12 +8,11 @@ for the library. Speech of one speaker is cut with the reference RTTM.
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from _pipeline_support import components, eval_file, needs_eval
+from _pipeline_support import EVAL, components, eval_file, needs_eval
 from voicekit.audio import SAMPLE_RATE, load_audio
 from voicekit.diarization.online import SpeakerState
 from voicekit.voiceprints import (
@@ -92,7 +91,7 @@ def test_too_short_enrolment_is_refused(tmp_path):
 def test_cli_enrol_refusals_name_the_problem_and_make_no_library(tmp_path, capsys):
     from voicekit.cli import main
 
-    jfk = Path(__file__).resolve().parents[2] / "shared" / "eval" / "faster_whisper" / "jfk.flac"
+    jfk = EVAL / "faster_whisper" / "jfk.flac"
     path = tmp_path / "voices.sqlite"
     assert main(["voices", "enrol", "Jack", str(jfk), "--start", "5", "--end", "2", "--library", str(path)]) == 2
     assert "--end 2 is not after --start 5" in capsys.readouterr().err

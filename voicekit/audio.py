@@ -219,6 +219,9 @@ class StreamResampler:
         out_rate: output sample rate in Hz (default 16000).
         channels: 1 for ``(n,)`` blocks; more for ``(n, channels)`` blocks, each channel
             resampled as if alone.
+
+    Raises:
+        AudioError: ``in_rate`` is not positive.
     """
 
     def __init__(self, in_rate: int, out_rate: int = SAMPLE_RATE, channels: int = 1) -> None:

@@ -204,12 +204,14 @@ class Pipeline:
             name the voice library gave is given by ``voices`` again, with its identity).
 
     Raises:
-        ValueError: ``resume`` without a ``store``, or with a diarizer that has no ``resume()``.
+        ValueError: ``resume`` without a ``store``, or with a diarizer that has no ``resume()``;
+            no ``diarizer`` given with components that hold no speaker encoder (loaded for
+            pyannote) and no ``options.pyannote``.
 
     Attributes:
         turns: the committed turns, in commit order.
-        consumed: samples (16 kHz) given to the endpointer since :meth:`start`: on an
-            interrupted run, ``consumed / 16000`` seconds is what this session holds.
+        consumed_seconds: seconds of audio given to the endpointer since :meth:`start`: on an
+            interrupted run, what this session holds.
         start_time: meeting time in seconds of the stream's first sample (0 unless ``resume``).
         finished: :meth:`finish` ran to its end (False while an interrupt inside it left
             utterances uncommitted).
@@ -253,7 +255,7 @@ class Pipeline:
         self._channel = "replay"
         self._started = False
         self._saved_names: dict[str, str] = {}
-        self.consumed = 0
+        self._consumed = 0
         self._pcm = PcmNormalizer("the pushed audio")
         self.finished = False
         self.utterance_latencies: list[float] = []
@@ -270,6 +272,11 @@ class Pipeline:
         if self.components.encoder is None:
             raise ValueError("these components have no speaker encoder (loaded for pyannote): pass a diarizer")
         return OnlineDiarizer(self.components.encoder, self.options.diarizer)
+
+    @property
+    def consumed_seconds(self) -> float:
+        """Seconds of 16 kHz audio pushed since :meth:`start` (the session's audio so far)."""
+        return self._consumed / SAMPLE_RATE
 
     @property
     def pending(self) -> int:
@@ -420,7 +427,7 @@ class Pipeline:
             for block in source:
                 self.push(block)
                 if progress is not None:
-                    progress(self.consumed / SAMPLE_RATE)
+                    progress(self.consumed_seconds)
         except BaseException as exc:
             self.end_after(exc)
             raise
@@ -444,13 +451,13 @@ class Pipeline:
         self._started = True
         self._channel = channel
         self._t0 = time.monotonic()
-        self.consumed = 0
+        self._consumed = 0
         self.finished = False
 
     def push(self, block: np.ndarray) -> None:
         """Feed one ``(n,)`` mono 16 kHz block; every utterance it closes (and any left pending
         by an earlier interrupt) is transcribed, diarized and committed before this returns. The
-        block counts in :attr:`consumed` as soon as the endpointer has it.
+        block counts in :attr:`consumed_seconds` as soon as the endpointer has it.
 
         float32 in [-1, 1] is used as it is; integer PCM (int16, int32, uint8) is scaled by its
         full scale, and NaN or out-of-range samples are fixed with a warning
@@ -470,7 +477,7 @@ class Pipeline:
                              "first (voicekit.audio.downmix), or run one pipeline per channel")
         block = self._pcm(block)
         t = time.perf_counter()
-        self.consumed += len(block)
+        self._consumed += len(block)
         # extend() queues each utterance as the endpointer yields it: an interrupt inside the VAD
         # keeps those closed before it
         self._pending.extend(self.endpointer.push(block))
@@ -517,7 +524,7 @@ class Pipeline:
 
     def result(self, refined: dict[int, list[str]] | None = None) -> MeetingResult:
         """What the stream produced so far (a copy of the turns: later pushes do not change it)."""
-        return MeetingResult(list(self.turns), refined, self.consumed / SAMPLE_RATE, self.endpointer.speech_seconds,
+        return MeetingResult(list(self.turns), refined, self.consumed_seconds, self.endpointer.speech_seconds,
                              time.monotonic() - self._t0, dict(self.stage_seconds), self.blocked,
                              list(self.utterance_latencies),
                              self._band_seconds[0] / self._band_seconds[1] if self._band_seconds[1] else 0.0)
@@ -573,7 +580,7 @@ def run_per_channel(source: Iterable[np.ndarray], n_channels: int, options: Pipe
         channel: prefix of the turns' channel names.
         progress: called with the seconds of audio consumed after each block.
         pipes: a list the channels' pipelines are appended to, to read their state when the run
-            raises (``consumed``, ``finished``).
+            raises (``consumed_seconds``, ``finished``).
 
     Returns:
         One :class:`MeetingResult` for the meeting (every channel's turns, in commit order). On an

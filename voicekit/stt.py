@@ -120,7 +120,7 @@ class Transcriber:
         self.seconds_transcribed = 0.0
 
     def transcribe(self, samples: np.ndarray, offset: float = 0.0, *, speech: np.ndarray | None = None,
-                   frame_seconds: float = 0.032) -> list[Word]:
+                   frame_seconds: float | None = None) -> list[Word]:
         """Transcribe one utterance.
 
         Args:
@@ -130,12 +130,20 @@ class Transcriber:
                 With them, when at least :data:`RESUME_SPEECH` seconds of speech frames follow the
                 last word (Whisper stopped early), the audio from the end of that word is decoded
                 again and its words appended, at most :data:`MAX_RESUMES` times.
-            frame_seconds: the duration of one VAD frame in seconds.
+            frame_seconds: the duration of one frame of ``speech`` in seconds (0.032 for Silero,
+                0.03 for webrtcvad: :attr:`voicekit.vad.Utterance.frame_seconds`); required with
+                ``speech``.
 
         Returns:
             the words in time order, times in seconds from the start of the meeting, each word's
             time clipped to the utterance.
+
+        Raises:
+            ValueError: ``speech`` without ``frame_seconds``.
         """
+        if speech is not None and not frame_seconds:
+            raise ValueError("Transcriber.transcribe: speech (VAD frames) needs frame_seconds, the length of "
+                             "one frame in seconds (Utterance.frame_seconds)")
         duration = len(samples) / 16000.0
         if duration < 0.1 or float(np.max(np.abs(samples))) < SILENCE_PEAK:
             return []  # too short, or digital silence: Whisper would invent a "You"

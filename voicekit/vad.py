@@ -29,6 +29,9 @@ class FrameBuffer:
 
     Args:
         frame_samples: frame length in samples.
+
+    Raises:
+        ValueError: ``frame_samples`` is not positive.
     """
 
     def __init__(self, frame_samples: int) -> None:
@@ -101,6 +104,9 @@ class WebRtcVad:
 
     Args:
         aggressiveness: 0 (least) to 3 (most aggressive at rejecting non-speech).
+
+    Raises:
+        ValueError: ``aggressiveness`` outside 0-3.
     """
 
     frame_samples = 480  # 30 ms at 16 kHz: one of the legal 10/20/30 ms sizes

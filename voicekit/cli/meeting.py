@@ -312,10 +312,9 @@ def _refine_stored(store, num_speakers: int | None) -> None:  # noqa: ANN001 - M
 def _interrupt_note(pipes, verb: str) -> tuple[float, str]:  # noqa: ANN001
     """After Ctrl-C: the seconds of audio every pipeline consumed in this session and the line
     that says what was committed (``verb at HH:MM:SS.s: …``, in meeting time)."""
-    from voicekit.audio import SAMPLE_RATE
     from voicekit.outputs import clock
 
-    seconds = round(min((p.consumed for p in pipes), default=0) / SAMPLE_RATE, 3)
+    seconds = round(min((p.consumed_seconds for p in pipes), default=0.0), 3)
     at = f"{verb} at {clock(seconds + min((p.start_time for p in pipes), default=0.0), digits=1)}"
     if all(p.finished for p in pipes):
         return seconds, f"{at}: every utterance heard so far was committed"

@@ -20,6 +20,10 @@ def make_session(kind: str, *, model: str | None = None, base_url: str | None = 
     API keys come from the provider's usual environment variable (``OPENAI_API_KEY``;
     ``GEMINI_API_KEY`` or ``GOOGLE_API_KEY``). For ``openai`` a ``ws://``/``wss://`` base URL is
     the WebSocket base, an ``http(s)://`` one the API base.
+
+    Raises:
+        ValueError: an unknown ``kind``, or no API key for ``openai`` / ``gemini``.
+        ImportError: ``openai`` / ``gemini`` without the ``voicekit[realtime]`` extra installed.
     """
     if kind == "local":
         return LocalSession(log_path, echo=echo, instructions=instructions, model=model)

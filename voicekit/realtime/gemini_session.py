@@ -29,6 +29,9 @@ class GeminiLiveSession(StreamingSession):
         instructions: the system instruction given at connect.
         modalities: response modalities (default ``TEXT``).
         http_options: extra ``HttpOptions`` fields (``async_client_args`` for a TLS context).
+
+    Raises:
+        ValueError: no API key (neither ``api_key`` nor ``$GEMINI_API_KEY`` / ``$GOOGLE_API_KEY``).
     """
 
     name = "gemini"

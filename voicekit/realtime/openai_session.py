@@ -33,6 +33,9 @@ class OpenAIRealtimeSession(StreamingSession):
         instructions: the session's instructions, sent in ``session.update``.
         modalities: output modalities (default text only).
         ack_timeout: seconds to wait for the provider to acknowledge an item.
+
+    Raises:
+        ValueError: no API key (neither ``api_key`` nor ``$OPENAI_API_KEY``).
     """
 
     name = "openai"
