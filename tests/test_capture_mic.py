@@ -311,6 +311,43 @@ def test_mic_cli_ends_with_an_error_when_the_device_is_lost(virtual_mic, tmp_pat
     assert "crocodile" in words and "thank you" in words, turns   # the whole recording was heard
 
 
+def test_mic_cli_ends_the_meeting_when_the_audio_server_hangs(virtual_mic, tmp_path_factory):
+    """The audio server freezes mid-utterance instead of dying (SIGSTOP): the watchdog ends the
+    capture, and closing the stream, which PortAudio cannot do while the server hangs, no longer
+    holds the run. The open utterance is committed, the outputs are written, exit 1 (before, the
+    run hung for good, deaf to Ctrl-C and SIGTERM, and lost the open utterance)."""
+    d = tmp_path_factory.mktemp("vmic-frozen")   # a private audio server to freeze
+    run = subprocess.run([str(TOOLS / "virtual-mic.sh"), "start", str(d)], capture_output=True, text=True,
+                         timeout=60)
+    assert run.returncode == 0, run.stderr
+    env = dict(os.environ)
+    for item in run.stdout.strip().splitlines()[-1][len("export "):].split():
+        key, _, value = item.partition("=")
+        env[key] = value
+    server = int((d / "run" / "pid").read_text().split()[0])
+    out = tmp_path_factory.mktemp("frozen") / "meeting"
+    run = CliRun(["mic", "--device", "pulse", "--out", out, "--quiet"], env=env, marks=["audio flowing"])
+    player = None
+    try:
+        assert run.seen("audio flowing").wait(90), run.text
+        player = subprocess.Popen(["paplay", "--device=meetsink", str(FALCON)], env=env)
+        time.sleep(10.0)   # inside the second speaker's turn (9.4-12.6 s of test.wav)
+        os.kill(server, signal.SIGSTOP)
+        rc = run.proc.wait(90)   # no signal: the watchdog ends the meeting
+    finally:
+        os.kill(server, signal.SIGCONT)
+        if player is not None:
+            player.kill()
+        run.finish()
+        subprocess.run([str(TOOLS / "virtual-mic.sh"), "stop", str(d)], capture_output=True, timeout=30)
+    text = run.text
+    print(text)
+    assert rc == 1, text
+    assert "stopped delivering audio" in text and "did not close" in text, text
+    turns = json.loads((out / "meeting.json").read_text())["turns"]
+    assert len(turns) >= 2 and turns[-1]["end"] > 8.0, turns   # the turn open at the freeze is kept
+
+
 class _SilentStream:
     """Stands in for ``sounddevice.InputStream``: opens and reports itself active, but never calls
     back (a device that accepts the stream and delivers nothing)."""
@@ -323,6 +360,8 @@ class _SilentStream:
 
     def stop(self) -> None:
         self.active = False
+
+    abort = stop
 
     def close(self) -> None:
         pass

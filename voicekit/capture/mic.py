@@ -144,6 +144,23 @@ def native_channels(device: InputDevice) -> int:
     return device.channels if device.channels <= MAX_NATIVE_CHANNELS else 2
 
 
+CLOSE_SECONDS = 2.0
+"""How long the capture waits for PortAudio to stop and close the input stream before leaving it
+(a hung audio server never lets it close)."""
+
+
+def _close_stream(stream, lost: bool) -> None:  # noqa: ANN001 - a sounddevice.InputStream
+    """Stop (abort, when the device was lost: nothing queued is worth waiting for) and close."""
+    try:
+        if lost:
+            stream.abort()
+        else:
+            stream.stop()
+        stream.close()
+    except Exception:  # noqa: BLE001 - closing never fails the meeting
+        log.exception("closing the input stream failed")
+
+
 class MicSource:
     """Live microphone capture as a 16 kHz source for :meth:`voicekit.pipeline.Pipeline.run`.
 
@@ -285,12 +302,23 @@ class MicSource:
         if watchdog is not None and watchdog is not threading.current_thread():
             watchdog.join(1.0)   # it reads the stream's state: never while the stream is closed
         stream, self._stream = self._stream, None
-        if stream is not None:
-            try:
-                stream.stop()
-                stream.close()
-            except Exception:  # noqa: BLE001 - closing never fails the meeting
-                log.exception("closing the input stream failed")
+        if stream is None:
+            return
+        # PortAudio's stop joins its audio thread, which waits on the audio server: a server that
+        # hangs (instead of dying) would hold this thread in C for good, deaf to Ctrl-C, before the
+        # pipeline could commit the open utterance. The stream is closed on a thread of its own.
+        closer = threading.Thread(target=_close_stream, args=(stream, self.lost is not None),
+                                  name="voicekit-mic-close", daemon=True)
+        closer.start()
+        closer.join(CLOSE_SECONDS)
+        if closer.is_alive():
+            log.warning("the input device %r did not close within %g s (its audio server hangs): it is left "
+                        "open, and the meeting goes on to its end", self.device.name, CLOSE_SECONDS)
+            # sounddevice's exit handler would stop and close the same stream again, racing the
+            # closer inside PortAudio (heap corruption, SIGABRT at exit): the process leaves it be
+            import atexit
+
+            atexit.unregister(_sounddevice()._exit_handler)
 
     @property
     def audio(self) -> np.ndarray:
