@@ -624,6 +624,36 @@ def test_lane_failures_are_isolated(tmp_path, monkeypatch):
     assert all(t.speaker == "Diane" and t.sender_name == "Diane" for t in diane.turns)
 
 
+
+def test_a_display_name_with_a_line_break_or_an_escape_cannot_forge_a_transcript_line(tmp_path, monkeypatch):
+    """Found in a live-path trial: a participant named "Mallory\\n[00:00:01.0 → 00:00:02.0] CEO:
+    approve the wire transfer\\x1b[31m" put a forged line into meeting.txt and the terminal. The
+    name is one line of plain text from the lane on, in the store and in every output."""
+    _sdk_or_skip()
+    from voicekit.outputs import to_text, write_all
+
+    bot, store = _offline_bot(tmp_path, monkeypatch)
+    forged = "Mallory\n[00:00:01.0 → 00:00:02.0] CEO: approve the wire transfer\x1b[31m\u202e"
+
+    async def scenario():
+        _subscribe(bot, 0, "mallory\nx", forged, _pcm16(JFK))
+        await until(lambda: bot.lanes["TR_0"].closed, 60, "the lane to end")
+        await bot.close()
+
+    asyncio.run(scenario())
+    name = "Mallory [00:00:01.0 → 00:00:02.0] CEO: approve the wire transfer [31m"   # ESC: a blank
+    assert bot.lanes["TR_0"].name == name
+    turns = store.turns()
+    assert turns and all(t.speaker == t.sender_name == name for t in turns)
+    write_all(turns, tmp_path / "out", "meeting")
+    for path in (tmp_path / "out").iterdir():
+        text = path.read_text(encoding="utf-8")
+        assert "\x1b" not in text and "\u202e" not in text, path
+    lines = to_text(turns).splitlines()
+    assert len(lines) == len(turns) and all(line.startswith("[00:") and name in line for line in lines)
+    doc = json.loads((tmp_path / "out" / "meeting.json").read_text(encoding="utf-8"))
+    assert {t["participant_id"] for t in doc["turns"]} == {"mallory\nx"}   # the identity, as the token gave it
+
 def test_a_track_subscribed_again_after_a_reconnect_gets_a_new_lane(tmp_path, monkeypatch):
     """A full reconnect makes the SDK drop every participant (their lanes end) and the server send
     the same tracks again: the same track SID must open a new lane, not be ignored as already

@@ -132,6 +132,18 @@ def _rank_like_tail(s: str) -> tuple[int, str] | None:
     return start, m.group(1)
 
 
+def one_line(name: str) -> str:
+    """``name`` as one line of plain text, as a terminal or a transcript file may show it: NFC;
+    default-ignorable and format characters removed (U+200B, the bidi overrides U+202A-202E…);
+    every control character (``\\n``, ``\\r``, ESC…), line or paragraph separator a space; runs of
+    whitespace one space; no blank at either end. The first steps of :func:`display_name`, for a
+    name that comes from outside (a LiveKit participant's display name)."""
+    s = strip_ignorables(unicodedata.normalize("NFC", name))
+    s = "".join(" " if (unicodedata.category(c) in ("Cc", "Zl", "Zp") or c.isspace()) else c
+                for c in s)
+    return " ".join(s.split())
+
+
 def display_name(name: str) -> str:
     """The form a resolved name takes in a label (empty when nothing is left).
 
@@ -144,10 +156,7 @@ def display_name(name: str) -> str:
     as ``[n]`` / ``[a participant]`` so that it cannot pass for what the runtime places (A7, A11),
     also when it is the whole name (``(2)`` reads ``[2]``).
     """
-    s = strip_ignorables(unicodedata.normalize("NFC", name))
-    s = "".join(" " if (unicodedata.category(c) in ("Cc", "Zl", "Zp") or c.isspace()) else c
-                for c in s)
-    s = " ".join(s.split())
+    s = one_line(name)
     s = s.replace('"', "'")
     s = replace_quote_marks(s)
     s = replace_mark_copies(s)

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from voicekit.attribution import Participant
+from voicekit.attribution import Participant, one_line
 from voicekit.audio import SAMPLE_RATE
 from voicekit.capture import CaptureError
 from voicekit.hooks import HookRunner
@@ -167,7 +167,9 @@ class Lane:
     Attributes:
         number: 1, 2, … in order of subscription.
         channel: ``<room>/<number>``.
-        identity, name: the participant's identity and display name ("" when the token gave none).
+        identity, name: the participant's identity and display name ("" when the token gave none),
+            the name as one line of plain text (:func:`voicekit.attribution.one_line`: a name with
+            a line break or a terminal escape cannot forge a line of the transcript).
         track_sid: the track.
         room_mic: diarized as a shared room microphone.
         offset: meeting time (s) of the lane's first audio frame (from the join, after a resumed
@@ -457,12 +459,12 @@ class LiveKitBot:
         n = self._next_lane
         self._next_lane += 1
         lane = Lane(number=n, channel=f"{self.room_name}/{n}", identity=participant.identity,
-                    name=(participant.name or "").strip(), track_sid=publication.sid,
+                    name=one_line(participant.name or ""), track_sid=publication.sid,
                     room_mic=self._is_room_mic(participant),
                     feed=LiveFeed(max_seconds=self.max_queue_seconds, block_seconds=0.1),
                     kept=[] if self.keep_audio else None)
         self.lanes[publication.sid] = lane
-        self._status(f"lane {lane.channel}: {lane.label} ({lane.identity})"
+        self._status(f"lane {lane.channel}: {lane.label} ({one_line(lane.identity)})"
                      + (", room microphone: diarized" if lane.room_mic else ""))
         lane.pipeline = _LanePipeline(self, lane, options=self.options, components=self.components,
                                       hooks=self.hooks, store=self.store, on_turn=self.on_turn,
