@@ -499,6 +499,15 @@ def test_cli_a_token_that_is_not_one_or_has_expired_is_refused_before_the_models
     assert (claims["sub"], claims["video"]["room"]) == ("voicekit-bot", "standup")
     with pytest.raises(CaptureError, match=r"--token expired at \d{4}-\d\d-\d\d .* UTC: mint a new one"):
         check_token(token, now=claims["exp"] + 1)
+    # the token's room, identity and name cannot be changed: asking for others is refused (it joined
+    # 'standup' while --room other was silently dropped); the same values, or none, are fine
+    for extra, said in ((["--room", "other"], "--room 'other': the --token given is for room 'standup'"),
+                        (["--identity", "me"], "--identity 'me': the --token given is for identity 'voicekit-bot'"),
+                        (["--name", "Bot"], "--name 'Bot': the --token given is for name 'voicekit'")):
+        assert main([*url, "--token", token, *extra]) == 2
+        err = capsys.readouterr().err
+        assert said in err and "loading models" not in err, err
+    assert not (tmp_path / "m").exists() or not any((tmp_path / "m").iterdir())
 
 
 class FakeStream:

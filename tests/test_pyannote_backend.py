@@ -161,7 +161,7 @@ def test_cuda_requested_without_cuda_is_a_clear_error():
 
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")
-    with pytest.raises(DeviceError, match="--device cuda: torch .* sees no CUDA device.*--device cpu"):
+    with pytest.raises(DeviceError, match="compute device cuda: torch .* sees no CUDA device.*run on the CPU"):
         require_torch_device("cuda")
     with pytest.raises(DeviceError, match="no CUDA device"):
         PyannoteModels("/nonexistent", device="cuda")

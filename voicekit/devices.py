@@ -60,9 +60,9 @@ def require_torch_device(device: str):
         raise DeviceError(f"unknown device {device!r}: use cpu or cuda")
     if device == "cuda" and not torch.cuda.is_available():
         build = "a CPU build" if torch.version.cuda is None else f"built for CUDA {torch.version.cuda}"
-        raise DeviceError(f"--device cuda: torch {torch.__version__} ({build}) sees no CUDA device; "
+        raise DeviceError(f"compute device cuda: torch {torch.__version__} ({build}) sees no CUDA device; "
                           "install a CUDA build of torch on a machine with an NVIDIA GPU and driver, "
-                          "or use --device cpu")
+                          "or run on the CPU (the default compute device: leave out cuda)")
     return torch.device(device)
 
 
@@ -76,9 +76,9 @@ def require_ctranslate2_device(device: str) -> str:
         import ctranslate2
 
         if ctranslate2.get_cuda_device_count() == 0:
-            raise DeviceError(f"--device cuda: CTranslate2 {ctranslate2.__version__} sees no CUDA device "
+            raise DeviceError(f"compute device cuda: CTranslate2 {ctranslate2.__version__} sees no CUDA device "
                               "(its wheels need an NVIDIA driver plus CUDA 12 and cuDNN 9 libraries); "
-                              "use --device cpu")
+                              "run on the CPU (the default compute device: leave out cuda)")
     elif device not in ("cpu", "auto"):
         raise DeviceError(f"unknown device {device!r}: use cpu or cuda")
     return device

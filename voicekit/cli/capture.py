@@ -170,6 +170,20 @@ See docs/livekit.md for running against a real livekit-server.
 """
 
 
+def _check_token_options(args: argparse.Namespace, claims: dict) -> None:
+    """With ``--token``, the room, identity and name are the token's: an option that asks for
+    another one would be silently ignored, so it is refused (the default identity and name are
+    only what a minted token gets)."""
+    given = {"--room": (args.room, (claims.get("video") or {}).get("room")),
+             "--identity": (None if args.identity == "voicekit-bot" else args.identity, claims.get("sub")),
+             "--name": (None if args.name == "voicekit" else args.name, claims.get("name"))}
+    for flag, (asked, held) in given.items():
+        if asked is not None and asked != held:
+            raise CliError(f"{flag} {asked!r}: the --token given is for {flag[2:]} {held!r}, and a token's "
+                           f"{flag[2:]} cannot be changed; leave out {flag}, or mint a token for it "
+                           "(--api-key/--api-secret instead of --token)")
+
+
 def cmd_livekit(args: argparse.Namespace) -> int:
     import asyncio
 
@@ -217,7 +231,8 @@ def cmd_livekit(args: argparse.Namespace) -> int:
                   "(the named participants' lanes are not diarized)[/yellow]")
     _check_existing_meeting(out / "meeting.sqlite", args)
     if args.token:
-        check_token(token)   # a fragment or an expired token: one line now, not after the models load
+        claims = check_token(token)   # a fragment or an expired token: one line now, not after the models load
+        _check_token_options(args, claims)
     err.print(f"[dim]loading models ({args.model}, {_diarizer_name(options)})…[/dim]")
     components = Components.load(options)  # before the store: a missing model leaves no meeting
     from voicekit.store import MeetingStore
@@ -356,7 +371,8 @@ def _capture_parsers(sub) -> None:  # noqa: ANN001
     p.add_argument("--token", default=None, help="the bot's join token (else minted from the key and secret)")
     p.add_argument("--api-key", default=None, help="API key to mint a token (default $LIVEKIT_API_KEY)")
     p.add_argument("--api-secret", default=None, help="API secret to mint a token (default $LIVEKIT_API_SECRET)")
-    p.add_argument("--room", default=None, help="room to join (when minting a token)")
+    p.add_argument("--room", default=None, help="room to join (when minting a token; with --token, the token's "
+                                                "room, and another one is refused)")
     p.add_argument("--identity", default="voicekit-bot", help="the bot's identity (minted token; default voicekit-bot)")
     p.add_argument("--name", default="voicekit", help="the bot's display name in the room, when voicekit mints "
                                                      "the token (default: voicekit)")
