@@ -178,7 +178,7 @@ def test_cli_refuses_cuda_without_cuda_before_writing(tmp_path, capsys):
         pytest.skip("this machine has CUDA")
     out = tmp_path / "out"
     assert main(["replay", str(SAMPLE), "--out", str(out), "--device", "cuda", "--quiet"]) == 2
-    assert "--device cuda" in capsys.readouterr().err and not (out / "meeting.sqlite").exists()
+    assert "compute device cuda: CTranslate2" in capsys.readouterr().err and not (out / "meeting.sqlite").exists()
     assert main(["replay", str(SAMPLE), "--out", str(out), "--diarizer", "pyannote", "--refine"]) == 2
     assert "drop --refine" in capsys.readouterr().err
 
