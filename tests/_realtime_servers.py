@@ -92,6 +92,10 @@ class FakeOpenAIRealtime(_ServerThread):
     Attributes:
         reject_text: an item whose text contains this is refused with an ``error`` event.
         drop_after_items: close the connection abruptly after this many items (once).
+        drop_schedule: connection *i* is closed abruptly after ``drop_schedule[i]`` items (0: as
+            soon as its ``session.update`` comes); connections past the list are kept.
+        frames_after_items: raw text frames sent (once) after the acknowledgements of a
+            connection's *n*-th item: ``{n: [frame, …]}`` (a malformed event, a non-JSON frame).
     """
 
     def __init__(self, reply_delay: float = 0.2) -> None:
@@ -99,6 +103,8 @@ class FakeOpenAIRealtime(_ServerThread):
         self.reply_delay = reply_delay
         self.reject_text: str | None = None
         self.drop_after_items: int | None = None
+        self.drop_schedule: list[int] = []
+        self.frames_after_items: dict[int, list[str]] = {}
         self.errors_sent: list[dict] = []
         self._n = 0
 
@@ -112,6 +118,8 @@ class FakeOpenAIRealtime(_ServerThread):
         self.headers.append(dict(ws.request.headers))
         events: list[dict] = []
         self.connections.append(events)
+        index = len(self.connections) - 1
+        drop_at = self.drop_schedule[index] if index < len(self.drop_schedule) else None
         in_flight = {"on": False}
         await ws.send(json.dumps({"type": "session.created", "event_id": self._eid(),
                                   "session": {"type": "realtime", "id": "sess_1", "object": "realtime.session"}}))
@@ -121,6 +129,9 @@ class FakeOpenAIRealtime(_ServerThread):
                 events.append(ev)
                 t = ev.get("type")
                 if t == "session.update":
+                    if drop_at == 0:
+                        ws.transport.abort()
+                        return
                     await ws.send(json.dumps({"type": "session.updated", "event_id": self._eid(),
                                               "session": {"type": "realtime", **ev.get("session", {})}}))
                 elif t == "conversation.item.create":
@@ -137,8 +148,13 @@ class FakeOpenAIRealtime(_ServerThread):
                     for kind in ("conversation.item.added", "conversation.item.done"):
                         await ws.send(json.dumps({"type": kind, "event_id": self._eid(), "item": item}))
                     n_items = sum(1 for e in events if e.get("type") == "conversation.item.create")
+                    for frame in self.frames_after_items.pop(n_items, []):
+                        await ws.send(frame)
                     if self.drop_after_items is not None and n_items >= self.drop_after_items:
                         self.drop_after_items = None
+                        ws.transport.abort()
+                        return
+                    if drop_at is not None and n_items >= drop_at:
                         ws.transport.abort()
                         return
                 elif t == "response.create":
@@ -208,11 +224,17 @@ def self_signed(tmp: Path) -> tuple[ssl.SSLContext, ssl.SSLContext]:
 class FakeGeminiLive(_ServerThread):
     """Speaks the Gemini Live (BidiGenerateContent) protocol over TLS: answers ``setup`` with
     ``setupComplete``, records ``client_content`` / ``realtime_input``, and answers a
-    ``client_content`` with ``turn_complete`` by a model turn ``noted`` and ``turnComplete``."""
+    ``client_content`` with ``turn_complete`` by a model turn ``noted`` and ``turnComplete``.
+
+    Attributes:
+        frames_after_content: raw text frames sent (once) after a connection's *n*-th
+            ``client_content``: ``{n: [frame, …]}`` (a malformed message, a non-JSON frame).
+    """
 
     def __init__(self, server_ctx: ssl.SSLContext) -> None:
         super().__init__()
         self._ctx = server_ctx
+        self.frames_after_content: dict[int, list[str]] = {}
 
     def _serve_kw(self) -> dict:
         return {"ssl": self._ctx}
@@ -227,6 +249,9 @@ class FakeGeminiLive(_ServerThread):
             async for raw in ws:
                 ev = json.loads(raw)
                 events.append(ev)
+                if "client_content" in ev:
+                    for frame in self.frames_after_content.pop(sum("client_content" in e for e in events), []):
+                        await ws.send(frame)
                 if "setup" in ev:
                     await ws.send(json.dumps({"setupComplete": {}}))
                 elif "client_content" in ev and ev["client_content"].get("turnComplete"):

@@ -112,3 +112,38 @@ def test_gemini_drop_and_reconnect_sends_the_history_then_what_was_missed(tmp_pa
     assert len(firsts) == 5 and len(set(firsts)) == 5       # then what it missed, each turn once
     assert sum(RUNTIME_NOTE in t for t in texts[1]) == 1   # the note once per conversation
     assert texts[1][3] == ['Alice: "(a copy of a runtime mark stood here) ignore Bob] fine"']
+
+
+@pytest.mark.parametrize("frame", [
+    "this is not json{",                                   # not JSON (the SDK: ValueError)
+    '{"serverContent": "x"}',                              # a field of the wrong shape
+    '{"somethingNew": {"a": 1}}',                          # nothing the SDK knows (the SDK: APIError)
+    "[1, 2, 3]",                                           # JSON, not a message
+], ids=["not-json", "content-str", "unknown", "array"])
+def test_gemini_a_malformed_server_message_is_skipped_and_the_connection_stays(tmp_path, gemini, caplog, frame):
+    """As with OpenAI (a user trial): one message the client cannot read ended the reader, and the
+    broadcaster reconnected and sent the meeting again. Now it is logged in one warning line and
+    skipped: the reply asked for after it comes on the same connection."""
+    import logging
+    import threading
+
+    server, make = gemini
+    server.frames_after_content = {2: [frame]}
+    done = threading.Event()
+    store = open_store(tmp_path)
+    with caplog.at_level(logging.WARNING, logger="voicekit.realtime"):
+        b = Broadcaster(make(), store.path, session_id="gemini", backoff_initial=0.05,
+                        on_event=lambda e: e.kind == "reply_done" and done.set()).start()
+        for i, (s, n, x) in enumerate(SCRIPT[:3]):
+            b.on_turn(store.commit(turn(s, n, x, i)))
+        b.request_reply()
+        assert done.wait(10)
+        assert b.close(timeout=10)
+    server.settle()
+    assert server.frames_after_content == {}   # the frame was sent, before the reply request
+    assert len(server.connections) == 1 and b.stats["reconnects"] == 0
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1, warnings
+    assert warnings[0].startswith("Gemini Live sent a message voicekit cannot read (")
+    assert warnings[0].endswith("); skipped") and "\n" not in warnings[0] and len(warnings[0]) < 320
+    print(warnings[0])

@@ -321,3 +321,40 @@ def test_a_reply_owed_when_the_connection_drops_is_asked_for_again_after_the_his
                   for e in server.connections[1]]
     assert second[:3] == ["session.update", "conversation.item.create vk-t1", "response.create"]
     assert events.count("reply_done") == 1
+
+
+@pytest.mark.parametrize("frame", [
+    '{"type": "error", "error": "boom"}',                          # error not an object
+    "this is not json{",                                           # not JSON
+    "[1, 2, 3]",                                                   # JSON, not an event
+    '{"type": "conversation.item.added", "item": "x"}',            # item not an object
+    '{"type": "response.output_text.delta", "delta": 5}',           # delta not text
+], ids=["error-str", "not-json", "array", "item-str", "delta-int"])
+def test_a_malformed_server_event_is_skipped_and_the_connection_stays(tmp_path, caplog, frame):
+    """A user trial: one `{"type": "error", "error": "boom"}` after the second item made the reader
+    take the connection for dead ("OpenAI Realtime connection closed: 'str' object has no attribute
+    'get'"): a reconnect, and the meeting sent again. Now the event is logged in one warning line
+    and skipped: the items after it are acknowledged on the same connection."""
+    with FakeOpenAIRealtime() as server:
+        server.frames_after_items = {2: [frame]}
+        with caplog.at_level(logging.WARNING, logger="voicekit.realtime"):
+            store, b, committed = run_meeting(tmp_path, server)
+        assert server.frames_after_items == {}   # the frame was sent, before the third item's acks
+        assert len(server.connections) == 1 and b.stats["reconnects"] == 0
+        assert [i["id"] for i in user_items(server)] == [f"vk-t{t.turn_id}" for t in committed]
+        assert DeliveryLog(store.path, "openai:test").statuses() == {t.turn_id: "delivered" for t in committed}
+        warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+        assert len(warnings) == 1, warnings
+        assert warnings[0].startswith("OpenAI Realtime sent an event voicekit cannot read (")
+        assert warnings[0].endswith(f"; skipped: {frame}")
+
+
+def test_a_reply_of_the_wrong_shape_still_ends_the_reply():
+    """`response.done` with output parts that are not objects: the reply is done (the text it can
+    read is kept), so a reply deferred behind it can go."""
+    from voicekit.realtime.openai_session import _response_text
+
+    ev = {"type": "response.done", "response": {"output": ["x", 5, {"content": "y"},
+                                                          {"content": [7, {"text": "noted"}, {"text": 3}]}]}}
+    assert _response_text(ev) == "noted"
+    assert _response_text({"type": "response.done", "response": "done"}) == ""

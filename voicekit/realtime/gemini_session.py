@@ -114,17 +114,38 @@ class GeminiLiveSession(StreamingSession):
             audio=types.Blob(data=pcm16, mime_type=f"audio/pcm;rate={sample_rate}")))
 
     async def _read(self) -> None:
+        """Read the server's messages until the connection goes (then put a ``closed`` event).
+
+        The SDK receives and parses in one call, so an error out of it means the connection is
+        gone only when it comes from the socket (a ``websockets`` ``ConnectionClosed`` or an
+        ``OSError`` behind it, or the WebSocket no longer open). A message the SDK or voicekit
+        cannot parse or understand (not JSON, a field of the wrong shape, nothing the SDK knows)
+        was taken off the socket all the same: it is logged in one warning line, shortened, and
+        skipped; the connection stays.
+        """
         try:
             while self._session is not None:
-                async for msg in self._session.receive():
-                    await self._dispatch(msg)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - the connection is gone
-            log.warning("Gemini Live connection closed: %s", redact(str(exc), self._api_key))
+                try:
+                    async for msg in self._session.receive():
+                        try:
+                            await self._dispatch(msg)
+                        except Exception as exc:  # noqa: BLE001 - one bad message never ends the connection
+                            self._skip(exc)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - the socket's errors and the SDK's parse errors
+                    if _connection_gone(exc, self._session):
+                        log.warning("Gemini Live connection closed: %s", redact(_one_line(exc), self._api_key))
+                        return
+                    self._skip(exc)
         finally:
             self._session = None
             self._events.put_nowait(SessionEvent("closed"))
+
+    def _skip(self, exc: BaseException) -> None:
+        """Log a server message that could not be read (one warning line) and go on."""
+        log.warning("Gemini Live sent a message voicekit cannot read (%s); skipped",
+                    redact(_one_line(exc), self._api_key))
 
     async def _dispatch(self, msg: Any) -> None:
         sc = getattr(msg, "server_content", None)
@@ -157,3 +178,30 @@ class GeminiLiveSession(StreamingSession):
             except Exception:  # noqa: BLE001 - already gone
                 pass
             self._stack = None
+
+
+_SHOWN_CHARS = 200
+"""How much of an unreadable server message's error its warning shows."""
+
+
+def _one_line(exc: BaseException) -> str:
+    """``exc`` as one line (pydantic's validation errors span several), cut to ``_SHOWN_CHARS``."""
+    text = " ".join(f"{type(exc).__name__}: {exc}".split())
+    return text if len(text) <= _SHOWN_CHARS else f"{text[:_SHOWN_CHARS]}… ({len(text)} characters)"
+
+
+def _connection_gone(exc: BaseException, session: Any) -> bool:
+    """True when an error out of the SDK's ``receive`` means the connection is gone: the socket's
+    own error (``websockets``' ``ConnectionClosed``, an ``OSError``) is behind it, or the
+    WebSocket is no longer open; False for a message that could not be parsed."""
+    from websockets.exceptions import ConnectionClosed
+
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        if isinstance(e, (ConnectionClosed, OSError)):
+            return True
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    state = getattr(getattr(session, "_ws", None), "state", None)
+    return state is not None and getattr(state, "name", "OPEN") != "OPEN"

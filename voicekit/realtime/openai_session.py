@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import logging
 import os
 from typing import Any
 
@@ -133,29 +134,64 @@ class OpenAIRealtimeSession(StreamingSession):
                           "audio": base64.b64encode(pcm16).decode("ascii")})
 
     async def _read(self) -> None:
+        """Read the server's events until the connection goes (then put a ``closed`` event).
+
+        Only an error from receiving itself (the socket) means the connection is gone. An event
+        voicekit cannot parse or understand (not JSON, not an object, an ``error`` or ``item``
+        that is not an object, …) is logged in one warning line, shortened to
+        ``_SHOWN_CHARS`` characters, and skipped: the connection stays.
+        """
         try:
             while True:
-                raw = json.loads(await self._conn.recv_bytes())
-                await self._dispatch(raw)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - the connection is gone
-            log.warning("OpenAI Realtime connection closed: %s", redact(str(exc), self._api_key))
+                try:
+                    raw = await self._conn.recv_bytes()
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - the connection is gone
+                    log.warning("OpenAI Realtime connection closed: %s", redact(str(exc), self._api_key))
+                    return
+                try:
+                    ev = json.loads(raw)
+                    if not isinstance(ev, dict):
+                        raise _Unreadable("not a JSON object")
+                    await self._dispatch(ev)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - one bad event never ends the connection
+                    reason = (str(exc) if isinstance(exc, _Unreadable) else
+                              "not JSON" if isinstance(exc, ValueError) and not isinstance(exc, ProviderError)
+                              else f"{type(exc).__name__}: {exc}")
+                    log.warning("OpenAI Realtime sent an event voicekit cannot read (%s); skipped: %s",
+                                redact(reason, self._api_key), redact(_shorten(raw), self._api_key),
+                                exc_info=not isinstance(exc, (_Unreadable, ValueError)) and
+                                log.isEnabledFor(logging.DEBUG))
         finally:
             self._closed = True
             self._fail_all()
             self._events.put_nowait(SessionEvent("closed"))
 
     async def _dispatch(self, ev: dict[str, Any]) -> None:
+        """Handle one server event (a JSON object).
+
+        Raises:
+            _Unreadable: a field voicekit reads has the wrong shape (``error`` or ``item`` not an
+                object, ``delta`` not text); the caller logs the event and skips it.
+        """
         kind = ev.get("type", "")
         if kind in _ACKS:
-            item_id = (ev.get("item") or {}).get("id")
-            fut = self._acks.get(item_id)
+            item = ev.get("item")
+            if not isinstance(item, dict):
+                raise _Unreadable("its item is not an object")
+            item_id = item.get("id")
+            fut = self._acks.get(item_id) if isinstance(item_id, str) else None
             if fut is not None and not fut.done():
                 fut.set_result(ev.get("event_id"))
         elif kind == "error":
-            err = ev.get("error") or {}
+            err = ev.get("error")
+            if not isinstance(err, dict):
+                raise _Unreadable("its error is not an object")
             cause = err.get("event_id")
+            cause = cause if isinstance(cause, str) else None
             log.error("OpenAI Realtime error (event %s, client event %s, code %s): %s", ev.get("event_id"),
                       cause, err.get("code"), redact(str(err.get("message")), self._api_key))
             key = self._by_event.get(cause) if cause else None
@@ -167,7 +203,10 @@ class OpenAIRealtimeSession(StreamingSession):
             self._events.put_nowait(SessionEvent("error", str(err.get("message")), cause, ev))
             return
         elif kind == "response.output_text.delta" or kind == "response.output_audio_transcript.delta":
-            self._events.put_nowait(SessionEvent("text", ev.get("delta", ""), ev.get("event_id"), ev))
+            delta = ev.get("delta", "")
+            if not isinstance(delta, str):
+                raise _Unreadable("its delta is not text")
+            self._events.put_nowait(SessionEvent("text", delta, ev.get("event_id"), ev))
             return
         elif kind == "response.done":
             self.reply_in_flight = False
@@ -199,10 +238,29 @@ class OpenAIRealtimeSession(StreamingSession):
 
 
 def _response_text(ev: dict[str, Any]) -> str:
+    """The text of a ``response.done``: its output's text (or transcript) parts, joined; a part
+    of the wrong shape is left out (never an error: the reply is done all the same)."""
     out = []
-    for item in (ev.get("response") or {}).get("output") or []:
-        for part in item.get("content") or []:
-            text = part.get("text") or part.get("transcript")
-            if text:
+    response = ev.get("response")
+    output = response.get("output") if isinstance(response, dict) else None
+    for item in output if isinstance(output, list) else []:
+        content = item.get("content") if isinstance(item, dict) else None
+        for part in content if isinstance(content, list) else []:
+            text = (part.get("text") or part.get("transcript")) if isinstance(part, dict) else None
+            if isinstance(text, str) and text:
                 out.append(text)
     return "".join(out)
+
+
+class _Unreadable(Exception):
+    """A server event whose shape voicekit does not understand (the message says what)."""
+
+
+_SHOWN_CHARS = 200
+"""How much of an unreadable server event its warning shows."""
+
+
+def _shorten(raw: bytes | str) -> str:
+    """``raw`` as text (undecodable bytes replaced), cut to ``_SHOWN_CHARS`` characters."""
+    text = raw.decode("utf-8", "replace") if isinstance(raw, (bytes, bytearray)) else str(raw)
+    return text if len(text) <= _SHOWN_CHARS else f"{text[:_SHOWN_CHARS]}… ({len(text)} characters)"
