@@ -358,3 +358,60 @@ def test_a_reply_of_the_wrong_shape_still_ends_the_reply():
                                                           {"content": [7, {"text": "noted"}, {"text": 3}]}]}}
     assert _response_text(ev) == "noted"
     assert _response_text({"type": "response.done", "response": "done"}) == ""
+
+
+def _run_with_drops(tmp_path, server, drops: int):
+    """Six turns to a broadcaster (backoff 0.1 s doubling, no history resend) whose server drops
+    the first ``drops`` connections as ``server.drop_schedule`` says; returns the store, the
+    broadcaster, the committed turns and the reconnect delays logged, in order."""
+    import re
+    import threading
+
+    dropped, lock, enough = [], threading.Lock(), threading.Event()
+
+    def on_event(ev):
+        if ev.kind == "dropped":
+            with lock:
+                dropped.append(ev.text)
+                if len(dropped) == drops:
+                    enough.set()
+
+    store = open_store(tmp_path)
+    committed = [store.commit(turn(s, n, x, i)) for i, (s, n, x) in enumerate(SCRIPT + SCRIPT[:1])]
+    b = Broadcaster(session(server), store.path, session_id="openai:backoff", backoff_initial=0.1,
+                    backoff_max=10.0, history_on_reconnect=0, on_event=on_event)
+    for t in committed:
+        b.on_turn(t)
+    b.start()
+    assert enough.wait(20), dropped      # every scheduled drop happened (a wait, not a timing)
+    assert b.close(timeout=10)
+    server.settle()
+    delays = [m.group(1) for text in dropped for m in [re.search(r"reconnecting in ([\d.]+) s$", text)]]
+    return store, b, committed, delays
+
+
+def test_the_reconnect_delay_starts_again_after_a_connection_that_delivered(tmp_path, caplog):
+    """A user trial: the delay doubled on every drop and never came back (0.5, 1, 2 … 30 s), so a
+    long meeting with a drop now and then waited 30 s per reconnect. A connection that had items
+    acknowledged ends an outage: each of these three drops (after two items each) waits 0.1 s."""
+    with FakeOpenAIRealtime() as server:
+        server.drop_schedule = [2, 2, 2]
+        with caplog.at_level(logging.WARNING, logger="voicekit.realtime"):
+            store, b, committed, delays = _run_with_drops(tmp_path, server, 3)
+        assert delays == ["0.1", "0.1", "0.1"]
+        logged = [r.getMessage() for r in caplog.records if "dropped (" in r.getMessage()]
+        assert [m.rsplit("reconnecting in ", 1)[1] for m in logged] == ["0.1 s", "0.1 s", "0.1 s"]
+        assert len(server.connections) == 4 and b.stats["reconnects"] == 3
+        assert DeliveryLog(store.path, "openai:backoff").statuses() == {t.turn_id: "delivered" for t in committed}
+
+
+def test_a_server_that_accepts_and_drops_at_once_is_still_backed_off(tmp_path, caplog):
+    """Connections that drop before any item is acknowledged are one outage: the delay doubles."""
+    with FakeOpenAIRealtime() as server:
+        server.drop_schedule = [0, 0, 0]
+        with caplog.at_level(logging.WARNING, logger="voicekit.realtime"):
+            store, b, committed, delays = _run_with_drops(tmp_path, server, 3)
+        assert delays == ["0.1", "0.2", "0.4"]
+        assert len(server.connections) == 4
+        assert [i["id"] for i in user_items(server, 3)] == [f"vk-t{t.turn_id}" for t in committed]
+        assert DeliveryLog(store.path, "openai:backoff").statuses() == {t.turn_id: "delivered" for t in committed}

@@ -14,7 +14,9 @@ only; a full queue drops them (with the warning).
 **Delivery**: a turn is recorded as delivered in the meeting's SQLite file
 (:class:`~voicekit.realtime.delivery.DeliveryLog`) once the provider accepted it. After a
 dropped connection the broadcaster reconnects with exponential backoff (``backoff_initial``,
-doubling up to ``backoff_max``) and sends, from the store, every turn without a delivery row:
+doubling up to ``backoff_max``; back to ``backoff_initial`` once a connection has had at least
+one item accepted, so occasional drops in a long meeting each wait the first delay, while a
+server that accepts connections and drops them at once is still backed off) and sends, from the store, every turn without a delivery row:
 nothing lost, nothing recorded twice. The new provider conversation holds nothing of the old
 one, so it is first sent again the last ``history_on_reconnect`` items the old one had taken;
 likewise a new run on a meeting an earlier run fed (``voicekit mic --append --session …``)
@@ -63,7 +65,10 @@ class Broadcaster:
         participants: the meeting's participant records (names, A4/A5).
         assistant_id: the agent the session speaks as (its own turns are not sent).
         queue_size: items the queue holds before the full-queue policy applies.
-        backoff_initial, backoff_max: reconnect delays in seconds (doubling).
+        backoff_initial, backoff_max: reconnect delays in seconds: doubling after each failed
+            connect or dropped connection, up to ``backoff_max``; a connection that dropped after
+            the provider accepted (acknowledged) at least one item starts again at
+            ``backoff_initial``.
         reply_when: called with each delivered turn; True asks the model for a reply.
         on_event: called (on the broadcaster's thread) with every :class:`SessionEvent` the
             provider sends, and with the broadcaster's own ``connect_failed``, ``dropped`` and
@@ -118,6 +123,7 @@ class Broadcaster:
         self._catch_up_through: int | None = None  # the last turn a full queue dropped (it is in the store)
         self._reply_lost = False  # a reply owed when the connection dropped
         self._dropped_conn = False
+        self._accepted = 0   # items the provider accepted on the current connection
         self._log: DeliveryLog | None = None
         self.error: BaseException | None = None
 
@@ -247,6 +253,7 @@ class Broadcaster:
                 self.stats["connects"] += 1
                 self._attr = RealtimeAttribution(self.assistant_id, already_sent=self._sent_speakers)
                 self._dropped_conn = False
+                self._accepted = 0
                 self.connected.set()
                 pump = asyncio.create_task(self._pump())
                 try:
@@ -254,6 +261,8 @@ class Broadcaster:
                     return
                 except SessionClosed as exc:
                     self._reply_lost = self._reply_lost or self.session.reply_owed
+                    if self._accepted:   # a connection that worked: a new outage, not the same one
+                        delay = self.backoff_initial
                     log.warning("realtime session %s dropped (%s); reconnecting in %.1f s",
                                 self.session_id, exc, delay)
                     self._tell("dropped", f"{exc}; reconnecting in {delay:.1f} s")
@@ -388,6 +397,7 @@ class Broadcaster:
                 log.error("realtime session %s rejected an item sent again after the reconnect (%s); "
                           "the others go on", self.session_id, exc)
                 continue
+            self._accepted += 1
             self._history.append((item, key, labelled))
             if _carries_note(item):
                 self._attr.note_sent = True
@@ -452,6 +462,7 @@ class Broadcaster:
                 self._log.mark(turn.turn_id, REJECTED)
             self.stats["rejected"] += 1
             return
+        self._accepted += 1
         if not again:
             if self._log is not None and turn.turn_id is not None:
                 self._log.mark(turn.turn_id, DELIVERED)
