@@ -288,3 +288,22 @@ def test_a_provider_that_keeps_dropping_never_grows_the_backlog_past_the_queue()
     assert len(b._pending) <= 8 and b._q.qsize() <= 8
     assert b.stats["dropped"] >= 300 - 16
     b.close(timeout=0.5)
+
+
+def test_a_session_connect_that_cannot_open_its_file_is_one_error_line(tmp_path, caplog):
+    """A local session whose log cannot be opened (a user's `--session-log /proc/x.jsonl`) raised
+    out of connect, and the broadcaster logged it with a full traceback mid-meeting. Now: one
+    ERROR line with the message, the traceback only with DEBUG logging (`--debug`)."""
+    (tmp_path / "afile").write_text("x")
+    path = tmp_path / "afile" / "session.jsonl"     # under a file: connect's mkdir raises an OSError
+    for level, traceback in ((logging.WARNING, False), (logging.DEBUG, True)):
+        caplog.clear()
+        with caplog.at_level(level, logger="voicekit.realtime"):
+            b = Broadcaster(LocalSession(path, echo=None), None, session_id="local:default").start()
+            b.close(timeout=5)
+        assert not b._thread.is_alive() and isinstance(b.error, OSError)
+        errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+        assert len(errors) == 1
+        assert errors[0].getMessage() == f"realtime broadcaster local:default stopped: {b.error}"
+        assert str(path.parent) in errors[0].getMessage()
+        assert bool(errors[0].exc_info) is traceback

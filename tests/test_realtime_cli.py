@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 import pytest
 
@@ -183,3 +184,68 @@ def test_session_instructions_from_a_file_reach_the_session_update(tmp_path):
     assert first["session"]["instructions"] == prompt.read_text(encoding="utf-8")
     assert main(["replay", str(EVAL / "picovoice_falcon" / "test.wav"), "--out", str(tmp_path / "o2"),
                  "--session", "local", "--session-instructions", "  "]) == 2
+
+
+def _unwritable_logs(tmp_path):
+    """Session logs that cannot be opened for append: a file in /proc (the user's trial), and a
+    name too long for the file system under two folders that do not exist yet."""
+    paths = [tmp_path / "new" / "sub" / ("x" * 300 + ".jsonl")]
+    if Path("/proc/self").is_dir():
+        paths.insert(0, Path("/proc/x.jsonl"))
+    return paths
+
+
+def test_an_unwritable_session_log_is_one_line_before_the_models_load(tmp_path, monkeypatch, capsys):
+    """A user trial: `replay … --session local --session-log /proc/x.jsonl` loaded the models, printed
+    a traceback mid-meeting and ended with a misleading "the live session (local) was not sent every
+    turn", exit 1. Now it is one `voicekit: error:` line naming the path, exit 2, before the models
+    load, and the folders the check made are gone."""
+    from _pipeline_support import EVAL
+
+    from voicekit.cli import main
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    for kind in ("local", "openai"):
+        for path in _unwritable_logs(tmp_path):
+            rc = main(["replay", str(EVAL / "picovoice_falcon" / "test.wav"), "--out", str(tmp_path / "o"),
+                       "--session", kind, "--session-log", str(path)])
+            err = capsys.readouterr().err
+            lines = err.strip().splitlines()
+            assert rc == 2 and len(lines) == 1, err
+            assert lines[0].startswith(f"voicekit: error: --session-log {path} cannot be written ("), err
+            assert lines[0].endswith("); give a file in a folder you can write to"), err
+            assert "loading models" not in err
+    assert not (tmp_path / "new").exists()     # the check made new/sub/ for its probe, and removed it
+
+
+def test_an_unwritable_session_log_stops_mic_before_the_device_opens(tmp_path, monkeypatch, capsys):
+    """`mic --session local --session-log /proc/x.jsonl` printed a traceback and exited 0."""
+    import voicekit.capture.mic
+    from voicekit.cli import main
+
+    opened = []
+    monkeypatch.setattr(voicekit.capture.mic, "MicSource", lambda *a, **kw: opened.append(a))
+    path = _unwritable_logs(tmp_path)[0]
+    rc = main(["mic", "--out", str(tmp_path / "o"), "--session", "local", "--session-log", str(path),
+               "--seconds", "2"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.strip().splitlines() == [
+        f"voicekit: error: --session-log {path} cannot be written "
+        f"({'No such file or directory' if str(path).startswith('/proc') else 'File name too long'}); "
+        "give a file in a folder you can write to"], err
+    assert opened == []
+
+
+def test_a_writable_session_log_is_checked_without_a_trace(tmp_path, monkeypatch):
+    """The check opens the log for append and leaves nothing: a new file and its new folders are
+    removed (the session makes them when it starts), an existing log keeps its lines."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    new = tmp_path / "logs" / "day1" / "events.jsonl"
+    args = build_parser().parse_args(["replay", "m.wav", "--session", "openai", "--session-log", str(new)])
+    assert _make_session(args, tmp_path) is not None
+    assert list(tmp_path.iterdir()) == []
+    old = tmp_path / "events.jsonl"
+    old.write_text('{"kind": "dropped"}\n')
+    args = build_parser().parse_args(["replay", "m.wav", "--session", "local", "--session-log", str(old)])
+    assert _make_session(args, tmp_path).path == old
+    assert old.read_text() == '{"kind": "dropped"}\n'

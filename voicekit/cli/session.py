@@ -24,7 +24,8 @@ def _make_session(args: argparse.Namespace, out: Path, echo: bool = True):
     lines are on the terminal).
 
     Raises:
-        CliError: no API key for the provider, a bad option, a ``--session-log`` that is a folder.
+        CliError: no API key for the provider, a bad option, a ``--session-log`` that is a folder
+            or cannot be opened for append (:func:`_check_session_log`).
     """
     if not args.session:
         given = [f"--{k.replace('_', '-')}" for k in ("session_model", "session_base_url", "session_log",
@@ -49,14 +50,8 @@ def _make_session(args: argparse.Namespace, out: Path, echo: bool = True):
         raise CliError(f"--session-timeout must be 0 or more seconds, got {args.session_timeout}")
     log_path = Path(args.session_log) if args.session_log else (
         out / "session.jsonl" if args.session == "local" else None)
-    if log_path is not None and log_path.is_dir():
-        raise CliError(f"--session-log {log_path} is a folder: give a file name, e.g. {log_path / 'session.jsonl'}")
     if log_path is not None:
-        blocked = next((d for d in log_path.parents if d.exists() and not d.is_dir()), None)
-        if blocked is not None:
-            raise CliError(f"--session-log {log_path}: {blocked} is a file, not a folder; give a path in a folder")
-        if log_path.exists() and not os.access(log_path, os.W_OK):
-            raise CliError(f"--session-log {log_path} cannot be written (permissions); give another path")
+        _check_session_log(log_path)
     instructions = args.session_instructions
     if instructions is not None and "\n" not in instructions and Path(instructions).is_file():
         try:
@@ -72,6 +67,57 @@ def _make_session(args: argparse.Namespace, out: Path, echo: bool = True):
                             instructions=instructions)
     except ValueError as exc:
         raise CliError(f"--session {args.session}: {exc}") from exc
+
+
+def _check_session_log(path: Path) -> None:
+    """Check that the session log ``path`` can be written: it is not a folder, no folder above it
+    is a file, and it opens for append, as the session will open it (in a folder created for it
+    when missing). A log that cannot be written is so an error before the models load or a device
+    opens, not a failure mid-meeting. The check leaves nothing behind: a file it created is
+    removed, and so are the folders it created (the session makes them again when it starts).
+
+    Raises:
+        CliError: ``path`` is a folder, or under a file, or cannot be created or opened for append
+            (permissions, a read-only or virtual file system such as ``/proc``, a name too long,
+            …); the line names the path, the reason and the fix.
+    """
+    def unwritable(exc: OSError) -> CliError:
+        return CliError(f"--session-log {path} cannot be written ({exc.strerror or exc}); give a file in a "
+                        "folder you can write to")
+
+    try:
+        if path.is_dir():
+            raise CliError(f"--session-log {path} is a folder: give a file name, e.g. {path / 'session.jsonl'}")
+        blocked = next((d for d in path.parents if d.exists() and not d.is_dir()), None)
+        if blocked is not None:
+            raise CliError(f"--session-log {path}: {blocked} is a file, not a folder; give a path in a folder")
+        if path.exists() and not os.access(path, os.W_OK):
+            raise CliError(f"--session-log {path} cannot be written (permissions); give another path")
+        existed = path.exists()
+    except OSError as exc:   # a name too long to look at, a folder that cannot be searched
+        raise unwritable(exc) from exc
+    missing = []   # the folders above the file that do not exist yet, innermost first
+    for folder in path.parents:
+        if folder.exists():
+            break
+        missing.append(folder)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        raise unwritable(exc) from exc
+    finally:
+        if not existed:
+            try:
+                path.unlink()
+            except OSError:
+                pass   # never made: the open failed
+        for folder in missing:
+            try:
+                folder.rmdir()
+            except OSError:
+                break   # not empty: someone else's file appeared meanwhile, and it stays
 
 
 def _start_session(args: argparse.Namespace, session, store_path: Path):  # noqa: ANN001 - RealtimeSession

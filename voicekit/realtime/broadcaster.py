@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import logging
 import queue
 import threading
 import time
@@ -221,10 +222,19 @@ class Broadcaster:
 
     # --- the broadcaster's thread ----------------------------------------------------------
     def _run(self) -> None:
+        """The broadcaster's thread: :meth:`_main` on its own loop. What it raises is kept in
+        ``error`` and logged, never raised into the pipeline: an ``OSError`` (a session whose
+        connect cannot open its file, e.g. a local session's log) as one ERROR line with its
+        message, the traceback only when DEBUG logging is on (``--debug``); anything else with
+        its traceback (a bug)."""
         assert self._loop is not None
         asyncio.set_event_loop(self._loop)
         try:
             self._loop.run_until_complete(self._main())
+        except OSError as exc:   # a session's connect that cannot open its file (LocalSession's log), …
+            self.error = exc     # one line; the traceback only with --debug
+            log.error("realtime broadcaster %s stopped: %s", self.session_id, exc,
+                      exc_info=log.isEnabledFor(logging.DEBUG))
         except BaseException as exc:  # noqa: BLE001 - reported, never raised into the pipeline
             self.error = exc
             log.exception("realtime broadcaster %s stopped", self.session_id)
