@@ -150,21 +150,24 @@ class OpenAIRealtimeSession(StreamingSession):
                 except Exception as exc:  # noqa: BLE001 - the connection is gone
                     log.warning("OpenAI Realtime connection closed: %s", redact(str(exc), self._api_key))
                     return
+                reason, bug = None, False   # why the event is skipped; an error of voicekit's own
                 try:
                     ev = json.loads(raw)
-                    if not isinstance(ev, dict):
-                        raise _Unreadable("not a JSON object")
-                    await self._dispatch(ev)
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:  # noqa: BLE001 - one bad event never ends the connection
-                    reason = (str(exc) if isinstance(exc, _Unreadable) else
-                              "not JSON" if isinstance(exc, ValueError) and not isinstance(exc, ProviderError)
-                              else f"{type(exc).__name__}: {exc}")
+                except (ValueError, RecursionError):   # (UnicodeDecodeError is a ValueError)
+                    reason = "not JSON"
+                else:
+                    try:
+                        if not isinstance(ev, dict):
+                            raise _Unreadable("not a JSON object")
+                        await self._dispatch(ev)
+                    except _Unreadable as exc:
+                        reason = str(exc)
+                    except Exception as exc:  # noqa: BLE001 - one bad event never ends the connection
+                        reason, bug = f"{type(exc).__name__}: {exc}", True
+                if reason is not None:
                     log.warning("OpenAI Realtime sent an event voicekit cannot read (%s); skipped: %s",
                                 redact(reason, self._api_key), redact(_shorten(raw), self._api_key),
-                                exc_info=not isinstance(exc, (_Unreadable, ValueError)) and
-                                log.isEnabledFor(logging.DEBUG))
+                                exc_info=bug and log.isEnabledFor(logging.DEBUG))   # where, with --debug
         finally:
             self._closed = True
             self._fail_all()
