@@ -279,11 +279,9 @@ def test_mic_feeds_a_live_model_session(virtual_mic, tmp_path):
     assert all(f"{t['speaker']}:" in x or f'"{t["speaker"]}"' in x for t, x in zip(turns[second:], texts[second:]))
 
 
-def test_mic_cli_ends_with_an_error_when_the_device_is_lost(virtual_mic, tmp_path_factory):
-    """The audio server goes away mid-meeting (an unplugged USB microphone looks the same to
-    PortAudio): the capture ends by itself within seconds, what was heard is committed and written,
-    and the run says so and exits 1 (before, it waited silently for a Ctrl-C and exited 0)."""
-    d = tmp_path_factory.mktemp("vmic-lost")   # a second, private audio server: the module's stays up
+def private_audio_server(d) -> dict[str, str]:
+    """Start a second virtual microphone's PulseAudio in folder ``d`` (the module's stays up); the
+    environment that points a subprocess at it."""
     run = subprocess.run([str(TOOLS / "virtual-mic.sh"), "start", str(d)], capture_output=True, text=True,
                          timeout=60)
     assert run.returncode == 0, run.stderr
@@ -291,6 +289,15 @@ def test_mic_cli_ends_with_an_error_when_the_device_is_lost(virtual_mic, tmp_pat
     for item in run.stdout.strip().splitlines()[-1][len("export "):].split():
         key, _, value = item.partition("=")
         env[key] = value
+    return env
+
+
+def test_mic_cli_ends_with_an_error_when_the_device_is_lost(virtual_mic, tmp_path_factory):
+    """The audio server goes away mid-meeting (an unplugged USB microphone looks the same to
+    PortAudio): the capture ends by itself within seconds, what was heard is committed and written,
+    and the run says so and exits 1 (before, it waited silently for a Ctrl-C and exited 0)."""
+    d = tmp_path_factory.mktemp("vmic-lost")   # a second, private audio server: the module's stays up
+    env = private_audio_server(d)
     out = tmp_path_factory.mktemp("lost") / "meeting"
     run = CliRun(["mic", "--device", "pulse", "--out", out, "--quiet"], env=env, marks=["audio flowing"])
     try:
@@ -317,13 +324,7 @@ def test_mic_cli_ends_the_meeting_when_the_audio_server_hangs(virtual_mic, tmp_p
     holds the run. The open utterance is committed, the outputs are written, exit 1 (before, the
     run hung for good, deaf to Ctrl-C and SIGTERM, and lost the open utterance)."""
     d = tmp_path_factory.mktemp("vmic-frozen")   # a private audio server to freeze
-    run = subprocess.run([str(TOOLS / "virtual-mic.sh"), "start", str(d)], capture_output=True, text=True,
-                         timeout=60)
-    assert run.returncode == 0, run.stderr
-    env = dict(os.environ)
-    for item in run.stdout.strip().splitlines()[-1][len("export "):].split():
-        key, _, value = item.partition("=")
-        env[key] = value
+    env = private_audio_server(d)
     server = int((d / "run" / "pid").read_text().split()[0])
     out = tmp_path_factory.mktemp("frozen") / "meeting"
     run = CliRun(["mic", "--device", "pulse", "--out", out, "--quiet"], env=env, marks=["audio flowing"])

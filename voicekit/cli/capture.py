@@ -172,11 +172,10 @@ See docs/livekit.md for running against a real livekit-server.
 
 def _check_token_options(args: argparse.Namespace, claims: dict) -> None:
     """With ``--token``, the room, identity and name are the token's: an option that asks for
-    another one would be silently ignored, so it is refused (the default identity and name are
-    only what a minted token gets)."""
+    another one would be silently ignored, so it is refused."""
     given = {"--room": (args.room, (claims.get("video") or {}).get("room")),
-             "--identity": (None if args.identity == "voicekit-bot" else args.identity, claims.get("sub")),
-             "--name": (None if args.name == "voicekit" else args.name, claims.get("name"))}
+             "--identity": (args.identity, claims.get("sub")),
+             "--name": (args.name, claims.get("name"))}
     for flag, (asked, held) in given.items():
         if asked is not None and asked != held:
             raise CliError(f"{flag} {asked!r}: the --token given is for {flag[2:]} {held!r}, and a token's "
@@ -208,9 +207,10 @@ def cmd_livekit(args: argparse.Namespace) -> int:
         logging.getLogger("livekit").setLevel(logging.CRITICAL)
     token = args.token
     if not token:
+        given = {"identity": args.identity, "name": args.name}   # None: mint_token's default
         token = mint_token(args.api_key or os.environ.get("LIVEKIT_API_KEY", ""),
                            args.api_secret or os.environ.get("LIVEKIT_API_SECRET", ""),
-                           args.room or "", identity=args.identity, name=args.name)
+                           args.room or "", **{k: v for k, v in given.items() if v is not None})
     if args.seconds is not None and args.seconds <= 0:
         raise CliError(f"--seconds must be positive, got {args.seconds}")
     out = Path(args.out)
@@ -373,9 +373,10 @@ def _capture_parsers(sub) -> None:  # noqa: ANN001
     p.add_argument("--api-secret", default=None, help="API secret to mint a token (default $LIVEKIT_API_SECRET)")
     p.add_argument("--room", default=None, help="room to join (when minting a token; with --token, the token's "
                                                 "room, and another one is refused)")
-    p.add_argument("--identity", default="voicekit-bot", help="the bot's identity (minted token; default voicekit-bot)")
-    p.add_argument("--name", default="voicekit", help="the bot's display name in the room, when voicekit mints "
-                                                     "the token (default: voicekit)")
+    p.add_argument("--identity", default=None, help="the bot's identity, when voicekit mints the token "
+                                                    "(default: voicekit-bot)")
+    p.add_argument("--name", default=None, help="the bot's display name in the room, when voicekit mints "
+                                                "the token (default: voicekit)")
     p.add_argument("--room-mic", action="append", metavar="IDENTITY",
                    help="a participant whose track is a shared room microphone: diarized (repeatable)")
     p.add_argument("--out", default="out", help="meeting directory for the store and outputs (default out/)")
