@@ -173,6 +173,14 @@ def test_speaker_names_map_and_file():
         {"Speaker A": "Diane", "Speaker B": "Sheila"}
     with pytest.raises(ValueError, match="has no '='"):
         parse_speaker_names("Speaker A Diane")
+    # a file holds one entry a line: a comma belongs to the name, and "#" starts a comment only
+    # after a blank or at the line's start ("Team #1 lead" lost "#1 lead" before)
+    assert parse_speaker_names("Speaker A = Park, Elena\nSpeaker B = Team #1 lead # the chair\n") == \
+        {"Speaker A": "Park, Elena", "Speaker B": "Team #1 lead"}
+    # a name that reads as another label, in any spelling (a Cyrillic е, full-width letters)
+    for name in ("Sp\u0435aker B", "\uff33\uff50\uff45\uff41\uff4b\uff45\uff52 B", "SPEAKER_01"):
+        with pytest.raises(ValueError, match="another speaker's label"):
+            parse_speaker_names(f"Speaker A={name}")
     # a label given twice is an error, not the last one silently kept
     with pytest.raises(ValueError, match=r"Speaker A is given twice \(Diane, then Ben\)"):
         parse_speaker_names("Speaker A=Diane,Speaker A=Ben")
@@ -291,6 +299,25 @@ def test_a_hook_that_never_returns_does_not_keep_the_process_alive(tmp_path):
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert (done.returncode, done.stdout) == (0, "hi\n"), done.stderr
 
+
+
+def test_close_cancels_an_async_hook_still_awaiting():
+    """An async hook still awaiting when the meeting ends is cancelled by close() and ends there;
+    before, asyncio logged "Task was destroyed but it is pending!" at exit (a user trial)."""
+    seen = []
+
+    async def hangs(t):
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            seen.append("cancelled")
+            raise
+
+    hooks = HookRunner(timeout=0.1)
+    hooks.register(hangs)
+    assert hooks.run(turn()).text == turn().text    # timed out: committed unchanged
+    hooks.close()
+    assert seen == ["cancelled"]
 
 def test_a_closed_runner_still_runs_its_hooks():
     """close() used to shut the pool down: a blocking hook then failed to run and the turn it

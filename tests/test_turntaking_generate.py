@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from _chat_server import ChatServer, Scripted
 from voicekit.attribution import RUNTIME_NOTE, SpeakerLabel
 from voicekit.turntaking import (
@@ -75,14 +77,18 @@ def test_t11_never_in_parallel():
     assert [r.text for r in replies] == ["reply 2", "reply 3", "reply 4"]
 
 
-def test_t11_failed_member_does_not_stop_the_next(chat_server):
-    chat_server.push(Scripted(status=500), "Iris here.")
+@pytest.mark.parametrize("failure", [Scripted(status=500), Scripted(raw_body="<html>502 Bad Gateway</html>")],
+                         ids=["http-500", "200-not-json"])
+def test_t11_failed_member_does_not_stop_the_next(chat_server, failure):
+    """A 200 whose body is not JSON (a proxy's error page) raised the SDK's JSONDecodeError through
+    generate_replies (a user trial): it is a ModelClientError, and the next member still answers."""
+    chat_server.push(failure, "Iris here.")
     client = OpenAIChatClient("m", base_url=chat_server.base_url, api_key="x")
     taker = TurnTaker(MEMBERS)
     decision = taker.decide("Elena and Iris, status?", ALICE)
     transcript = [TranscriptEntry("Elena and Iris, status?", label=ALICE)]
     replies = list(generate_replies(decision, members=MEMBERS, transcript=transcript, client=client, turn_taker=taker))
-    assert replies[0].error is not None and replies[0].text == ""
+    assert replies[0].error is not None and replies[0].text == "" and "ModelClientError" in replies[0].error
     assert replies[1].text == "Iris here." and replies[1].error is None
     assert [e.member for e in transcript] == [None, "Iris"]
 

@@ -87,13 +87,27 @@ def test_a_misspelled_key_is_an_error_naming_the_key_it_resembles(data, message)
     assert message in str(info.value)
 
 
-@pytest.mark.parametrize("name", ["Speaker B", "speaker b", "SPEAKER  AB"])
+@pytest.mark.parametrize("name", ["Speaker B", "speaker b", "SPEAKER  AB", "Sp\u0435aker B", "SPEAKER_01"])
 def test_a_member_named_like_a_diarization_label_is_refused(name):
     """A member "Speaker B" beside a person diarized "Speaker B": --explain printed
     "Speaker B: …" for the human and "-> Speaker B" for the AI member."""
     with pytest.raises(MembersError, match="diarization label"):
         parse_members({"members": [name]})
     assert parse_members({"members": ["Speakerphone", "Speaker Bob"]}).members[1].name == "Speaker Bob"
+
+
+def test_yaml_booleans_are_refused_not_read_as_true_or_false(tmp_path):
+    """`aliases: [Yes, On]` became the aliases "True", "True" and `name: No` read "'name' is
+    required" (YAML 1.1 booleans; a user trial): both now say to quote the word."""
+    path = tmp_path / "members.yaml"
+    path.write_text("members:\n  - name: Iris\n  - name: Elena\n    aliases: [Yes, On]\n", encoding="utf-8")
+    with pytest.raises(MembersError, match="aliases: YAML read a bare yes/no"):
+        load_members(path)
+    path.write_text("members:\n  - name: No\n", encoding="utf-8")
+    with pytest.raises(MembersError, match="as a boolean .* quote it"):
+        load_members(path)
+    path.write_text('members:\n  - name: "No"\n    aliases: ["Yes"]\n', encoding="utf-8")
+    assert load_members(path).members[0].aliases == ("Yes",)
 
 
 def test_members_file_bad_yaml(tmp_path):

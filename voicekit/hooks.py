@@ -125,6 +125,7 @@ class HookRunner:
         self._renamed: dict[tuple[str, str], str] = {}  # a hook's for_speaker rename: (channel, label) -> name
         self.failures: list[tuple[str, float, str]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: threading.Thread | None = None
         self._resume: tuple[SpeakerTurn, int, SpeakerTurn] | None = None  # see run()
 
     def register(self, fn: Callable[..., Any], trigger: HookTrigger | str = HookTrigger.ON_TRANSCRIPTION,
@@ -220,8 +221,9 @@ class HookRunner:
         if inspect.iscoroutinefunction(hook.fn):
             if self._loop is None:
                 self._loop = asyncio.new_event_loop()
-                threading.Thread(target=_serve_loop, args=(self._loop,), name="voicekit-hook-loop",
-                                 daemon=True).start()
+                self._loop_thread = threading.Thread(target=_serve_loop, args=(self._loop,),
+                                                     name="voicekit-hook-loop", daemon=True)
+                self._loop_thread.start()
             future = asyncio.run_coroutine_threadsafe(_awaited(hook.fn, payload), self._loop)
         else:
             if hook.worker is None:
@@ -331,11 +333,16 @@ class HookRunner:
 
     def close(self) -> None:
         """Stop the async hooks' event loop; hooks still running are abandoned (their threads
-        are daemon threads: a hook that never returns does not keep the process alive). The
-        runner still works after it: a later async hook starts a new loop."""
+        are daemon threads: a hook that never returns does not keep the process alive). An async
+        hook still awaiting is cancelled, waited for up to :data:`CLOSE_SECONDS` in all (asyncio
+        would otherwise log "Task was destroyed but it is pending!" at exit). The runner still
+        works after it: a later async hook starts a new loop."""
         loop, self._loop = self._loop, None
+        thread, self._loop_thread = self._loop_thread, None
         if loop is not None:
             loop.call_soon_threadsafe(loop.stop)
+            if thread is not None and thread is not threading.current_thread():
+                thread.join(CLOSE_SECONDS)   # a hook blocking the loop itself: abandoned after that
             for hook in (h for hooks in self._hooks.values() for h in hooks if inspect.iscoroutinefunction(h.fn)):
                 hook.running = hook.interrupted = None  # calls on the stopped loop never finish
 
@@ -374,9 +381,19 @@ class _Worker:
                 future.set_exception(exc)
 
 
+CLOSE_SECONDS = 1.0
+"""How long :meth:`HookRunner.close` waits for the async hooks still running to end once cancelled."""
+
+
 def _serve_loop(loop: asyncio.AbstractEventLoop) -> None:
-    """The async hooks' loop thread: run until :meth:`HookRunner.close` stops it, then close it."""
+    """The async hooks' loop thread: run until :meth:`HookRunner.close` stops it, cancel the
+    hooks still awaiting (waiting for them up to :data:`CLOSE_SECONDS`), then close it."""
     loop.run_forever()
+    pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+    for task in pending:
+        task.cancel()
+    if pending:
+        loop.run_until_complete(asyncio.wait(pending, timeout=CLOSE_SECONDS))
     loop.close()
 
 
@@ -439,6 +456,27 @@ def _invalid(result: Any) -> str | None:
 # a label written like a diarization label ("speaker a", "Speaker_A", "SPEAKER  B"): the spelling
 # voicekit.turns.speaker_label gives is checked; any other label (a LiveKit participant's name) is kept
 _DIARIZATION_LIKE = re.compile(r"speaker[\s_]+([a-z]{1,2})", re.IGNORECASE)
+# pyannote's labels (SPEAKER_00): a name that reads so is a label too
+_PYANNOTE_LIKE = re.compile(r"speaker[\s_]*(\d{1,3})", re.IGNORECASE)
+
+
+def label_read_in(name: str | None) -> str | None:
+    """The diarization label ``name`` reads as (``Speaker B``, ``SPEAKER_01``), else None.
+
+    Read as a person would: invisible characters dropped, then each character by its ASCII reading
+    (NFKC, else its UTS #39 skeleton: :func:`voicekit.attribution._unicode.ascii_reading`), so that
+    ``Spеaker B`` with a Cyrillic ``е``, ``Ｓｐｅａｋｅｒ Ｂ`` or ``speaker_b`` all read ``Speaker B``.
+    A name that reads as a label cannot be given to a person: the outputs, which show names in
+    place of labels, would show two speakers as one.
+    """
+    from voicekit.attribution._unicode import ascii_reading, strip_ignorables
+
+    seen = "".join(map(ascii_reading, strip_ignorables(name or ""))).strip()
+    if m := _DIARIZATION_LIKE.fullmatch(seen):
+        return f"Speaker {m.group(1).upper()}"
+    if m := _PYANNOTE_LIKE.fullmatch(seen):
+        return f"SPEAKER_{m.group(1)}"
+    return None
 
 
 def _bad_name(label: str, name: str | None) -> str | None:
@@ -456,15 +494,19 @@ def _label_clash(label: str, name: str | None) -> str | None:
     """Why ``name`` cannot be given to the speaker ``label`` (None when it can): it is spelled like
     another diarization label (``Speaker B``, ``speaker_b``), so the outputs, which write names in
     place of labels, would merge two speakers."""
-    m = _DIARIZATION_LIKE.fullmatch((name or "").strip())
-    if m is None or f"Speaker {m.group(1).upper()}" == label:
+    read = label_read_in(name)
+    if read is None or (read == label and (name or "").strip() == label):
         return None
     return "that is another speaker's label, so the outputs would show two speakers as one; give a person's name"
 
 
+_COMMENT = re.compile(r"(?:^|\s)#(?:\s|$)")
+
+
 def parse_speaker_names(text: str) -> dict[str, str]:
     """Parse ``"Speaker A=Diane,Speaker B=Sheila"`` or a names file (one ``Speaker A = Diane`` per
-    line, ``#`` comments) into ``{"Speaker A": "Diane", …}``.
+    line, so a name may hold a comma; a comment is ``#`` with a blank or the line's start before
+    it and a blank after it, so ``Team #1`` is a name) into ``{"Speaker A": "Diane", …}``.
 
     A label is a diarization label as :func:`voicekit.turns.speaker_label` spells it
     (``Speaker A``, ``Speaker B``, … ``Speaker AA``) or any other speaker of a turn (a LiveKit
@@ -478,8 +520,10 @@ def parse_speaker_names(text: str) -> dict[str, str]:
             diarization label (``Speaker A=Speaker B``: the outputs would merge the two).
     """
     names: dict[str, str] = {}
-    for raw in text.replace("\n", ",").split(","):
-        item = raw.split("#", 1)[0].strip()
+    # a names file (text with a line break) holds one entry a line, so a name may hold a comma
+    # ("Park, Elena"); the one-line form separates entries with commas
+    for raw in text.splitlines() if "\n" in text else text.split(","):
+        item = _COMMENT.split(raw, 1)[0].strip()   # "# …" alone or after a blank: "Team #1" is a name
         if not item:
             continue
         if "=" not in item:

@@ -142,6 +142,8 @@ class OpenAIChatClient:
             raise ModelTimeoutError(f"model call timed out: {exc}") from exc
         except self._openai.OpenAIError as exc:
             raise ModelClientError(f"model call failed: {type(exc).__name__}: {exc}") from exc
+        except ValueError as exc:  # a 200 whose body is not JSON (a proxy's HTML error page): the SDK's JSONDecodeError
+            raise ModelClientError(f"malformed chat-completions response (not JSON): {exc}") from exc
         finally:
             self.last_latency_s = time.perf_counter() - t0
         try:

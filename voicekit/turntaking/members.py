@@ -178,18 +178,17 @@ def validate_members(members: Sequence[Member]) -> tuple[Member, ...]:
             name or alias (case-insensitive, after NFC), or a member's name could pass for
             something attribution writes: a role a model knows (``User``, ``Assistant``…,
             attribution A7), a channel label (a leading ``@``, A6) or a diarization label
-            (``Speaker B``, in any case).
+            (``Speaker B`` in any case or look-alike spelling, ``SPEAKER_01``:
+            :func:`voicekit.hooks.label_read_in`).
     """
     from voicekit.attribution import display_name, reads_like_role
-    from voicekit.turns import is_speaker_label
+    from voicekit.hooks import label_read_in
 
     if not members:
         raise MembersError("a room needs at least one member")
     owner: dict[str, str] = {}
     for m in members:
-        words = m.name.split()
-        if len(words) == 2 and words[0].casefold() == "speaker" and (  # "Speaker B", "speaker b", not "Speaker Bob"
-                is_speaker_label(f"Speaker {words[1]}") or (len(words[1]) == 1 and words[1].isalpha())):
+        if label_read_in(m.name) is not None:   # "Speaker B", "speaker b", "Spеaker B", "SPEAKER_01"; not "Speaker Bob"
             raise MembersError(f"member {m.name!r}: the name reads like the diarization label of a person in "
                                "the room (Speaker A, Speaker B…), which the transcript and --explain show beside "
                                "the members' names; give the member a person-like name")
@@ -215,6 +214,10 @@ def _as_str_list(value: Any, what: str) -> list[str]:
         return []
     if isinstance(value, str):
         return [value]
+    if isinstance(value, bool) or (isinstance(value, list) and any(isinstance(v, bool) for v in value)):
+        # YAML 1.1 reads yes/no/on/off/true/false unquoted as booleans: "Yes" would become "True"
+        raise MembersError(f"{what}: YAML read a bare yes/no/on/off/true/false as a boolean; "
+                           "quote the word (\"Yes\") to mean the word")
     if isinstance(value, list) and all(isinstance(v, (str, int)) for v in value):
         return [str(v) for v in value]
     raise MembersError(f"{what} must be a string or a list of strings")
@@ -265,6 +268,9 @@ def parse_members(data: Any) -> RoomConfig:
         if not isinstance(raw, Mapping):
             raise MembersError(f"member #{i + 1}: expected a mapping")
         name = raw.get("name")
+        if isinstance(name, bool):
+            raise MembersError(f"member #{i + 1}: YAML read the name {name} as a boolean (an unquoted "
+                               "yes/no/on/off/true/false): quote it (name: \"No\")")
         if not isinstance(name, str) or not name.strip():
             raise MembersError(f"member #{i + 1}: 'name' is required")
         _check_keys(raw, _MEMBER_KEYS, f"member {name.strip()!r}")
