@@ -299,8 +299,56 @@ def test_a_file_that_is_not_a_voice_library_is_refused_and_left_untouched(tmp_pa
 
 def test_a_damaged_voiceprint_is_a_clear_error_and_can_be_deleted(tmp_path):
     lib = VoiceLibrary(tmp_path / "voices.sqlite")
-    lib.conn.execute("INSERT INTO voiceprint VALUES ('Diane', ?, 10, 1, 0, 0)", (b"\x00" * 100,))
-    with pytest.raises(VoiceprintError, match="damaged voiceprint for 'Diane'.*voicekit voices delete"):
-        lib.voices()
-    assert lib.delete("Diane") and lib.voices() == []
+    # 100 bytes (25 numbers, not 256), and 2 bytes, which is not a whole number of float32s (that
+    # one was an internal error: "buffer size must be a multiple of element size")
+    for blob in (b"\x00" * 100, b"\x00\x00"):
+        lib.conn.execute("INSERT INTO voiceprint VALUES ('Diane', ?, 10, 1, 0, 0)", (blob,))
+        with pytest.raises(VoiceprintError, match="damaged voiceprint for 'Diane'.*voicekit voices delete"):
+            lib.voices()
+        assert lib.delete("Diane") and lib.voices() == []
     lib.close()
+
+
+def test_a_damaged_or_read_only_library_is_a_clear_error_not_an_internal_one(tmp_path):
+    """Found in a user trial: `voices delete` on a read-only library and `voices list` on a
+    damaged file were "internal error: OperationalError…" / "DatabaseError…"."""
+    import sqlite3
+
+    vector, seconds = speech_of("dev00", "MEE009")
+    path = tmp_path / "voices.sqlite"
+    with VoiceLibrary(path) as lib:
+        lib.enrol("Marcus", vector, seconds)
+    lib = VoiceLibrary(path)
+    lib.conn.close()
+    lib.conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)   # read-only (root ignores chmod)
+    with pytest.raises(VoiceprintError, match="cannot write the voice library .* it is read-only"):
+        lib.delete("Marcus")
+    with pytest.raises(VoiceprintError, match="read-only"):
+        lib.enrol("Ann", -vector, seconds)
+    lib.close()
+    with VoiceLibrary(path) as lib:
+        assert [v.name for v in lib.voices()] == ["Marcus"]   # nothing lost
+    data = bytearray(path.read_bytes())
+    data[4196:7196] = b"\xff" * 3000   # the pages after the header
+    path.write_bytes(bytes(data))
+    with pytest.raises(VoiceprintError, match="is damaged .* move it aside and enrol the voices again"):
+        VoiceLibrary(path).voices()
+
+
+def test_voice_names_are_one_line_and_never_a_diarization_label(tmp_path, caplog):
+    """A name with terminal escapes was stored and echoed raw, "Speaker B" merged two people in
+    the outputs, a 5000-character name was accepted (a user trial); and the same voice enrolled
+    under a second name is worth a warning (which of the two names a meeting gets is chance)."""
+    import logging
+
+    vector, seconds = speech_of("dev00", "MEE009")
+    with VoiceLibrary(tmp_path / "voices.sqlite") as lib:
+        assert lib.enrol("Bell\a\x1b[31mRED\u200b", vector, seconds).name == "Bell [31mRED"
+        for bad, said in (("Speaker B", "reads as a diarization label"), ("Sp\u0435aker B", "diarization label"),
+                          ("A" * 101, "at most 100 characters"), (" \u200b ", "needs a name")):
+            with pytest.raises(VoiceprintError, match=said):
+                lib.enrol(bad, vector, seconds)
+        with caplog.at_level(logging.WARNING, logger="voicekit.voiceprints"):
+            lib.enrol("Marcus", vector, seconds)
+        assert "matches the voice already enrolled as 'Bell [31mRED' (similarity 1.000" in caplog.text
+        assert [v.name for v in lib.voices()] == ["Bell [31mRED", "Marcus"]

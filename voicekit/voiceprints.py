@@ -19,6 +19,7 @@ Speaker Verification", ICASSP 2018), enrolment as the mean of the speaker's embe
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import time
@@ -31,6 +32,8 @@ from typing import Protocol
 import numpy as np
 
 from voicekit.attribution import Participant
+
+log = logging.getLogger(__name__)
 
 DIMENSION = 256
 
@@ -171,17 +174,40 @@ def default_library_path() -> Path:
     return platformdirs.user_data_path("voicekit") / "voices.sqlite"
 
 
+MAX_NAME_CHARS = 100
+"""Longest voice name accepted (characters)."""
+
+
 def _check_name(name: str) -> str:
-    name = unicodedata.normalize("NFC", " ".join(str(name).split()))
+    """``name`` as stored: one line of plain text (:func:`voicekit.attribution.one_line`: controls
+    and line breaks a space, format characters such as zero-width spaces removed), NFC.
+
+    Raises:
+        VoiceprintError: an empty or over-long name, or one that reads as a diarization label
+            (``Speaker B`` in any spelling: the outputs would show two people as one).
+    """
+    from voicekit.attribution import one_line
+    from voicekit.hooks import label_read_in
+
+    name = one_line(str(name))
     if not name:
         raise VoiceprintError("a voice needs a name: give the person's name")
+    if len(name) > MAX_NAME_CHARS:
+        raise VoiceprintError(f"a voice name has at most {MAX_NAME_CHARS} characters (this one {len(name)}): "
+                              "give the person's name")
+    if label_read_in(name) is not None:
+        raise VoiceprintError(f"{name!r} reads as a diarization label ({label_read_in(name)}): a voice named so "
+                              "would show two people as one in the outputs; give the person's name")
     return name
 
 
 def _name_key(name: str) -> str:
-    """What makes two voice names the same name: NFC, whitespace collapsed, case folded
-    ("Zoë" typed precomposed or decomposed, "diane" and "Diane" are one voice)."""
-    return _check_name(name).casefold()
+    """What makes two voice names the same name: one line of plain text, NFC, case folded ("Zoë"
+    typed precomposed or decomposed, "diane" and "Diane", "Di\u200bane" are one voice). Not a
+    check: a name stored by an older voicekit is still found (to delete it)."""
+    from voicekit.attribution import one_line
+
+    return one_line(str(name)).casefold()
 
 
 def check_enrolment(name: str, seconds: float, min_seconds: float = MIN_ENROL_SECONDS) -> str:
@@ -243,9 +269,15 @@ class VoiceLibrary:
             except OSError:
                 pass
 
+    def _sql(self, doing: str):
+        """A context in which a SQLite error is a :class:`VoiceprintError` that names the library,
+        what was being done and the fix (a read-only file, a damaged one)."""
+        return _LibraryErrors(self.path, doing)
+
     def _row(self, row: Sequence) -> Voiceprint:
         name, blob, seconds, meetings, created, updated = row
-        vector = np.frombuffer(blob, dtype="<f4").astype(np.float32) if isinstance(blob, bytes) else None
+        ok = isinstance(blob, bytes) and len(blob) % 4 == 0
+        vector = np.frombuffer(blob, dtype="<f4").astype(np.float32) if ok else None
         if vector is None or vector.shape != (DIMENSION,) or not np.isfinite(vector).all():
             raise VoiceprintError(f"the voice library {self.path} holds a damaged voiceprint for {name!r} "
                                   f"(not {DIMENSION} finite numbers): delete it with `voicekit voices delete "
@@ -255,12 +287,19 @@ class VoiceLibrary:
     def _stored_name(self, name: str) -> str | None:
         """The spelling under which ``name``'s voice is stored (see :func:`_name_key`), or None."""
         key = _name_key(name)
-        return next((n for (n,) in self.conn.execute("SELECT name FROM voiceprint") if _name_key(n) == key), None)
+        with self._sql("reading"):
+            names = [n for (n,) in self.conn.execute("SELECT name FROM voiceprint")]
+        return next((n for n in names if _name_key(n) == key), None)
 
     def voices(self) -> list[Voiceprint]:
-        """Every voiceprint, by name."""
-        rows = self.conn.execute("SELECT name, vector, seconds, meetings, created, updated "
-                                 "FROM voiceprint ORDER BY name").fetchall()
+        """Every voiceprint, by name.
+
+        Raises:
+            VoiceprintError: the file is damaged (the message says how to go on).
+        """
+        with self._sql("reading"):
+            rows = self.conn.execute("SELECT name, vector, seconds, meetings, created, updated "
+                                     "FROM voiceprint ORDER BY name").fetchall()
         return [self._row(r) for r in rows]
 
     def get(self, name: str) -> Voiceprint | None:
@@ -268,8 +307,9 @@ class VoiceLibrary:
         stored = self._stored_name(name)
         if stored is None:
             return None
-        row = self.conn.execute("SELECT name, vector, seconds, meetings, created, updated "
-                                "FROM voiceprint WHERE name = ?", (stored,)).fetchone()
+        with self._sql("reading"):
+            row = self.conn.execute("SELECT name, vector, seconds, meetings, created, updated "
+                                    "FROM voiceprint WHERE name = ?", (stored,)).fetchone()
         return None if row is None else self._row(row)
 
     def enrol(self, name: str, vector: np.ndarray, seconds: float,
@@ -287,9 +327,11 @@ class VoiceLibrary:
 
         Raises:
             VoiceprintError: when ``seconds < min_seconds`` (the message says how much is
-                needed), for a bad name or vector, or when ``name`` is enrolled already and the new
-                voice does not match it (cosine below :data:`MATCH_THRESHOLD`: another person of
-                the same name, or a mislabelled speaker; merging would spoil both).
+                needed), for a bad name (:func:`_check_name`) or vector, or when ``name`` is
+                enrolled already and the new voice does not match it (cosine below
+                :data:`MATCH_THRESHOLD`: another person of the same name, or a mislabelled speaker;
+                merging would spoil both); when the file cannot be written (read-only, damaged).
+                A voice that matches another name's voice is logged as a warning, not refused.
         """
         name = check_enrolment(name, seconds, min_seconds)
         v = unit(vector)
@@ -308,7 +350,14 @@ class VoiceLibrary:
             seconds, meetings, created = old.seconds + seconds, old.meetings + 1, old.created
         else:
             meetings, created = 1, now
-        with self.conn:
+            other = best_match(v, self.voices())
+            if other[0] is not None:
+                # the same person under two names would be named by whichever scores higher, or a
+                # second person whose voice reads alike: both worth a look
+                log.warning("the voice enrolled as %s matches the voice already enrolled as %r (similarity %.3f "
+                            "≥ %g): if they are one person, delete one name (voicekit voices delete)",
+                            name, other[0].name, other[1], MATCH_THRESHOLD)
+        with self._sql("writing"), self.conn:
             self.conn.execute("INSERT OR REPLACE INTO voiceprint (name, vector, seconds, meetings, created, "
                               "updated) VALUES (?, ?, ?, ?, ?, ?)",
                               (name, v.astype("<f4").tobytes(), float(seconds), meetings, created, now))
@@ -321,7 +370,7 @@ class VoiceLibrary:
             the name as it was enrolled (``"Carla"`` for ``delete("carla")``), or None when no
             voice has that name.
         """
-        with self.conn:
+        with self._sql("deleting from"), self.conn:
             stored = self._stored_name(name)
             n = 0 if stored is None else self.conn.execute("DELETE FROM voiceprint WHERE name = ?",
                                                            (stored,)).rowcount
@@ -330,7 +379,7 @@ class VoiceLibrary:
 
     def delete_all(self) -> int:
         """Delete every voiceprint and scrub the file. Returns how many were deleted."""
-        with self.conn:
+        with self._sql("deleting from"), self.conn:
             n = self.conn.execute("DELETE FROM voiceprint").rowcount
         self._scrub()
         return n
@@ -338,8 +387,9 @@ class VoiceLibrary:
     def _scrub(self) -> None:
         # secure_delete zeroes freed cells; VACUUM rewrites the file without free pages; a WAL or
         # rollback journal left beside it is truncated so no old page survives on disk.
-        self.conn.execute("VACUUM")
-        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        with self._sql("scrubbing"):
+            self.conn.execute("VACUUM")
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def close(self) -> None:
         """Close the file."""
@@ -350,6 +400,30 @@ class VoiceLibrary:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class _LibraryErrors:
+    """``with _LibraryErrors(path, doing):`` a SQLite error inside is a :class:`VoiceprintError`."""
+
+    def __init__(self, path: Path, doing: str) -> None:
+        self.path, self.doing = path, doing
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, exc, tb) -> bool:  # noqa: ANN001
+        if exc is None or not isinstance(exc, sqlite3.Error):
+            return False
+        if isinstance(exc, sqlite3.OperationalError) and "readonly" in str(exc):
+            raise VoiceprintError(f"cannot write the voice library {self.path} ({exc}): it is read-only; make it "
+                                  f"writable, or choose another path (--voices / voices --library, or "
+                                  f"${ENV_LIBRARY})") from exc
+        if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError):
+            raise VoiceprintError(f"the voice library {self.path} is damaged ({exc}) while {self.doing} it: move "
+                                  "it aside and enrol the voices again (a copy may still be read by "
+                                  "`sqlite3 FILE .recover`)") from exc
+        raise VoiceprintError(f"error {self.doing} the voice library {self.path} ({exc}); check the file and "
+                              "its folder (permissions, free space)") from exc
 
 
 def similarities(vector: np.ndarray, voices: Sequence[Voiceprint]) -> np.ndarray:

@@ -52,6 +52,8 @@ def _enrol_voices(args: argparse.Namespace, pipelines: list, err) -> None:  # no
     """``--enrol-voices``: store the voiceprint of every named speaker of the meeting."""
     if not args.enrol_voices:
         return
+    from rich.markup import escape
+
     from voicekit.voiceprints import enrol_named_speakers
 
     diarized = [p for p in pipelines if p is not None and hasattr(p.diarizer, "speakers")]
@@ -70,10 +72,10 @@ def _enrol_voices(args: argparse.Namespace, pipelines: list, err) -> None:  # no
         library.close()
     for o in outcomes:
         if o.enrolled is not None:
-            err.print(f"enrolled the voice of {o.name} ({', '.join(o.labels)}, {o.seconds:.1f} s of speech) "
-                      f"in {library.path}")
+            err.print(f"enrolled the voice of {escape(o.name)} ({escape(', '.join(o.labels))}, {o.seconds:.1f} s of speech) "
+                      f"in {escape(str(library.path))}")
         else:
-            err.print(f"[yellow]not enrolled: {o.reason}[/yellow]")
+            err.print(f"[yellow]not enrolled: {escape(o.reason)}[/yellow]")
     if not outcomes:
         err.print("[yellow]--enrol-voices: no speaker was named (--speaker-names or a hook); nothing "
                   "enrolled[/yellow]")
