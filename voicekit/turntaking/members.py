@@ -181,7 +181,7 @@ def validate_members(members: Sequence[Member]) -> tuple[Member, ...]:
             (``Speaker B`` in any case or look-alike spelling, ``SPEAKER_01``:
             :func:`voicekit.hooks.label_read_in`).
     """
-    from voicekit.attribution import display_name, reads_like_role
+    from voicekit.attribution import display_name, one_line, reads_like_role
     from voicekit.hooks import label_read_in
 
     if not members:
@@ -192,7 +192,7 @@ def validate_members(members: Sequence[Member]) -> tuple[Member, ...]:
             raise MembersError(f"member {m.name!r}: the name reads like the diarization label of a person in "
                                "the room (Speaker A, Speaker B…), which the transcript and --explain show beside "
                                "the members' names; give the member a person-like name")
-        if reads_like_role(m.name) or display_name(m.name) != m.name.strip():
+        if reads_like_role(m.name) or display_name(m.name) != one_line(m.name):   # one_line: blanks are no role
             raise MembersError(f"member {m.name!r}: the name reads like a role or a label that other members' "
                                "views use (User, Assistant, System, You, @channel, a rank such as '(2)'); "
                                "give the member a person-like name")
