@@ -94,6 +94,8 @@ def test_a_member_named_like_a_diarization_label_is_refused(name):
     with pytest.raises(MembersError, match="diarization label"):
         parse_members({"members": [name]})
     assert parse_members({"members": ["Speakerphone", "Speaker Bob"]}).members[1].name == "Speaker Bob"
+    # a run of blanks is no role or label (it was refused as "reads like a role")
+    assert parse_members({"members": ["Mei  Ling"]}).members[0].name == "Mei  Ling"
 
 
 def test_yaml_booleans_are_refused_not_read_as_true_or_false(tmp_path):
