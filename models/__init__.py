@@ -43,12 +43,19 @@ def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
 
 
 def check_whisper_dir(path: Path) -> Path:
-    """Check that ``path`` looks like a CTranslate2 Whisper model directory.
+    """Check that ``path`` looks like a CTranslate2 Whisper model directory: ``model.bin`` of at
+    least 1 KiB, ``config.json`` that parses, and ``tokenizer.json`` or ``vocabulary.txt``. Cheap (no
+    hashing, no loading); a ``model.bin`` of the wrong kind is found when it loads
+    (:class:`voicekit.stt.Transcriber`).
 
     Raises:
-        ModelError: missing directory, missing ``model.bin``/``config.json``, or an empty
-            ``model.bin``.
+        ModelError: ``path`` is a file (the message names its folder) or does not exist, has no
+            ``model.bin``/``config.json``, has neither ``tokenizer.json`` nor ``vocabulary.txt``, or
+            its ``model.bin`` is under 1 KiB or its ``config.json`` is not JSON.
     """
+    if path.is_file():
+        raise ModelError(f"--model {path} is a file: give the folder that holds the model, "
+                         f"--model {path.parent}")
     if not path.is_dir():
         raise ModelError(f"model directory {path} does not exist; pass --model tiny.en, --model base, "
                          "or a local CTranslate2 Whisper directory")
@@ -63,6 +70,10 @@ def check_whisper_dir(path: Path) -> Path:
         json.loads((path / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ModelError(f"{path / 'config.json'} is not valid JSON ({exc}); reinstall the model") from exc
+    if not any((path / name).is_file() for name in ("tokenizer.json", "vocabulary.txt")):
+        raise ModelError(f"model directory {path} has neither tokenizer.json nor vocabulary.txt: copy the "
+                         "tokenizer.json of the original model beside model.bin (ct2-transformers-converter "
+                         "--copy_files tokenizer.json)")
     return path
 
 
