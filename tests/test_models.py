@@ -52,6 +52,76 @@ def _damage(path: Path, keep_mtime: bool = False) -> None:
         os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
 
 
+@needs_base
+def test_two_joins_racing_both_succeed_with_the_right_file(cache, monkeypatch):
+    # user trial: two `voicekit models` joining at once, one failed with "No such file or directory
+    # (…/whisper-base/model.part)" because both wrote the same temporary name. Here each join
+    # waits before publishing its model.bin until the other has written its own copy.
+    barrier = threading.Barrier(2)
+    real_replace = os.replace
+
+    def replace_after_the_other(src, dst):  # noqa: ANN001
+        if Path(dst).name == JOINED["file"]:
+            barrier.wait(timeout=300)
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace_after_the_other)
+    results: list = [None, None]
+
+    def join(i: int) -> None:
+        try:
+            results[i] = resolve_whisper("base")
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            results[i] = exc
+            barrier.abort()
+
+    threads = [threading.Thread(target=join, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [cache / "whisper-base"] * 2, results
+    assert _joined_ok(cache / "whisper-base")
+    assert not [p.name for p in (cache / "whisper-base").iterdir() if p.name.endswith(".part")]
+
+
+@needs_base
+def test_a_damaged_joined_model_is_rejoined_on_its_next_use(cache):
+    # user trial: a model.bin of the right size and the wrong content made `replay --model base`
+    # an internal error ("Invalid string length in model.bin"), and the join trusted it forever
+    target = resolve_whisper("base")
+    _damage(target / JOINED["file"])
+    assert resolve_whisper("base") == target
+    assert _joined_ok(target)
+    # damage that keeps the size and the time stamp is found only by hashing: loading it is a
+    # ModelError that says how to check and repair the cache (not an internal error)
+    from voicekit.stt import SttOptions, Transcriber
+
+    _damage(target / JOINED["file"], keep_mtime=True)
+    with pytest.raises(ModelError, match="cannot load") as err:
+        Transcriber(SttOptions(model="base"))
+    assert "voicekit models --verify" in str(err.value) and str(target) in str(err.value)
+
+
+@needs_base
+def test_models_verify_rejoins_a_damaged_cache_and_says_so(cache, capsys):
+    from voicekit.cli.tools import cmd_models
+
+    assert cmd_models(argparse.Namespace(verify=False)) == 0
+    out = capsys.readouterr().out
+    assert "joined" in out and str(cache / "whisper-base") in out     # the listing says it joined 145 MB
+    assert cmd_models(argparse.Namespace(verify=False)) == 0
+    assert "joined" not in capsys.readouterr().out                       # once
+    # damage that keeps the size and the time stamp: only hashing finds it
+    _damage(cache / "whisper-base" / JOINED["file"], keep_mtime=True)
+    assert cmd_models(argparse.Namespace(verify=True)) == 0
+    out = capsys.readouterr().out
+    print(out)
+    base = out[out.index("base  ("):].split("\n")
+    assert "rejoined" in "\n".join(base[:4]) and "reinstall" not in "\n".join(base[:4])
+    assert _joined_ok(cache / "whisper-base")
+
+
 def _tiny_dir() -> Path:
     return model_path("tiny.en")
 

@@ -54,15 +54,38 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
-    from voicekit.models import MANIFEST, ModelError, model_path, verify
+    """List the models and where they lie; the first listing joins Whisper ``base`` into the cache
+    (145 MB, said in the output). With ``--verify``, hash every packaged file: a joined ``base``
+    that fails its sha256 is joined again from the packages (said; not a failure once repaired).
 
+    Returns:
+        0, or 1 when a file does not match its sha256 (``--verify``); a model that is not
+        installed is listed as "not available", not a failure (``base`` is optional).
+    """
+    from voicekit.models import MANIFEST, ModelError, join_base, model_path, verify
+
+    joined_note = {"joined": "joined its two halves into this cache (145 MB, done once)",
+                   "rejoined": "joined again from its packages: the cached model.bin did not match its sha256"}
     bad = 0
     for name, entry in MANIFEST.items():
         print(f"{name}  ({entry['kind']}) from {entry['package']}")
         try:
-            print(f"    {model_path(name)}")
+            if name == "base":
+                path, done = join_base()
+                print(f"    {path}")
+                if done in joined_note:
+                    print(f"    {joined_note[done]}")
+            else:
+                print(f"    {model_path(name)}")
             if args.verify:
                 ok = verify(name)
+                if name == "base" and not all(ok.values()):
+                    join_base(force=True)
+                    ok = verify(name)
+                    print(f"    sha256 MISMATCH in the joined cache {path}: rejoined it from the packages; "
+                          + ("sha256 now ok" if all(ok.values()) else f"still wrong: reinstall: {entry['install']}"))
+                    bad += not all(ok.values())
+                    continue
                 bad += not all(ok.values())
                 print("    sha256 " + ("ok" if all(ok.values()) else
                                       "MISMATCH: " + ", ".join(f for f, good in ok.items() if not good)
