@@ -481,6 +481,26 @@ def test_an_unexpected_error_is_one_line_and_debug_shows_the_traceback(tmp_path,
         main(["--debug", "replay", str(SAMPLE), "--out", str(tmp_path)])
 
 
+def test_a_closed_pipe_on_stdout_ends_quietly_with_141(monkeypatch, capsys):
+    """`voicekit export out/ | head -1` ended with "voicekit: error: Broken pipe; check the path
+    and free space" (a user trial): the reader had what it wanted, so nothing is said, and the exit
+    code is the shell's for SIGPIPE."""
+    import voicekit.cli.tools
+
+    def cut(args):  # noqa: ANN001
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(voicekit.cli.tools, "cmd_models", cut)
+    assert main(["models"]) == 141
+    assert capsys.readouterr().err == ""
+
+
+def test_a_language_code_in_capitals_is_taken():
+    """`--language FR` was "not one of Whisper's language codes" (a user trial)."""
+    from voicekit.cli import build_parser
+
+    assert build_parser().parse_args(["replay", "x.wav", "--language", " FR"]).language == "fr"
+
 def test_a_truncated_wav_is_transcribed_as_far_as_it_goes_and_flagged(tmp_path, capsys):
     data = FALCON.read_bytes()
     cut = tmp_path / "cut.wav"

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -134,6 +135,14 @@ def _dispatch(args: argparse.Namespace) -> int:
             raise
         print("voicekit: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `voicekit export out/ | head -1`: the reader has what it wanted
+        # stdout's buffer cannot be flushed at exit any more: point it at /dev/null, as the
+        # Python docs advise (signal module, "Note on SIGPIPE")
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):   # stdout is no file (a test's capture)
+            pass
+        return 141   # 128 + SIGPIPE, what a shell reports for a command killed by it
     except OSError as exc:  # a file or directory the command needed
         if args.debug:
             raise

