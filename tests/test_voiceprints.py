@@ -333,6 +333,8 @@ def test_a_damaged_or_read_only_library_is_a_clear_error_not_an_internal_one(tmp
     path.write_bytes(bytes(data))
     with pytest.raises(VoiceprintError, match="is damaged .* move it aside and enrol the voices again"):
         VoiceLibrary(path).voices()
+    with pytest.raises(VoiceprintError, match="is a folder: give the library's file"):
+        VoiceLibrary(tmp_path)
 
 
 def test_voice_names_are_one_line_and_never_a_diarization_label(tmp_path, caplog):

@@ -236,6 +236,9 @@ class VoiceLibrary:
 
     def __init__(self, path: str | Path, create: bool = True) -> None:
         self.path = Path(path)
+        if self.path.is_dir():
+            raise VoiceprintError(f"the voice library {self.path} is a folder: give the library's file, e.g. "
+                                  f"{self.path / 'voices.sqlite'}")
         if not create and not self.path.is_file():
             raise VoiceprintError(f"no voice library at {self.path}; enrol a voice first "
                                   "(voicekit voices enrol, or --enrol-voices)")

@@ -89,7 +89,7 @@ def cmd_voices(args: argparse.Namespace) -> int:
 
     path = _library_path(args)
     if args.action == "list":
-        if not path.is_file():
+        if not path.is_file() and not path.is_dir():   # a folder: the library's own error below
             print(f"no voice library at {path} (no voice enrolled)")
             return 0
         library = _voice_library(args)
