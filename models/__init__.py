@@ -159,7 +159,10 @@ def join_base(*, force: bool = False) -> tuple[Path, str]:
             good = sha256_file(joined) == spec["sha256"]
             if good and _stat_key(joined.stat()) == _stat_key(st) and all(
                     (target / n).is_file() for n in entry["copy_from"]["files"]):
-                _write_atomic(target / JOIN_MARK, json.dumps({"sha256": spec["sha256"], **_stat_key(st)}).encode())
+                try:
+                    _write_atomic(target / JOIN_MARK, json.dumps({"sha256": spec["sha256"], **_stat_key(st)}).encode())
+                except OSError as exc:   # a read-only shared cache: the file is good, it is hashed each time
+                    log.debug("cannot record the checked join in %s (%s)", target, exc)
                 return target, "checked"
             if not good:
                 done = "rejoined"

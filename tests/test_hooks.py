@@ -177,10 +177,19 @@ def test_speaker_names_map_and_file():
     # after a blank or at the line's start ("Team #1 lead" lost "#1 lead" before)
     assert parse_speaker_names("Speaker A = Park, Elena\nSpeaker B = Team #1 lead # the chair\n") == \
         {"Speaker A": "Park, Elena", "Speaker B": "Team #1 lead"}
-    # a name that reads as another label, in any spelling (a Cyrillic е, full-width letters)
-    for name in ("Sp\u0435aker B", "\uff33\uff50\uff45\uff41\uff4b\uff45\uff52 B", "SPEAKER_01"):
+    # a names file of one line without its line break, and comment lines without a blank after '#'
+    assert parse_speaker_names("Speaker A = Park, Elena", lines=True) == {"Speaker A": "Park, Elena"}
+    assert parse_speaker_names("#names\n##\nSpeaker A = Diane\n") == {"Speaker A": "Diane"}
+    # a name that reads as another label, in any spelling (a Cyrillic е, full-width letters, an
+    # accent, run together in capitals, another separator)
+    for name in ("Sp\u0435aker B", "\uff33\uff50\uff45\uff41\uff4b\uff45\uff52 B", "SPEAKER_01", "Sp\u00e9aker B",
+                 "SpeakerB", "Speaker-B", "Speaker.B"):
         with pytest.raises(ValueError, match="another speaker's label"):
             parse_speaker_names(f"Speaker A={name}")
+    assert parse_speaker_names("Speaker A=Speaker Ed, Speaker B=Speakers") == \
+        {"Speaker A": "Speaker Ed", "Speaker B": "Speakers"}
+    with pytest.raises(ValueError, match="this speaker's own label .* spelled another way"):
+        parse_speaker_names("Speaker B=speaker b")
     # a label given twice is an error, not the last one silently kept
     with pytest.raises(ValueError, match=r"Speaker A is given twice \(Diane, then Ben\)"):
         parse_speaker_names("Speaker A=Diane,Speaker A=Ben")

@@ -104,6 +104,22 @@ def test_a_damaged_joined_model_is_rejoined_on_its_next_use(cache):
 
 
 @needs_base
+def test_a_good_join_without_its_record_in_a_read_only_cache_is_used(cache, monkeypatch):
+    """A cache joined by an older voicekit (no record of its check) that cannot be written now (a
+    shared, read-only cache): the file is hashed, found good and used; the record that cannot be
+    written is no error (a review found it made a ModelError)."""
+    import voicekit.models as models
+
+    target = resolve_whisper("base")
+    (target / models.JOIN_MARK).unlink()
+
+    def read_only(path, data):  # noqa: ANN001
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(models, "_write_atomic", read_only)
+    assert resolve_whisper("base") == target and _joined_ok(target)
+
+@needs_base
 def test_models_verify_rejoins_a_damaged_cache_and_says_so(cache, capsys):
     from voicekit.cli.tools import cmd_models
 

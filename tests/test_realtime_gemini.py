@@ -147,3 +147,26 @@ def test_gemini_a_malformed_server_message_is_skipped_and_the_connection_stays(t
     assert warnings[0].startswith("Gemini Live sent a message voicekit cannot read (")
     assert warnings[0].endswith("); skipped") and "\n" not in warnings[0] and len(warnings[0]) < 320
     print(warnings[0])
+
+
+def test_gemini_an_error_that_repeats_without_reading_ends_the_connection(caplog):
+    """An error out of the SDK's receive() that repeats without any message read (the socket still
+    reported open) made the reader call it again at once, forever, starving the event loop (a
+    review): after MAX_UNREADABLE in a row the connection is taken for gone."""
+    import logging
+
+    from voicekit.realtime.gemini_session import MAX_UNREADABLE
+
+    calls = []
+
+    class Stuck:
+        def receive(self):
+            calls.append(1)
+            raise AttributeError("'NoneType' object has no attribute 'server_content'")
+
+    session = GeminiLiveSession(api_key=KEY)
+    session._session = Stuck()
+    with caplog.at_level(logging.WARNING, logger="voicekit.realtime"):
+        asyncio.run(asyncio.wait_for(session._read(), 30))
+    assert len(calls) == MAX_UNREADABLE and session._session is None
+    assert "Gemini Live connection closed" in caplog.text

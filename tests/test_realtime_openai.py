@@ -360,8 +360,9 @@ def test_a_reply_of_the_wrong_shape_still_ends_the_reply():
     assert _response_text({"type": "response.done", "response": "done"}) == ""
 
 
-def _run_with_drops(tmp_path, server, drops: int):
-    """Six turns to a broadcaster (backoff 0.1 s doubling, no history resend) whose server drops
+def _run_with_drops(tmp_path, server, drops: int, history: int = 0):
+    """Six turns to a broadcaster (backoff 0.1 s doubling, ``history`` items sent again after a
+    reconnect) whose server drops
     the first ``drops`` connections as ``server.drop_schedule`` says; returns the store, the
     broadcaster, the committed turns and the reconnect delays logged, in order."""
     import re
@@ -379,7 +380,7 @@ def _run_with_drops(tmp_path, server, drops: int):
     store = open_store(tmp_path)
     committed = [store.commit(turn(s, n, x, i)) for i, (s, n, x) in enumerate(SCRIPT + SCRIPT[:1])]
     b = Broadcaster(session(server), store.path, session_id="openai:backoff", backoff_initial=0.1,
-                    backoff_max=10.0, history_on_reconnect=0, on_event=on_event)
+                    backoff_max=10.0, history_on_reconnect=history, on_event=on_event)
     for t in committed:
         b.on_turn(t)
     b.start()
@@ -414,4 +415,15 @@ def test_a_server_that_accepts_and_drops_at_once_is_still_backed_off(tmp_path, c
         assert delays == ["0.1", "0.2", "0.4"]
         assert len(server.connections) == 4
         assert [i["id"] for i in user_items(server, 3)] == [f"vk-t{t.turn_id}" for t in committed]
+        assert DeliveryLog(store.path, "openai:backoff").statuses() == {t.turn_id: "delivered" for t in committed}
+
+
+def test_history_sent_again_is_no_progress_for_the_reconnect_delay(tmp_path):
+    """A review found that a server which took the replayed history item and dropped again reset
+    the delay each time: 0.1, 0.1, 0.1 … A connection makes progress only by delivering a new
+    turn; the first drop (after three turns) waits 0.1 s, the three that take only history double."""
+    with FakeOpenAIRealtime() as server:
+        server.drop_schedule = [3, 1, 1, 1]
+        store, b, committed, delays = _run_with_drops(tmp_path, server, 4, history=2)
+        assert delays == ["0.1", "0.2", "0.4", "0.8"]
         assert DeliveryLog(store.path, "openai:backoff").statuses() == {t.turn_id: "delivered" for t in committed}

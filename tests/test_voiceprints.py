@@ -306,6 +306,9 @@ def test_a_damaged_voiceprint_is_a_clear_error_and_can_be_deleted(tmp_path):
         with pytest.raises(VoiceprintError, match="damaged voiceprint for 'Diane'.*voicekit voices delete"):
             lib.voices()
         assert lib.delete("Diane") and lib.voices() == []
+    # another name's damaged row does not stop a new enrolment (only its look-alike warning is skipped)
+    lib.conn.execute("INSERT INTO voiceprint VALUES ('Diane', ?, 10, 1, 0, 0)", (b"abc",))
+    assert lib.enrol("Carla", *speech_of("dev00", "MEE009")).name == "Carla"
     lib.close()
 
 

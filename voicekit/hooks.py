@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from voicekit.turns import SpeakerTurn, Word
+from voicekit.turns import SpeakerTurn, Word, label_read_in
 
 log = logging.getLogger(__name__)
 
@@ -456,29 +456,6 @@ def _invalid(result: Any) -> str | None:
 # a label written like a diarization label ("speaker a", "Speaker_A", "SPEAKER  B"): the spelling
 # voicekit.turns.speaker_label gives is checked; any other label (a LiveKit participant's name) is kept
 _DIARIZATION_LIKE = re.compile(r"speaker[\s_]+([a-z]{1,2})", re.IGNORECASE)
-# pyannote's labels (SPEAKER_00): a name that reads so is a label too
-_PYANNOTE_LIKE = re.compile(r"speaker[\s_]*(\d{1,3})", re.IGNORECASE)
-
-
-def label_read_in(name: str | None) -> str | None:
-    """The diarization label ``name`` reads as (``Speaker B``, ``SPEAKER_01``), else None.
-
-    Read as a person would: invisible characters dropped, then each character by its ASCII reading
-    (NFKC, else its UTS #39 skeleton: :func:`voicekit.attribution._unicode.ascii_reading`), so that
-    ``Spеaker B`` with a Cyrillic ``е``, ``Ｓｐｅａｋｅｒ Ｂ`` or ``speaker_b`` all read ``Speaker B``.
-    A name that reads as a label cannot be given to a person: the outputs, which show names in
-    place of labels, would show two speakers as one.
-    """
-    from voicekit.attribution._unicode import ascii_reading, strip_ignorables
-
-    seen = "".join(map(ascii_reading, strip_ignorables(name or ""))).strip()
-    if m := _DIARIZATION_LIKE.fullmatch(seen):
-        return f"Speaker {m.group(1).upper()}"
-    if m := _PYANNOTE_LIKE.fullmatch(seen):
-        return f"SPEAKER_{m.group(1)}"
-    return None
-
-
 def _bad_name(label: str, name: str | None) -> str | None:
     """Why a hook's rename of the speaker ``label`` to ``name`` is refused (None when it is not,
     or when there is no rename)."""
@@ -497,16 +474,24 @@ def _label_clash(label: str, name: str | None) -> str | None:
     read = label_read_in(name)
     if read is None or (read == label and (name or "").strip() == label):
         return None
+    if read == label:
+        return (f"that is this speaker's own label ({label}) spelled another way; leave the name out to keep "
+                "the label, or give a person's name")
     return "that is another speaker's label, so the outputs would show two speakers as one; give a person's name"
 
 
-_COMMENT = re.compile(r"(?:^|\s)#(?:\s|$)")
+_COMMENT = re.compile(r"\s#(?:\s|$)")
 
 
-def parse_speaker_names(text: str) -> dict[str, str]:
+def parse_speaker_names(text: str, lines: bool | None = None) -> dict[str, str]:
     """Parse ``"Speaker A=Diane,Speaker B=Sheila"`` or a names file (one ``Speaker A = Diane`` per
-    line, so a name may hold a comma; a comment is ``#`` with a blank or the line's start before
-    it and a blank after it, so ``Team #1`` is a name) into ``{"Speaker A": "Diane", …}``.
+    line, so a name may hold a comma; a line whose first non-blank is ``#`` is a comment, and so is
+    what follows `` # `` after an entry, so ``Team #1`` is a name) into ``{"Speaker A": "Diane", …}``.
+
+    Args:
+        text: the names.
+        lines: True for a names file's text (one entry a line), False for the one-line form
+            (entries separated by commas); None: a file's when ``text`` holds a line break.
 
     A label is a diarization label as :func:`voicekit.turns.speaker_label` spells it
     (``Speaker A``, ``Speaker B``, … ``Speaker AA``) or any other speaker of a turn (a LiveKit
@@ -522,8 +507,12 @@ def parse_speaker_names(text: str) -> dict[str, str]:
     names: dict[str, str] = {}
     # a names file (text with a line break) holds one entry a line, so a name may hold a comma
     # ("Park, Elena"); the one-line form separates entries with commas
-    for raw in text.splitlines() if "\n" in text else text.split(","):
-        item = _COMMENT.split(raw, 1)[0].strip()   # "# …" alone or after a blank: "Team #1" is a name
+    if lines is None:
+        lines = "\n" in text
+    for raw in text.splitlines() if lines else text.split(","):
+        if raw.lstrip().startswith("#"):
+            continue   # a comment line
+        item = _COMMENT.split(raw, 1)[0].strip()   # "# …" after a blank ends an entry: "Team #1" is a name
         if not item:
             continue
         if "=" not in item:

@@ -8,7 +8,9 @@ Times are seconds from the start of the meeting, as float. Records are immutable
 from __future__ import annotations
 
 import dataclasses
+import re
 import string
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -105,6 +107,38 @@ def speaker_label(index: int) -> str:
 def is_speaker_label(text: str) -> bool:
     """True when ``text`` is a label :func:`speaker_label` gives ("Speaker A", "Speaker AB"…)."""
     return speaker_index(text) is not None
+
+
+# how a name that reads as a label is written once read in ASCII: "Speaker B", "speaker_b",
+# "Speaker-B", "SpeakerB" (run together only in capitals: "Speakers" is a word); two letters in one
+# case ("Speaker AB"), so "Speaker Ed" is a name
+_LABEL_READ = re.compile(r"speaker([\s_.\-]*)([a-z]|[A-Z]{2})", re.IGNORECASE)
+_PYANNOTE_READ = re.compile(r"speaker[\s_.\-]*(\d{1,3})", re.IGNORECASE)   # pyannote's SPEAKER_00
+
+
+def label_read_in(name: str | None) -> str | None:
+    """The diarization label ``name`` reads as (``Speaker B``, ``SPEAKER_01``), else None.
+
+    Read as a person would: invisible characters dropped, accents dropped (NFKD without combining
+    marks), then each character by its ASCII reading (NFKC, else its UTS #39 skeleton:
+    :func:`voicekit.attribution._unicode.ascii_reading`), so that ``Spеaker B`` with a Cyrillic
+    ``е``, ``Spéaker B``, ``Ｓｐｅａｋｅｒ Ｂ``, ``speaker_b``, ``Speaker-B`` and ``SpeakerB`` all read
+    ``Speaker B``; two letters read as a label only in capitals (``Speaker AB``, not ``Speaker
+    Ed``). A name that reads as a label cannot be given to a person: the outputs, which show names
+    in place of labels, would show two speakers as one.
+    """
+    from voicekit.attribution._unicode import ascii_reading, strip_ignorables
+
+    bare = "".join(c for c in unicodedata.normalize("NFKD", strip_ignorables(name or ""))
+                   if not unicodedata.combining(c))
+    seen = "".join(map(ascii_reading, bare)).strip()
+    if m := _LABEL_READ.fullmatch(seen):
+        apart, letters = m.group(1), m.group(2)
+        if (apart or letters.isupper()) and (len(letters) == 1 or letters.isupper() or letters.islower()):
+            return f"Speaker {letters.upper()}"
+    if m := _PYANNOTE_READ.fullmatch(seen):
+        return f"SPEAKER_{m.group(1)}"
+    return None
 
 
 def speaker_index(label: str) -> int | None:

@@ -19,12 +19,13 @@ Speaker Verification", ICASSP 2018), enrolment as the mean of the speaker's embe
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sqlite3
 import time
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -187,7 +188,7 @@ def _check_name(name: str) -> str:
             (``Speaker B`` in any spelling: the outputs would show two people as one).
     """
     from voicekit.attribution import one_line
-    from voicekit.hooks import label_read_in
+    from voicekit.turns import label_read_in
 
     name = one_line(str(name))
     if not name:
@@ -272,10 +273,9 @@ class VoiceLibrary:
             except OSError:
                 pass
 
-    def _sql(self, doing: str):
-        """A context in which a SQLite error is a :class:`VoiceprintError` that names the library,
-        what was being done and the fix (a read-only file, a damaged one)."""
-        return _LibraryErrors(self.path, doing)
+    def _sql(self, doing: str) -> contextlib.AbstractContextManager[None]:
+        """A context in which a SQLite error is a :class:`VoiceprintError` (:func:`_library_errors`)."""
+        return _library_errors(self.path, doing)
 
     def _row(self, row: Sequence) -> Voiceprint:
         name, blob, seconds, meetings, created, updated = row
@@ -353,7 +353,10 @@ class VoiceLibrary:
             seconds, meetings, created = old.seconds + seconds, old.meetings + 1, old.created
         else:
             meetings, created = 1, now
-            other = best_match(v, self.voices())
+            try:
+                other = best_match(v, self.voices())
+            except VoiceprintError:   # another name's damaged row: a warning is not worth a refusal
+                other = (None, 0.0)
             if other[0] is not None:
                 # the same person under two names would be named by whichever scores higher, or a
                 # second person whose voice reads alike: both worth a look
@@ -405,28 +408,25 @@ class VoiceLibrary:
         self.close()
 
 
-class _LibraryErrors:
-    """``with _LibraryErrors(path, doing):`` a SQLite error inside is a :class:`VoiceprintError`."""
-
-    def __init__(self, path: Path, doing: str) -> None:
-        self.path, self.doing = path, doing
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind, exc, tb) -> bool:  # noqa: ANN001
-        if exc is None or not isinstance(exc, sqlite3.Error):
-            return False
-        if isinstance(exc, sqlite3.OperationalError) and "readonly" in str(exc):
-            raise VoiceprintError(f"cannot write the voice library {self.path} ({exc}): it is read-only; make it "
+@contextlib.contextmanager
+def _library_errors(path: Path, doing: str) -> Iterator[None]:
+    """``with _library_errors(path, doing):`` a SQLite error inside is a :class:`VoiceprintError`
+    that names the library, what was being done and the fix (a read-only file, a damaged one)."""
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        if "readonly" in str(exc):
+            raise VoiceprintError(f"cannot write the voice library {path} ({exc}): it is read-only; make it "
                                   f"writable, or choose another path (--voices / voices --library, or "
                                   f"${ENV_LIBRARY})") from exc
-        if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError):
-            raise VoiceprintError(f"the voice library {self.path} is damaged ({exc}) while {self.doing} it: move "
-                                  "it aside and enrol the voices again (a copy may still be read by "
-                                  "`sqlite3 FILE .recover`)") from exc
-        raise VoiceprintError(f"error {self.doing} the voice library {self.path} ({exc}); check the file and "
-                              "its folder (permissions, free space)") from exc
+        raise VoiceprintError(f"error {doing} the voice library {path} ({exc}); check the file and its folder "
+                              "(permissions, free space)") from exc
+    except sqlite3.DatabaseError as exc:
+        raise VoiceprintError(f"the voice library {path} is damaged ({exc}) while {doing} it: move it aside and "
+                              "enrol the voices again (a copy may still be read by `sqlite3 FILE .recover`)") from exc
+    except sqlite3.Error as exc:
+        raise VoiceprintError(f"error {doing} the voice library {path} ({exc}); check the file and its folder "
+                              "(permissions, free space)") from exc
 
 
 def similarities(vector: np.ndarray, voices: Sequence[Voiceprint]) -> np.ndarray:

@@ -161,7 +161,8 @@ def _hooks(args: argparse.Namespace, err):  # noqa: ANN001 - rich Console
     if args.speaker_names:
         text = args.speaker_names
         path = Path(text)
-        if "=" not in text and path.is_file():
+        from_file = "=" not in text and path.is_file()
+        if from_file:
             try:   # utf-8-sig: Windows editors start a UTF-8 file with a byte-order mark
                 text = path.read_text(encoding="utf-8-sig")
             except (OSError, UnicodeDecodeError) as exc:
@@ -170,7 +171,7 @@ def _hooks(args: argparse.Namespace, err):  # noqa: ANN001 - rich Console
         elif "=" not in text:
             raise CliError(f"--speaker-names {text!r}: give 'Speaker A=Diane,…' or an existing names file")
         try:
-            names = parse_speaker_names(text)
+            names = parse_speaker_names(text, lines=from_file)
         except ValueError as exc:
             raise CliError(f"--speaker-names: {exc}") from exc
         if args.command != "livekit":

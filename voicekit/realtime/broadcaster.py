@@ -14,9 +14,10 @@ only; a full queue drops them (with the warning).
 **Delivery**: a turn is recorded as delivered in the meeting's SQLite file
 (:class:`~voicekit.realtime.delivery.DeliveryLog`) once the provider accepted it. After a
 dropped connection the broadcaster reconnects with exponential backoff (``backoff_initial``,
-doubling up to ``backoff_max``; back to ``backoff_initial`` once a connection has had at least
-one item accepted, so occasional drops in a long meeting each wait the first delay, while a
-server that accepts connections and drops them at once is still backed off) and sends, from
+doubling up to ``backoff_max``; back to ``backoff_initial`` once a connection has delivered at
+least one new turn (the history sent again for context does not count), so occasional drops in a
+long meeting each wait the first delay, while a server that accepts connections and drops them
+before any progress is still backed off) and sends, from
 the store, every turn without a delivery row: nothing lost, nothing recorded twice. The new provider conversation holds nothing of the old
 one, so it is first sent again the last ``history_on_reconnect`` items the old one had taken;
 likewise a new run on a meeting an earlier run fed (``voicekit mic --append --session …``)
@@ -68,8 +69,8 @@ class Broadcaster:
         queue_size: items the queue holds before the full-queue policy applies.
         backoff_initial, backoff_max: reconnect delays in seconds: doubling after each failed
             connect or dropped connection, up to ``backoff_max``; a connection that dropped after
-            the provider accepted (acknowledged) at least one item starts again at
-            ``backoff_initial``.
+            the provider accepted (acknowledged) at least one new turn starts again at
+            ``backoff_initial`` (history sent again for context is no progress).
         reply_when: called with each delivered turn; True asks the model for a reply.
         on_event: called (on the broadcaster's thread) with every :class:`SessionEvent` the
             provider sends, and with the broadcaster's own ``connect_failed``, ``dropped`` and
@@ -124,7 +125,7 @@ class Broadcaster:
         self._catch_up_through: int | None = None  # the last turn a full queue dropped (it is in the store)
         self._reply_lost = False  # a reply owed when the connection dropped
         self._dropped_conn = False
-        self._accepted = 0   # items the provider accepted on the current connection
+        self._accepted = 0   # turns delivered on the current connection (history sent again not counted)
         self._log: DeliveryLog | None = None
         self.error: BaseException | None = None
 
@@ -407,7 +408,6 @@ class Broadcaster:
                 log.error("realtime session %s rejected an item sent again after the reconnect (%s); "
                           "the others go on", self.session_id, exc)
                 continue
-            self._accepted += 1
             self._history.append((item, key, labelled))
             if _carries_note(item):
                 self._attr.note_sent = True
@@ -472,8 +472,8 @@ class Broadcaster:
                 self._log.mark(turn.turn_id, REJECTED)
             self.stats["rejected"] += 1
             return
-        self._accepted += 1
         if not again:
+            self._accepted += 1   # progress: a turn delivered (history sent again is none)
             if self._log is not None and turn.turn_id is not None:
                 self._log.mark(turn.turn_id, DELIVERED)
             self.stats["delivered"] += 1

@@ -13,7 +13,7 @@ import contextlib
 import os
 from typing import Any
 
-from voicekit.realtime.session import SessionClosed, SessionEvent, StreamingSession, log, redact
+from voicekit.realtime.session import SessionClosed, SessionEvent, StreamingSession, log, redact, shorten
 from voicekit.realtime.wire import gemini_content, instruction_item, item_text
 
 DEFAULT_MODEL = "gemini-live-2.5-flash-preview"
@@ -121,12 +121,16 @@ class GeminiLiveSession(StreamingSession):
         ``OSError`` behind it, or the WebSocket no longer open). A message the SDK or voicekit
         cannot parse or understand (not JSON, a field of the wrong shape, nothing the SDK knows)
         was taken off the socket all the same: it is logged in one warning line, shortened, and
-        skipped; the connection stays.
+        skipped; the connection stays. :data:`MAX_UNREADABLE` errors in a row with no message read
+        between them are taken for a connection that is gone (an error that repeats without
+        reading anything would otherwise spin).
         """
+        failures = 0   # receive() errors since the last message read
         try:
             while self._session is not None:
                 try:
                     async for msg in self._session.receive():
+                        failures = 0
                         try:
                             await self._dispatch(msg)
                         except Exception as exc:  # noqa: BLE001 - one bad message never ends the connection
@@ -134,10 +138,12 @@ class GeminiLiveSession(StreamingSession):
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:  # noqa: BLE001 - the socket's errors and the SDK's parse errors
-                    if _connection_gone(exc, self._session):
-                        log.warning("Gemini Live connection closed: %s", redact(_one_line(exc), self._api_key))
+                    failures += 1
+                    if _connection_gone(exc, self._session) or failures >= MAX_UNREADABLE:
+                        log.warning("Gemini Live connection closed: %s", redact(shorten(f"{type(exc).__name__}: {exc}"), self._api_key))
                         return
                     self._skip(exc)
+                    await asyncio.sleep(0)   # let the loop run between two failed reads
         finally:
             self._session = None
             self._events.put_nowait(SessionEvent("closed"))
@@ -145,7 +151,7 @@ class GeminiLiveSession(StreamingSession):
     def _skip(self, exc: BaseException) -> None:
         """Log a server message that could not be read (one warning line) and go on."""
         log.warning("Gemini Live sent a message voicekit cannot read (%s); skipped",
-                    redact(_one_line(exc), self._api_key))
+                    redact(shorten(f"{type(exc).__name__}: {exc}"), self._api_key))
 
     async def _dispatch(self, msg: Any) -> None:
         sc = getattr(msg, "server_content", None)
@@ -180,14 +186,9 @@ class GeminiLiveSession(StreamingSession):
             self._stack = None
 
 
-_SHOWN_CHARS = 200
-"""How much of an unreadable server message's error its warning shows."""
-
-
-def _one_line(exc: BaseException) -> str:
-    """``exc`` as one line (pydantic's validation errors span several), cut to ``_SHOWN_CHARS``."""
-    text = " ".join(f"{type(exc).__name__}: {exc}".split())
-    return text if len(text) <= _SHOWN_CHARS else f"{text[:_SHOWN_CHARS]}… ({len(text)} characters)"
+MAX_UNREADABLE = 20
+"""Errors out of the SDK's ``receive`` in a row, with no message read between them, after which
+the connection is taken for gone."""
 
 
 def _connection_gone(exc: BaseException, session: Any) -> bool:

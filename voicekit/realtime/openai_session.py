@@ -16,6 +16,7 @@ from voicekit.realtime.session import (
     SessionEvent,
     log,
     redact,
+    shorten,
 )
 from voicekit.realtime.wire import EventIds, item_create, instruction_item, response_create, session_update
 
@@ -139,7 +140,7 @@ class OpenAIRealtimeSession(StreamingSession):
         Only an error from receiving itself (the socket) means the connection is gone. An event
         voicekit cannot parse or understand (not JSON, not an object, an ``error`` or ``item``
         that is not an object, …) is logged in one warning line, shortened to
-        ``_SHOWN_CHARS`` characters, and skipped: the connection stays.
+        ``session.SHOWN_CHARS`` characters, and skipped: the connection stays.
         """
         try:
             while True:
@@ -166,7 +167,7 @@ class OpenAIRealtimeSession(StreamingSession):
                         reason, bug = f"{type(exc).__name__}: {exc}", True
                 if reason is not None:
                     log.warning("OpenAI Realtime sent an event voicekit cannot read (%s); skipped: %s",
-                                redact(reason, self._api_key), redact(_shorten(raw), self._api_key),
+                                redact(reason, self._api_key), redact(shorten(raw), self._api_key),
                                 exc_info=bug and log.isEnabledFor(logging.DEBUG))   # where, with --debug
         finally:
             self._closed = True
@@ -258,12 +259,3 @@ def _response_text(ev: dict[str, Any]) -> str:
 class _Unreadable(Exception):
     """A server event whose shape voicekit does not understand (the message says what)."""
 
-
-_SHOWN_CHARS = 200
-"""How much of an unreadable server event its warning shows."""
-
-
-def _shorten(raw: bytes | str) -> str:
-    """``raw`` as text (undecodable bytes replaced), cut to ``_SHOWN_CHARS`` characters."""
-    text = raw.decode("utf-8", "replace") if isinstance(raw, (bytes, bytearray)) else str(raw)
-    return text if len(text) <= _SHOWN_CHARS else f"{text[:_SHOWN_CHARS]}… ({len(text)} characters)"

@@ -171,6 +171,18 @@ class StreamingSession(RealtimeSession):
             self._reader = None
 
 
+SHOWN_CHARS = 200
+"""How much of an unreadable server event (or of its error) a warning shows."""
+
+
+def shorten(text: bytes | str, limit: int = SHOWN_CHARS) -> str:
+    """``text`` for a log line: bytes decoded (undecodable ones replaced), runs of whitespace one
+    space, cut to ``limit`` characters with the full length said."""
+    text = text.decode("utf-8", "replace") if isinstance(text, (bytes, bytearray)) else str(text)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"
+
+
 def redact(text: str, *secrets: str | None) -> str:
     """``text`` with every non-empty secret replaced by ``***``: nothing logged carries a key."""
     for s in secrets:

@@ -9,6 +9,7 @@ the broadcaster module and implements the same interface.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from dataclasses import dataclass
@@ -142,7 +143,7 @@ class OpenAIChatClient:
             raise ModelTimeoutError(f"model call timed out: {exc}") from exc
         except self._openai.OpenAIError as exc:
             raise ModelClientError(f"model call failed: {type(exc).__name__}: {exc}") from exc
-        except ValueError as exc:  # a 200 whose body is not JSON (a proxy's HTML error page): the SDK's JSONDecodeError
+        except json.JSONDecodeError as exc:  # a 200 whose body is not JSON (a proxy's HTML error page)
             raise ModelClientError(f"malformed chat-completions response (not JSON): {exc}") from exc
         finally:
             self.last_latency_s = time.perf_counter() - t0

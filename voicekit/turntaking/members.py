@@ -8,6 +8,7 @@ all (``answer_only``).
 from __future__ import annotations
 
 import math
+import re
 import unicodedata
 from dataclasses import dataclass, field
 from enum import Enum
@@ -179,10 +180,10 @@ def validate_members(members: Sequence[Member]) -> tuple[Member, ...]:
             something attribution writes: a role a model knows (``User``, ``Assistant``…,
             attribution A7), a channel label (a leading ``@``, A6) or a diarization label
             (``Speaker B`` in any case or look-alike spelling, ``SPEAKER_01``:
-            :func:`voicekit.hooks.label_read_in`).
+            :func:`voicekit.turns.label_read_in`).
     """
-    from voicekit.attribution import display_name, one_line, reads_like_role
-    from voicekit.hooks import label_read_in
+    from voicekit.attribution import display_name, reads_like_role
+    from voicekit.turns import label_read_in
 
     if not members:
         raise MembersError("a room needs at least one member")
@@ -192,7 +193,8 @@ def validate_members(members: Sequence[Member]) -> tuple[Member, ...]:
             raise MembersError(f"member {m.name!r}: the name reads like the diarization label of a person in "
                                "the room (Speaker A, Speaker B…), which the transcript and --explain show beside "
                                "the members' names; give the member a person-like name")
-        if reads_like_role(m.name) or display_name(m.name) != one_line(m.name):   # one_line: blanks are no role
+        # a run of spaces is no role; a line break, a control or an invisible character still differs
+        if reads_like_role(m.name) or display_name(m.name) != _nfc(re.sub(r"[ \t]+", " ", m.name.strip())):
             raise MembersError(f"member {m.name!r}: the name reads like a role or a label that other members' "
                                "views use (User, Assistant, System, You, @channel, a rank such as '(2)'); "
                                "give the member a person-like name")
