@@ -456,6 +456,8 @@ def _invalid(result: Any) -> str | None:
 # a label written like a diarization label ("speaker a", "Speaker_A", "SPEAKER  B"): the spelling
 # voicekit.turns.speaker_label gives is checked; any other label (a LiveKit participant's name) is kept
 _DIARIZATION_LIKE = re.compile(r"speaker[\s_]+([a-z]{1,2})", re.IGNORECASE)
+
+
 def _bad_name(label: str, name: str | None) -> str | None:
     """Why a hook's rename of the speaker ``label`` to ``name`` is refused (None when it is not,
     or when there is no rename)."""

@@ -24,7 +24,6 @@ import logging
 import os
 import sqlite3
 import time
-import unicodedata
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -196,8 +195,8 @@ def _check_name(name: str) -> str:
     if len(name) > MAX_NAME_CHARS:
         raise VoiceprintError(f"a voice name has at most {MAX_NAME_CHARS} characters (this one {len(name)}): "
                               "give the person's name")
-    if label_read_in(name) is not None:
-        raise VoiceprintError(f"{name!r} reads as a diarization label ({label_read_in(name)}): a voice named so "
+    if (label := label_read_in(name)) is not None:
+        raise VoiceprintError(f"{name!r} reads as a diarization label ({label}): a voice named so "
                               "would show two people as one in the outputs; give the person's name")
     return name
 

@@ -72,8 +72,8 @@ def _enrol_voices(args: argparse.Namespace, pipelines: list, err) -> None:  # no
         library.close()
     for o in outcomes:
         if o.enrolled is not None:
-            err.print(f"enrolled the voice of {escape(o.name)} ({escape(', '.join(o.labels))}, {o.seconds:.1f} s of speech) "
-                      f"in {escape(str(library.path))}")
+            err.print(f"enrolled the voice of {escape(o.name)} ({escape(', '.join(o.labels))}, "
+                      f"{o.seconds:.1f} s of speech) in {escape(str(library.path))}")
         else:
             err.print(f"[yellow]not enrolled: {escape(o.reason)}[/yellow]")
     if not outcomes:

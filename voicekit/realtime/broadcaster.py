@@ -17,9 +17,9 @@ dropped connection the broadcaster reconnects with exponential backoff (``backof
 doubling up to ``backoff_max``; back to ``backoff_initial`` once a connection has delivered at
 least one new turn (the history sent again for context does not count), so occasional drops in a
 long meeting each wait the first delay, while a server that accepts connections and drops them
-before any progress is still backed off) and sends, from
-the store, every turn without a delivery row: nothing lost, nothing recorded twice. The new provider conversation holds nothing of the old
-one, so it is first sent again the last ``history_on_reconnect`` items the old one had taken;
+before any progress is still backed off) and sends, from the store, every turn without a
+delivery row: nothing lost, nothing recorded twice. The new provider conversation holds nothing
+of the old one, so it is first sent again the last ``history_on_reconnect`` items the old one had taken;
 likewise a new run on a meeting an earlier run fed (``voicekit mic --append --session …``)
 first sends its new conversation the last turns delivered before. One broadcaster per
 ``session_id`` at a time: two would share the delivery rows.

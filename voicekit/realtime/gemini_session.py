@@ -140,7 +140,7 @@ class GeminiLiveSession(StreamingSession):
                 except Exception as exc:  # noqa: BLE001 - the socket's errors and the SDK's parse errors
                     failures += 1
                     if _connection_gone(exc, self._session) or failures >= MAX_UNREADABLE:
-                        log.warning("Gemini Live connection closed: %s", redact(shorten(f"{type(exc).__name__}: {exc}"), self._api_key))
+                        log.warning("Gemini Live connection closed: %s", self._said(exc))
                         return
                     self._skip(exc)
                     await asyncio.sleep(0)   # let the loop run between two failed reads
@@ -150,8 +150,11 @@ class GeminiLiveSession(StreamingSession):
 
     def _skip(self, exc: BaseException) -> None:
         """Log a server message that could not be read (one warning line) and go on."""
-        log.warning("Gemini Live sent a message voicekit cannot read (%s); skipped",
-                    redact(shorten(f"{type(exc).__name__}: {exc}"), self._api_key))
+        log.warning("Gemini Live sent a message voicekit cannot read (%s); skipped", self._said(exc))
+
+    def _said(self, exc: BaseException) -> str:
+        """``exc`` for a log line: one line, shortened, the API key redacted."""
+        return redact(shorten(f"{type(exc).__name__}: {exc}"), self._api_key)
 
     async def _dispatch(self, msg: Any) -> None:
         sc = getattr(msg, "server_content", None)

@@ -258,4 +258,3 @@ def _response_text(ev: dict[str, Any]) -> str:
 
 class _Unreadable(Exception):
     """A server event whose shape voicekit does not understand (the message says what)."""
-

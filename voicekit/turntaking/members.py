@@ -189,7 +189,7 @@ def validate_members(members: Sequence[Member]) -> tuple[Member, ...]:
         raise MembersError("a room needs at least one member")
     owner: dict[str, str] = {}
     for m in members:
-        if label_read_in(m.name) is not None:   # "Speaker B", "speaker b", "Spеaker B", "SPEAKER_01"; not "Speaker Bob"
+        if label_read_in(m.name) is not None:   # "Speaker B", "Spеaker B", "SPEAKER_01"; not "Speaker Bob"
             raise MembersError(f"member {m.name!r}: the name reads like the diarization label of a person in "
                                "the room (Speaker A, Speaker B…), which the transcript and --explain show beside "
                                "the members' names; give the member a person-like name")
