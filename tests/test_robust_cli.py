@@ -716,6 +716,10 @@ def test_ctrl_c_while_models_load_is_one_line_and_leaves_nothing(tmp_path, monke
     (["replay"], "the following arguments are required: audio", "voicekit replay"),
     (["export", "out", "--nosuch"], "unrecognized arguments: --nosuch", "voicekit export"),
     (["replay", FALCON, "--nosuch", "x"], "unrecognized arguments: --nosuch x", "voicekit replay"),
+    # the shell split an unquoted names map at its spaces: the error shows the quoted form
+    (["replay", FALCON, "--speaker-names", "Speaker", "A=Diane,Speaker", "B=Sheila"],
+     'unrecognized arguments: A=Diane,Speaker B=Sheila (quote a names map that holds spaces: '
+     '--speaker-names "Speaker A=Diane,Speaker B=Sheila")', "voicekit replay"),
 ])
 def test_argument_errors_are_one_line_that_points_at_the_help(args, message, helps):
     """argparse printed its usage block (28 lines for replay) before its error; now the error is one

@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra:  # (what the subcommand did not take reaches the top parser: name the subcommand's help)
-        parser.exit(2, f"voicekit: error: unrecognized arguments: {' '.join(extra)}; "
+        parser.exit(2, f"voicekit: error: unrecognized arguments: {' '.join(extra)}{_quote_hint(args, extra)}; "
                        f"`voicekit {args.command} --help` lists the options\n")
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
@@ -109,6 +109,16 @@ def main(argv: list[str] | None = None) -> int:
             for d in made:  # --out first, then the parents it created
                 if d.is_dir() and not any(d.iterdir()):
                     d.rmdir()
+
+
+def _quote_hint(args: argparse.Namespace, extra: list[str]) -> str:
+    """The fix for the commonest cause of extra arguments: a ``--speaker-names`` map given without
+    quotes, which the shell splits at its spaces (``--speaker-names Speaker A=Diane`` leaves
+    ``A=Diane`` over). Empty when that is not the cause."""
+    names = getattr(args, "speaker_names", None)
+    if not names or not any("=" in e for e in extra):
+        return ""
+    return f" (quote a names map that holds spaces: --speaker-names \"{' '.join([names, *extra])}\")"
 
 
 def _dispatch(args: argparse.Namespace) -> int:
