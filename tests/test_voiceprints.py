@@ -108,6 +108,21 @@ def test_cli_enrol_refusals_name_the_problem_and_make_no_library(tmp_path, capsy
     assert not path.exists()
 
 
+def test_cli_enrol_from_a_truncated_recording_says_so(tmp_path, capsys):
+    """A recording cut off mid-file (its WAV header declares 18.6 s, 9.3 s are there) was enrolled
+    from silently; a --start/--end past the cut then looked like the user's mistake."""
+    from voicekit.cli import main
+
+    data = (EVAL / "picovoice_falcon" / "test.wav").read_bytes()
+    cut = tmp_path / "cut.wav"
+    cut.write_bytes(data[: len(data) // 2])
+    path = tmp_path / "voices.sqlite"
+    assert main(["voices", "enrol", "Jack", str(cut), "--library", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"warning: {cut} is truncated: only its first 9.3 s of 18.6 s can be used" in err
+    assert "too little for a voiceprint" in err and not path.exists()
+
+
 def test_list_and_delete_really_remove(library, tmp_path):
     names = [v.name for v in library.voices()]
     assert names == ["Fiona", "Marcus", "Olivier"]

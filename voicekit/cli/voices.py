@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from voicekit.cli.common import CliError, finite_float
@@ -122,13 +123,17 @@ def cmd_voices(args: argparse.Namespace) -> int:
         print(f"deleted the voice of {deleted} from {path}")
         return 0
     # enrol
-    from voicekit.audio import SAMPLE_RATE, load_audio
+    from voicekit.audio import SAMPLE_RATE, load_audio, probe
     from voicekit.diarization.encoder import SpeakerEncoder
     from voicekit.voiceprints import MIN_ENROL_SECONDS, check_enrolment, embed_speech
 
     if args.start is not None and args.end is not None and args.end <= args.start:
         raise CliError(f"--end {args.end:g} is not after --start {args.start:g}: give the start and the end "
                        "of their speech in seconds")
+    info = probe(args.audio)
+    if info.declared_duration is not None:
+        print(f"warning: {args.audio} is truncated: only its first {info.duration:.1f} s of "
+              f"{info.declared_duration:.1f} s can be used", file=sys.stderr)
     samples = load_audio(args.audio, channel=args.channel)
     lo = int(round((args.start or 0.0) * SAMPLE_RATE))
     # an --end at or past the recording's end means its end (a duration shown rounded, 42.0 for 41.984 s)
