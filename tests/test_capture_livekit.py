@@ -322,14 +322,18 @@ def _sheila_speaks(people: subprocess.Popen, run: CliRun) -> None:
 def test_cli_transcribes_a_room_and_ends_on_ctrl_c(tmp_path):
     """`voicekit livekit` as a user runs it: joins, Sheila speaks, Ctrl-C; exit 0 and outputs with
     her name, her channel and her words; with `--session local` each of her turns also went into
-    the live model session as it was committed."""
+    the live model session as it was committed, and with `--members` the turn-taking ladder
+    decided who answers each (Iris answers only Sheila: T15 reads her participant name)."""
     _sdk_or_skip()
     from voicekit.evaluation import wer
 
     out = tmp_path / "standup"
+    members = tmp_path / "members.yaml"
+    members.write_text("members:\n  - name: Iris\n    instructions: You are Iris.\n    answer_only: [Sheila]\n",
+                       encoding="utf-8")
     with Sfu(port=7882) as sfu:
         run = CliRun(["livekit", "--url", sfu.url, "--room", "standup", "--api-key", KEY, "--api-secret", SECRET,
-                      "--out", out, "--session", "local"],
+                      "--out", out, "--session", "local", "--members", members],
                      marks=["joined room 'standup'", "lane standup/1: Sheila (sheila)"])
         people = _people(sfu)
         try:
@@ -358,6 +362,8 @@ def test_cli_transcribes_a_room_and_ends_on_ctrl_c(tmp_path):
     items = [" ".join(p["text"] for p in e["item"]["content"]) for e in events if e["type"] == "conversation.item.create"]
     assert events[0]["type"] == "session.update" and len(items) == len(turns)
     assert all(t["text"] in item for t, item in zip(turns, items)), (items, turns)
+    decided = next(line for line in run.lines if "turn-taking: " in line)
+    assert f"{len(turns)} turns decided:" in decided and f"answered: Iris {len(turns)} (" in decided, decided
 
 
 @in_netns

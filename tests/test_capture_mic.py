@@ -279,6 +279,37 @@ def test_mic_feeds_a_live_model_session(virtual_mic, tmp_path):
     assert all(f"{t['speaker']}:" in x or f'"{t["speaker"]}"' in x for t, x in zip(turns[second:], texts[second:]))
 
 
+def test_mic_decides_who_answers_each_turn_live(virtual_mic, tmp_path):
+    """`voicekit mic --members members.yaml --explain`: the turn-taking ladder runs on every turn
+    heard on the microphone, as with a replay (docs/turn-taking.md); each turn's line is followed
+    by its decision, and the count line ends the meeting."""
+    members = tmp_path / "members.yaml"
+    members.write_text("floor: always\nmembers:\n  - name: Iris\n    instructions: You are Iris.\n"
+                       "  - name: Elena\n    instructions: You are Elena.\n    answer_only: [Diane]\n",
+                       encoding="utf-8")
+    out = tmp_path / "meeting"
+    run = CliRun(["mic", "--device", "pulse", "--out", out, "--members", members, "--explain"],
+                 marks=["audio flowing"])
+    try:
+        assert run.seen("audio flowing").wait(90), run.text
+        play(FALCON)
+        time.sleep(1.0)
+        run.proc.send_signal(signal.SIGINT)
+        rc = run.proc.wait(120)
+        stdout = run.proc.stdout.read()
+    finally:
+        run.finish()
+    assert rc == 0, run.text
+    print(stdout)
+    turns = json.loads((out / "meeting.json").read_text())["turns"]
+    lines = stdout.splitlines()
+    # no one is named and no director is set: T5 gives every turn to Iris, the one member who
+    # may answer it (Elena answers only Diane)
+    decisions = [line.strip() for line in lines if line.strip().startswith("[")]
+    assert len(turns) >= 3 and decisions == ["[fallback] -> Iris (Elena excluded by speak policy)"] * len(turns)
+    assert lines[-1] == f"{len(turns)} turns decided: fallback={len(turns)}; answered: Iris {len(turns)}"
+
+
 def private_audio_server(d) -> dict[str, str]:
     """Start a second virtual microphone's PulseAudio in folder ``d`` (the module's stays up); the
     environment that points a subprocess at it."""

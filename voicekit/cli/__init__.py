@@ -2,7 +2,7 @@
 
 Every subcommand lives in its own module, with the function that adds its parser:
 
-    replay.py    voicekit replay (and speak_decisions, the --members turn-taking callback)
+    replay.py    voicekit replay
     export.py    voicekit export
     tools.py     voicekit eval, voicekit models
     voices.py    voicekit voices list|delete|enrol, and the voice library behind --voices
@@ -14,6 +14,7 @@ and what they share:
     options.py   the argument groups several subcommands take, and args -> PipelineOptions, hooks
     meeting.py   the meeting store in --out: checks, stems, outputs, refinement, summaries
     session.py   the realtime session of --session (docs/realtime.md)
+    decisions.py --members/--explain: the turn-taking ladder on every turn (speak_decisions)
 
 This module builds the parser (:func:`build_parser`, subcommands in --help order) and runs the
 command (:func:`main`): every expected error becomes one line on stderr and an exit code.
@@ -32,7 +33,8 @@ from voicekit import __version__
 from voicekit.cli.capture import _capture_parsers
 from voicekit.cli.common import CliError, _release_meeting_dirs, machine_line, source_commit
 from voicekit.cli.export import _export_parser
-from voicekit.cli.replay import _replay_parser, speak_decisions
+from voicekit.cli.decisions import speak_decisions
+from voicekit.cli.replay import _replay_parser
 from voicekit.cli.tools import _tool_parsers
 from voicekit.cli.voices import _voices_parser
 

@@ -13,11 +13,12 @@ import urllib.parse
 from pathlib import Path
 
 from voicekit.cli.common import CliError, _check_writable, _GracefulStop, _lock_meeting_dir, _plural, finite_float
+from voicekit.cli.decisions import _turn_taking, _turn_taking_summary, _with_decisions
 from voicekit.cli.meeting import (_check_existing_meeting, _discard_unjoined, _fresh_store, _interrupt_note,
                                   _known_speakers, _meeting_stem, _session_meta, _SetAside, _telephone_hint,
                                   _turns_summary, _write_outputs)
 from voicekit.cli.options import (_diarizer_name, _hook_args, _hooks, _keep_embeddings_arg, _meeting_args,
-                                  _options, _pipeline_args, _session_args, _voice_args)
+                                  _options, _pipeline_args, _session_args, _turntaking_args, _voice_args)
 from voicekit.cli.session import (_close_session, _live_sink, _make_session, _session_log_line,
                                   _session_missed_line, _start_session)
 from voicekit.cli.voices import _enrol_voices, _voice_identifier, _voice_list
@@ -30,6 +31,7 @@ examples:
   voicekit mic --device pulse --out out/ --num-speakers 3
   voicekit mic --device 2 --out out/ --seconds 600
   voicekit mic --out out/ --session local             # what a live model session would be sent
+  voicekit mic --out out/ --members members.yaml --explain   # which AI member answers each turn
   voicekit mic --out out/ --keep-embeddings           # then, after a crash or an unplugged device:
   voicekit mic --out out/ --keep-embeddings --append  # the meeting goes on: same clock, same voices
 
@@ -70,9 +72,11 @@ def cmd_mic(args: argparse.Namespace) -> int:
     _check_existing_meeting(out / "meeting.sqlite", args)   # before the device: a wrong option comes first
     stem = _meeting_stem(out / "meeting.sqlite", args)
     session = _make_session(args, out, echo=False)  # a missing API key stops here: nothing written, no device
+    hooks = _hooks(args, err)
+    pipe = None   # the pipeline (below), whose matched voices are the registered participants
+    decide = _turn_taking(args, hooks, lambda: pipe.participants() if pipe is not None else ())
     source = MicSource(args.input_device, duration=args.seconds, channels=args.channels)
     options = _options(args)
-    hooks = _hooks(args, err)
     voices = _voice_identifier(args)
     err.print(f"[dim]loading models ({args.model}, {_diarizer_name(options)})…[/dim]")
     components = Components.load(options)  # before the store: a missing model leaves no meeting
@@ -82,7 +86,8 @@ def cmd_mic(args: argparse.Namespace) -> int:
     if hooks.names:
         store.set_speaker_names(hooks.names)
     # the broadcaster of --session joins ``live`` just before the capture is read
-    on_turn, live = _live_sink(None if args.quiet else (lambda t: console.print(format_line(t), markup=False)))
+    on_turn, live = _live_sink(_with_decisions(
+        None if args.quiet else (lambda t: console.print(format_line(t), markup=False)), decide, args))
     pipe = Pipeline(options, components, hooks=hooks, store=store, on_turn=on_turn, realtime_clock=True,
                     voices=voices, resume=args.append)
     meta = _session_meta(store, {"source": f"mic:{source.device.name}", "stem": stem,
@@ -143,6 +148,7 @@ def cmd_mic(args: argparse.Namespace) -> int:
         hint = _telephone_hint(result, options)
         if hint:
             err.print(f"[yellow]{hint}[/yellow]")
+    _turn_taking_summary(decide, args, err)
     err.print(f"wrote {', '.join(p.name for p in written)} to {out}/")
     _session_log_line(session, err, [broadcaster])
     if session_missed:
@@ -220,6 +226,9 @@ def cmd_livekit(args: argparse.Namespace) -> int:
     session = _make_session(args, out, echo=False)  # a missing API key stops here: nothing written, no model
     options = _options(args)
     hooks = _hooks(args, err)
+    bot = None   # (below) every lane's registered participants: the room's named people, matched voices
+    decide = _turn_taking(args, hooks, lambda: () if bot is None else tuple(dict.fromkeys(
+        p for lane in bot.all_lanes() if lane.pipeline is not None for p in lane.pipeline.participants())))
     voices = _voice_list(args)
     if args.enrol_voices and len(set(args.room_mic or ())) > 1:
         raise CliError("--enrol-voices enrols the named speakers of the one room-microphone lane (names are "
@@ -243,8 +252,9 @@ def cmd_livekit(args: argparse.Namespace) -> int:
     store = MeetingStore(store_path)
     meta = {"source": f"livekit:{url}", "stem": args.stem, "model": args.model, "vad": args.vad}
     # the broadcaster of --session joins ``live`` once the room is joined; on_turn runs on the lanes' threads
-    on_turn, live = _live_sink(None if args.quiet else
-                               (lambda t: console.print(f"{t.channel}  {format_line(t)}", markup=False)))
+    on_turn, live = _live_sink(_with_decisions(
+        None if args.quiet else (lambda t: console.print(f"{t.channel}  {format_line(t)}", markup=False)),
+        decide, args))
     closed: list[tuple[bool, bool]] = []   # the broadcaster's close: (missed, stopped)
 
     bot = LiveKitBot(url, token, options, components=components, store=store, hooks=hooks, on_turn=on_turn,
@@ -321,6 +331,7 @@ def cmd_livekit(args: argparse.Namespace) -> int:
         err.print(f"[dim]{lane.channel} {lane.label} ({lane.identity}): {_plural(len(lane.turns), 'turn')}, "
                   f"{lane.samples / 16000:.1f} s of audio, {_plural(lane.feed.overflows, 'block')} dropped, "
                   f"{state}[/dim]")
+    _turn_taking_summary(decide, args, err)
     err.print(f"wrote {', '.join(p.name for p in written)} to {out}/")
     _session_log_line(session, err, live)
     missed = any(m for m, _ in closed)
@@ -360,6 +371,7 @@ def _capture_parsers(sub) -> None:  # noqa: ANN001
     _keep_embeddings_arg(p)
     _hook_args(p)
     _voice_args(p)
+    _turntaking_args(p)
     _session_args(p)
     _pipeline_args(p, device_flag="--compute-device")
     p.set_defaults(func=cmd_mic)
@@ -387,6 +399,7 @@ def _capture_parsers(sub) -> None:  # noqa: ANN001
     _meeting_args(p, voices_return=False)
     _hook_args(p, names_scope=" (room-microphone lanes)")
     _voice_args(p)
+    _turntaking_args(p)
     _session_args(p)
     _pipeline_args(p)
     p.set_defaults(func=cmd_livekit)

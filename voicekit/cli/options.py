@@ -57,16 +57,24 @@ def _pipeline_args(p: argparse.ArgumentParser, device_flag: str = "--device") ->
     g.add_argument("--max-speakers", type=int, default=None, help="at most this many speakers")
 
 
-def _hook_args(p: argparse.ArgumentParser, names_scope: str = "", decisions: bool = False) -> None:
+def _hook_args(p: argparse.ArgumentParser, names_scope: str = "") -> None:
     g = p.add_argument_group("hooks (docs/hooks.md)")
     g.add_argument("--speaker-names", default=None, metavar="MAP_OR_FILE",
                    help=f"'Speaker A=Diane,Speaker B=Sheila'{names_scope}, or a file with one "
                         "'Speaker A = Diane' per line")
     g.add_argument("--hook", action="append", metavar="SCRIPT.py",
                    help="a Python file defining on_transcription(turn)"
-                        + (", and/or on_speak_decision(decision) for --members" if decisions else "")
-                        + " (repeatable; docs/hooks.md)")
+                        ", and/or on_speak_decision(decision) for --members (repeatable; docs/hooks.md)")
     g.add_argument("--hook-timeout", type=finite_float, default=2.0, help="seconds a hook may run (default 2)")
+
+
+def _turntaking_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("turn-taking")
+    g.add_argument("--members", default=None, metavar="MEMBERS.yaml",
+                   help="AI members of the meeting: run the turn-taking ladder on every turn "
+                        "(see docs/turn-taking.md; no model is called)")
+    g.add_argument("--explain", action="store_true",
+                   help="print each turn with its turn-taking decision and rung (needs --members)")
 
 
 def _pyannote_options(args: argparse.Namespace, whole_recording: bool):
@@ -187,7 +195,7 @@ def _hooks(args: argparse.Namespace, err):  # noqa: ANN001 - rich Console
     unused = hooks.registered(HookTrigger.ON_SPEAK_DECISION)
     if unused and not getattr(args, "members", None):
         err.print(f"[yellow]{', '.join(unused)} will not be called: speak decisions are made only with "
-                  "`voicekit replay --members members.yaml` (docs/turn-taking.md)[/yellow]")
+                  "--members members.yaml (docs/turn-taking.md)[/yellow]")
     return hooks
 
 

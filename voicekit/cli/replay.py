@@ -1,30 +1,23 @@
 """``voicekit replay``: a recording through the pipeline, live lines, the outputs; with
-``--members``, the turn-taking ladder on every turn (:func:`speak_decisions`)."""
+``--members``, the turn-taking ladder on every turn (:mod:`voicekit.cli.decisions`)."""
 
 from __future__ import annotations
 
 import argparse
 import logging
-import sys
 import time
-from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
 
 from voicekit.cli.common import CliError, _chain, _check_writable, _GracefulStop, _lock_meeting_dir, _plural
+from voicekit.cli.decisions import _check_explain, _turn_taking, _turn_taking_summary, _with_decisions
 from voicekit.cli.meeting import (_check_existing_meeting, _check_stem, _committed_turns, _fresh_store,
                                   _interrupt_note, _refined_summary, _telephone_hint, _turns_summary,
                                   _unmatched_names, _write_outputs)
 from voicekit.cli.options import (_diarizer_name, _hook_args, _hooks, _keep_embeddings_arg, _meeting_args,
-                                  _options, _pipeline_args, _session_args, _voice_args)
+                                  _options, _pipeline_args, _session_args, _turntaking_args, _voice_args)
 from voicekit.cli.session import (_close_session, _make_session, _session_log_line, _session_missed_line,
                                   _start_session)
 from voicekit.cli.voices import _enrol_voices, _voice_identifier
-
-if TYPE_CHECKING:
-    from voicekit.attribution import Participant
-    from voicekit.hooks import HookRunner
-    from voicekit.turns import SpeakerTurn
 
 
 EPILOG_REPLAY = """\
@@ -46,82 +39,8 @@ names); no model is called: a dry run in which each chosen member counts as havi
 """
 
 
-def speak_decisions(members: str | Path, *, explain: bool = False, out: TextIO | None = None,
-                    hooks: "HookRunner | None" = None,
-                    participants: "Callable[[], Sequence[Participant]] | None" = None,
-                    ) -> "Callable[[SpeakerTurn], None]":
-    """An ``on_turn`` callback that runs the turn-taking ladder on every committed turn.
-
-    Each turn is labelled as attribution does (``voicekit.attribution``): the speaker's name is
-    ``turn.sender_name`` (a rename from ``--speaker-names`` or a hook, else the diarization label
-    ``Speaker A``), the channel ``turn.channel``, and the rank against look-alike names is fixed
-    in an in-memory author register when the turn arrives (A11, A12). The turn and its label go
-    through :func:`voicekit.turntaking.replay.replay_room` with one :class:`TurnTaker` for the
-    whole meeting and no director or model (T9: T4 is skipped; the chosen members are recorded
-    as having answered, so continuation and least-recent order behave as in a meeting).
-
-    Args:
-        members: a ``members.yaml`` file (see ``docs/turn-taking.md``).
-        explain: print each turn with its decision and rung (``format_step``) to ``out``.
-        out: where ``explain`` prints (default: stdout at call time).
-        hooks: a runner whose ``ON_SPEAK_DECISION`` hooks receive every decision.
-        participants: called with each turn for the meeting's registered participants so far
-            (``Pipeline.participants``: the enrolled voices matched), which keep their bare names
-            in the register (A11) and are the sources ``answer_only(participants=[…])`` binds
-            (T15). None: no registered participant.
-
-    Returns:
-        The callback. Its ``steps`` attribute lists the :class:`ReplayStep` of every turn so far,
-        its ``summary()`` gives the count line (``3 turns decided: fallback=1, mention=2; answered: Iris 3``).
-
-    Raises:
-        CliError: when the members file cannot be read or is invalid.
-    """
-    import itertools
-    import sqlite3
-    import threading
-
-    from voicekit.attribution import AuthorRegister, meeting_lock
-    from voicekit.turntaking import MembersError, TurnTaker, load_members
-    from voicekit.turntaking.replay import format_step, replay_room, summarize_steps
-
-    try:
-        room = load_members(members)
-    except OSError as exc:
-        raise CliError(f"--members {members}: cannot read it ({exc.strerror or exc})") from exc
-    except MembersError as exc:
-        raise CliError(f"--members {members}: {exc}") from exc
-    taker = TurnTaker(room)
-    if hooks is not None:
-        taker.attach_hooks(hooks)
-    conn = sqlite3.connect(":memory:", check_same_thread=False)
-    AuthorRegister.ensure_schema(conn)
-    register = AuthorRegister("replay")
-    lock = threading.Lock()
-    steps: list = []
-    register_ids = itertools.count(1)  # every committed turn joins the register (A12), a person's or not
-
-    def on_turn(turn: "SpeakerTurn") -> None:
-        with lock:
-            named = turn.replace(metadata={**turn.metadata, "sender_name": turn.sender_name})
-            known = tuple(participants()) if participants is not None else ()
-            with meeting_lock(conn):
-                label = register.record_turn(conn, next(register_ids), named, known)
-            if label is None:  # not a person's turn (an assistant reply, an instruction)
-                return
-            for step in replay_room([(turn, label)], taker, participants=known):
-                steps.append(step)
-                if explain:
-                    print(format_step(step), file=out or sys.stdout, flush=True)
-
-    on_turn.steps = steps  # type: ignore[attr-defined]
-    on_turn.summary = lambda: summarize_steps(steps)  # type: ignore[attr-defined]
-    return on_turn
-
-
 def cmd_replay(args: argparse.Namespace) -> int:
-    if args.explain and not args.members:
-        raise CliError("--explain shows turn-taking decisions: give --members members.yaml too")
+    _check_explain(args)   # a flag error before the recording's
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -162,9 +81,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     named = set(hooks.names)  # --speaker-names, before any hook renames
     voices = _voice_identifier(args)
     pipe = None  # the pipeline (below), whose matched voices are the registered participants
-    decide = speak_decisions(args.members, explain=args.explain, hooks=hooks,
-                             participants=lambda: pipe.participants() if pipe is not None else ()
-                             ) if args.members else None
+    decide = _turn_taking(args, hooks, lambda: pipe.participants() if pipe is not None else ())
     session = _make_session(args, out)  # a missing API key stops here: nothing written, no model loaded
     store_path = out / "meeting.sqlite"
     _check_existing_meeting(store_path, args)
@@ -207,9 +124,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     else:
         progress = None
         on_turn = lambda t: console.print(format_line(t), markup=False)  # noqa: E731
-    if decide is not None:
-        # --explain prints each turn with its decision instead of the plain line
-        on_turn = decide if (args.explain or on_turn is None) else _chain(on_turn, decide)
+    on_turn = _with_decisions(on_turn, decide, args)
     broadcaster = _start_session(args, session, store_path)              # --session (realtime)
     if broadcaster is not None:
         on_turn = _chain(on_turn, broadcaster.on_turn)
@@ -291,10 +206,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         err.print(f"[yellow]{hint}[/yellow]")
     if unmatched and result is not None:
         err.print(f"[yellow]{unmatched}[/yellow]")
-    if decide is not None and args.explain:
-        print(decide.summary())  # type: ignore[attr-defined]
-    elif decide is not None:  # without --explain the decisions went only to the hooks: say what they were
-        err.print(f"[dim]turn-taking: {decide.summary()} (--explain shows each)[/dim]")  # type: ignore[attr-defined]
+    _turn_taking_summary(decide, args, err)
     err.print(f"wrote {', '.join(p.name for p in written)} to {out}/")
     _session_log_line(session, err)
     if interrupted:
@@ -336,14 +248,9 @@ def _replay_parser(sub) -> None:  # noqa: ANN001
     g.add_argument("--raw-channels", type=int, default=1, help="interleaved channels of headerless PCM (default 1)")
     _meeting_args(p, append=False)  # a replay is never resumed: per-channel mode covers several channels
     _keep_embeddings_arg(p)
-    _hook_args(p, decisions=True)
+    _hook_args(p)
     _voice_args(p)
-    g = p.add_argument_group("turn-taking")
-    g.add_argument("--members", default=None, metavar="MEMBERS.yaml",
-                   help="AI members of the meeting: run the turn-taking ladder on every turn "
-                        "(see docs/turn-taking.md; no model is called)")
-    g.add_argument("--explain", action="store_true",
-                   help="print each turn with its turn-taking decision and rung (needs --members)")
+    _turntaking_args(p)
     _pipeline_args(p)
     _session_args(p)
     p.set_defaults(func=cmd_replay)

@@ -1,0 +1,128 @@
+"""``--members`` / ``--explain`` of ``voicekit replay``, ``mic`` and ``livekit``: the turn-taking
+ladder (docs/turn-taking.md) on every committed turn, its decisions printed or handed to the
+``ON_SPEAK_DECISION`` hooks, and their count at the end of the meeting."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from voicekit.cli.common import CliError, _chain
+
+if TYPE_CHECKING:
+    from voicekit.attribution import Participant
+    from voicekit.hooks import HookRunner
+    from voicekit.turns import SpeakerTurn
+
+
+def speak_decisions(members: str | Path, *, explain: bool = False, out: TextIO | None = None,
+                    hooks: "HookRunner | None" = None,
+                    participants: "Callable[[], Sequence[Participant]] | None" = None,
+                    ) -> "Callable[[SpeakerTurn], None]":
+    """An ``on_turn`` callback that runs the turn-taking ladder on every committed turn.
+
+    Each turn is labelled as attribution does (``voicekit.attribution``): the speaker's name is
+    ``turn.sender_name`` (a rename from ``--speaker-names`` or a hook, else the diarization label
+    ``Speaker A``), the channel ``turn.channel``, and the rank against look-alike names is fixed
+    in an in-memory author register when the turn arrives (A11, A12). The turn and its label go
+    through :func:`voicekit.turntaking.replay.replay_room` with one :class:`TurnTaker` for the
+    whole meeting and no director or model (T9: T4 is skipped; the chosen members are recorded
+    as having answered, so continuation and least-recent order behave as in a meeting).
+
+    Args:
+        members: a ``members.yaml`` file (see ``docs/turn-taking.md``).
+        explain: print each turn with its decision and rung (``format_step``) to ``out``.
+        out: where ``explain`` prints (default: stdout at call time).
+        hooks: a runner whose ``ON_SPEAK_DECISION`` hooks receive every decision.
+        participants: called with each turn for the meeting's registered participants so far
+            (``Pipeline.participants``: the enrolled voices matched), which keep their bare names
+            in the register (A11) and are the sources ``answer_only(participants=[…])`` binds
+            (T15). None: no registered participant.
+
+    Returns:
+        The callback. Its ``steps`` attribute lists the :class:`ReplayStep` of every turn so far,
+        its ``summary()`` gives the count line (``3 turns decided: fallback=1, mention=2; answered: Iris 3``).
+
+    Raises:
+        CliError: when the members file cannot be read or is invalid.
+    """
+    import itertools
+    import sqlite3
+    import threading
+
+    from voicekit.attribution import AuthorRegister, meeting_lock
+    from voicekit.turntaking import MembersError, TurnTaker, load_members
+    from voicekit.turntaking.replay import format_step, replay_room, summarize_steps
+
+    try:
+        room = load_members(members)
+    except OSError as exc:
+        raise CliError(f"--members {members}: cannot read it ({exc.strerror or exc})") from exc
+    except MembersError as exc:
+        raise CliError(f"--members {members}: {exc}") from exc
+    taker = TurnTaker(room)
+    if hooks is not None:
+        taker.attach_hooks(hooks)
+    conn = sqlite3.connect(":memory:", check_same_thread=False)
+    AuthorRegister.ensure_schema(conn)
+    register = AuthorRegister("replay")
+    lock = threading.Lock()
+    steps: list = []
+    register_ids = itertools.count(1)  # every committed turn joins the register (A12), a person's or not
+
+    def on_turn(turn: "SpeakerTurn") -> None:
+        with lock:
+            named = turn.replace(metadata={**turn.metadata, "sender_name": turn.sender_name})
+            known = tuple(participants()) if participants is not None else ()
+            with meeting_lock(conn):
+                label = register.record_turn(conn, next(register_ids), named, known)
+            if label is None:  # not a person's turn (an assistant reply, an instruction)
+                return
+            for step in replay_room([(turn, label)], taker, participants=known):
+                steps.append(step)
+                if explain:
+                    print(format_step(step), file=out or sys.stdout, flush=True)
+
+    on_turn.steps = steps  # type: ignore[attr-defined]
+    on_turn.summary = lambda: summarize_steps(steps)  # type: ignore[attr-defined]
+    return on_turn
+
+
+def _check_explain(args: argparse.Namespace) -> None:
+    """Raises CliError for ``--explain`` without ``--members``."""
+    if args.explain and not args.members:
+        raise CliError("--explain shows turn-taking decisions: give --members members.yaml too")
+
+
+def _turn_taking(args: argparse.Namespace, hooks: "HookRunner",
+                 participants: "Callable[[], Sequence[Participant]]") -> "Callable[[SpeakerTurn], None] | None":
+    """``--members`` / ``--explain`` of ``replay``, ``mic`` and ``livekit``: the
+    :func:`speak_decisions` callback, or None without ``--members``. Raises CliError for
+    ``--explain`` alone or a members file that cannot be used."""
+    _check_explain(args)
+    if not args.members:
+        return None
+    return speak_decisions(args.members, explain=args.explain, hooks=hooks, participants=participants)
+
+
+def _with_decisions(printed, decide, args: argparse.Namespace):  # noqa: ANN001, ANN202
+    """The ``on_turn`` that prints each committed turn (``printed``, None with ``--quiet``) and
+    decides who answers it (``decide``, None without ``--members``): with ``--explain`` the
+    decision's line replaces the plain one."""
+    if decide is None:
+        return printed
+    return decide if (args.explain or printed is None) else _chain(printed, decide)
+
+
+def _turn_taking_summary(decide, args: argparse.Namespace, err) -> None:  # noqa: ANN001
+    """The count line of the meeting's decisions at its end: on stdout after ``--explain``'s
+    lines, else dimmed on stderr (the decisions went only to the hooks)."""
+    if decide is None:
+        return
+    if args.explain:
+        print(decide.summary())
+    else:
+        err.print(f"[dim]turn-taking: {decide.summary()} (--explain shows each)[/dim]")
