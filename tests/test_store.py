@@ -119,6 +119,38 @@ def test_one_speaker_keeps_one_name_in_the_refined_view_and_the_rttm(tmp_path):
     assert names == ["Sheila", "Sheila", "Chair", "Speaker_B"]
 
 
+def test_a_named_speaker_that_refinement_moves_whole_into_an_unnamed_one_keeps_the_name(tmp_path):
+    """`--speaker-names "Speaker A=Diane"`, and refinement found Speaker A's turns to be the
+    voice of Speaker B (unnamed): the refined view showed Diane nowhere. The person was named,
+    so Speaker B's turns, the moved ones and its own, now read Diane; a label that keeps a piece
+    of its own, or an heir with a name of its own, passes nothing on."""
+    store = MeetingStore(tmp_path / "m.sqlite")
+    a = store.commit(turn("Speaker A", "good morning all", 0.0))
+    store.commit(turn("Speaker B", "yes and the budget", 2.0))
+    c = store.commit(turn("Speaker C", "hi", 4.0))
+    store.set_speaker_names({"Speaker A": "Diane"})
+    store.set_refined({a.turn_id: ["Speaker B"] * 3})
+    refined = store.turns(refined=True)
+    assert [(t.speaker, t.sender_name) for t in refined] == [
+        ("Speaker B", "Diane"), ("Speaker B", "Diane"), ("Speaker C", "Speaker C")]
+    assert store.speaker_names(refined=True) == {"Speaker A": "Diane", "Speaker B": "Diane"}
+    assert store.speaker_names() == {"Speaker A": "Diane"}
+    assert [t.sender_name for t in store.turns()] == ["Speaker A", "Speaker B", "Speaker C"]   # live: as emitted
+    # the heir has a name of its own: it keeps it
+    store.set_speaker_names({"Speaker B": "Sheila"})
+    assert [t.sender_name for t in store.turns(refined=True)][:2] == ["Sheila", "Sheila"]
+    # two emptied names bound for one label: neither is passed on
+    store.set_speaker_names({"Speaker C": "Chair"})
+    store.conn.execute("DELETE FROM speaker_names WHERE speaker = 'Speaker B'")
+    store.conn.commit()
+    store.set_refined({a.turn_id: ["Speaker B"] * 3, c.turn_id: ["Speaker B"]})
+    assert store.speaker_names(refined=True) == {"Speaker A": "Diane", "Speaker C": "Chair"}
+    # Speaker A keeps one word of its own: it is still in the view, under its own name
+    store.set_refined({a.turn_id: ["Speaker A", "Speaker B", "Speaker B"], c.turn_id: ["Speaker C"]})
+    assert [(t.speaker, t.sender_name) for t in store.turns(refined=True)][:2] == [
+        ("Speaker A", "Diane"), ("Speaker B", "Speaker B")]
+
+
 def test_turns_of_one_utterance_share_the_gap_and_never_overlap():
     from voicekit.turns import extend_to_speech
 

@@ -262,6 +262,35 @@ def split_by_labels(turn: SpeakerTurn, labels: list[str], names: dict[str, str] 
     return [pieces[0].replace(text=turn.text)] if edited else pieces   # edited: one piece, its text kept
 
 
+def inherited_names(pieces: Sequence[SpeakerTurn], names: dict[str, str]) -> dict[str, str]:
+    """Names a refined view passes on: a named live label that keeps no piece (refinement moved
+    all its words to other speakers) gives its name to the label that took most of its seconds,
+    when that label has no name of its own. The person was named; refinement found their speech
+    under another label. Two emptied labels bound for one label give it neither name.
+
+    Args:
+        pieces: the refined view before :func:`join_touching` (:func:`split_by_labels` of every
+            turn; a moved piece carries ``metadata["moved_from"]``).
+        names: the persistent names, label -> name.
+
+    Returns:
+        label -> name for the labels that inherit a name (empty when none does).
+    """
+    kept = {p.speaker for p in pieces}
+    seconds: dict[str, dict[str, float]] = {}   # emptied label -> label that took its words -> seconds
+    for p in pieces:
+        source = p.metadata.get("moved_from")
+        if source in names and source not in kept:
+            took = seconds.setdefault(source, {})
+            took[p.speaker] = took.get(p.speaker, 0.0) + p.end - p.start
+    heirs: dict[str, list[str]] = {}
+    for source, took in seconds.items():
+        heir = max(sorted(took), key=took.__getitem__)
+        if heir not in names:
+            heirs.setdefault(heir, []).append(names[source])
+    return {heir: given[0] for heir, given in heirs.items() if len(given) == 1}
+
+
 def majority_label(labels: Sequence[str], live: str) -> str:
     """The label most of a turn's words carry; a tie keeps the live label (else the first in
     alphabetical order). ``labels`` must not be empty."""

@@ -264,7 +264,7 @@ def _refined_summary(store) -> str:  # noqa: ANN001 - MeetingStore
     with a persistent name is shown with it, as the outputs show it)."""
     live, refined = store.turns(), store.turns(refined=True)
     changed = store.changed_turns()
-    names = store.speaker_names()
+    names = store.speaker_names(refined=True)
 
     def shown(label: str) -> str:
         return f"{label} ({names[label]})" if label in names else label

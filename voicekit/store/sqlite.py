@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from voicekit.attribution import AuthorRegister, Participant, meeting_lock
-from voicekit.turns import SpeakerTurn, Word, join_touching, majority_label, split_by_labels
+from voicekit.turns import SpeakerTurn, Word, inherited_names, join_touching, majority_label, split_by_labels
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meeting (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -217,9 +217,16 @@ class MeetingStore:
         except sqlite3.Error as exc:
             raise self._write_error(exc) from exc
 
-    def speaker_names(self) -> dict[str, str]:
-        """Persistent renames, speaker label -> name."""
-        return dict(self.conn.execute("SELECT speaker, name FROM speaker_names"))
+    def speaker_names(self, refined: bool = False) -> dict[str, str]:
+        """Persistent renames, speaker label -> name.
+
+        Args:
+            refined: the names of the refined view: also the name a named label that refinement
+                emptied passes to the unnamed label that took its words
+                (:func:`voicekit.turns.inherited_names`).
+        """
+        names = dict(self.conn.execute("SELECT speaker, name FROM speaker_names"))
+        return {**names, **inherited_names(self._refined_pieces(names), names)} if refined and names else names
 
     def set_refined(self, refined: dict[int, list[str]]) -> None:
         """Record the refined speaker label of every word (turn id -> one label per word).
@@ -255,20 +262,23 @@ class MeetingStore:
         Args:
             refined: return the refined view (where refinement ran): each turn split where its
                 words' refined speakers change; a piece moved to another speaker carries that
-                speaker's persistent name and ``metadata["moved_from"]`` (the live label); pieces
+                speaker's persistent name (``speaker_names(refined=True)``: a named label that
+                refinement emptied passes its name on) and ``metadata["moved_from"]`` (the live label); pieces
                 of continuous speech that end with the same speaker are joined
                 (:func:`voicekit.turns.join_touching`).
         """
-        names = self.speaker_names() if refined else {}
-        rows = self.conn.execute(f"SELECT {TURN_COLUMNS}, refined_words FROM turns ORDER BY start, id").fetchall()
+        if not refined:
+            return [turn_from_row(row) for row in self.conn.execute(
+                f"SELECT {TURN_COLUMNS} FROM turns ORDER BY start, id")]
+        return join_touching(self._refined_pieces(self.speaker_names(refined=True)))
+
+    def _refined_pieces(self, names: dict[str, str]) -> list[SpeakerTurn]:
+        """Every turn split by its refined words' labels (:func:`split_by_labels`), not yet joined."""
         out = []
-        for row in rows:
+        for row in self.conn.execute(f"SELECT {TURN_COLUMNS}, refined_words FROM turns ORDER BY start, id"):
             turn, refined_words = turn_from_row(row[:-1]), row[-1]
-            if refined and refined_words:
-                out.extend(split_by_labels(turn, json.loads(refined_words), names))
-            else:
-                out.append(turn)
-        return join_touching(out) if refined else out
+            out.extend(split_by_labels(turn, json.loads(refined_words) if refined_words else [], names))
+        return out
 
     # --- speaker embeddings (opt-in) ----------------------------------------------------------
     def add_embeddings(self, utterance: int, starts: np.ndarray, ends: np.ndarray, vectors: np.ndarray) -> None:
