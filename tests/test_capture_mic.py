@@ -68,6 +68,22 @@ def play(path, seconds: float | None = None) -> None:
     subprocess.run(cmd, check=seconds is None, timeout=120)
 
 
+def speak_then_stop(run: CliRun, seconds: float | None = None) -> tuple[int, str]:
+    """Once ``run`` (a ``voicekit mic`` started with ``marks=["audio flowing"]``) hears audio, speak
+    the falcon recording into the microphone (cut off after ``seconds``; whole, then 1 s for the
+    last words' hangover), then Ctrl-C. Returns the exit code and stdout; the process is gone."""
+    try:
+        assert run.seen("audio flowing").wait(90), run.text
+        play(FALCON, seconds)
+        if seconds is None:
+            time.sleep(1.0)
+        run.proc.send_signal(signal.SIGINT)
+        rc = run.proc.wait(120)
+        return rc, run.proc.stdout.read()
+    finally:
+        run.finish()
+
+
 def capture_offset(captured: np.ndarray, original: np.ndarray) -> float:
     """Seconds from the start of the capture to where the recording starts in it (cross-correlation)."""
     from scipy.signal import correlate
@@ -179,13 +195,7 @@ def test_mic_cli_ctrl_c_commits_the_open_utterance(virtual_mic, tmp_path):
     every output is written; exit code 0."""
     out = tmp_path / "meeting"
     run = CliRun(["mic", "--device", "pulse", "--out", out, "--quiet"], marks=["audio flowing"])
-    try:
-        assert run.seen("audio flowing").wait(90), run.text
-        play(FALCON, seconds=16.0)    # cut off at 16 s, inside the third speaker's words (12.6-18.2 s)
-        run.proc.send_signal(signal.SIGINT)
-        rc = run.proc.wait(120)
-    finally:
-        run.finish()
+    rc, _ = speak_then_stop(run, seconds=16.0)   # cut off at 16 s, inside the third speaker's words (12.6-18.2 s)
     text = run.text
     assert rc == 0, text
     assert "stopping: committing the utterances heard so far (Ctrl-C again to abort)" in text, text
@@ -214,14 +224,7 @@ def test_mic_append_goes_on_with_the_meeting(virtual_mic, tmp_path):
     for extra in (["--append"], ["--append"]):   # the first: onto nothing yet, a new meeting
         run = CliRun(["mic", "--device", "pulse", "--out", out, "--quiet", "--keep-embeddings", "--session", "local",
                       *extra], marks=["audio flowing"])
-        try:
-            assert run.seen("audio flowing").wait(90), run.text
-            play(FALCON)
-            time.sleep(1.0)   # the last words' hangover
-            run.proc.send_signal(signal.SIGINT)
-            rc = run.proc.wait(120)
-        finally:
-            run.finish()
+        rc, _ = speak_then_stop(run)
         assert rc == 0, run.text
         texts.append(run.text)
     assert "holds no meeting to go on with (no turn stored): a new meeting starts" in texts[0], texts[0]
@@ -257,14 +260,7 @@ def test_mic_feeds_a_live_model_session(virtual_mic, tmp_path):
     (attribution.md A2/A3); what a provider would be sent is in OUT/session.jsonl."""
     out = tmp_path / "meeting"
     run = CliRun(["mic", "--device", "pulse", "--out", out, "--quiet", "--session", "local"], marks=["audio flowing"])
-    try:
-        assert run.seen("audio flowing").wait(90), run.text
-        play(FALCON)
-        time.sleep(1.0)
-        run.proc.send_signal(signal.SIGINT)
-        rc = run.proc.wait(120)
-    finally:
-        run.finish()
+    rc, _ = speak_then_stop(run)
     assert rc == 0, run.text
     assert f"the local session's events (what a live model would have received): {out / 'session.jsonl'}" in run.text
     turns = json.loads((out / "meeting.json").read_text())["turns"]
@@ -290,15 +286,7 @@ def test_mic_decides_who_answers_each_turn_live(virtual_mic, tmp_path):
     out = tmp_path / "meeting"
     run = CliRun(["mic", "--device", "pulse", "--out", out, "--members", members, "--explain"],
                  marks=["audio flowing"])
-    try:
-        assert run.seen("audio flowing").wait(90), run.text
-        play(FALCON)
-        time.sleep(1.0)
-        run.proc.send_signal(signal.SIGINT)
-        rc = run.proc.wait(120)
-        stdout = run.proc.stdout.read()
-    finally:
-        run.finish()
+    rc, stdout = speak_then_stop(run)
     assert rc == 0, run.text
     print(stdout)
     turns = json.loads((out / "meeting.json").read_text())["turns"]
