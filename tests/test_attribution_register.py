@@ -7,7 +7,13 @@ import sqlite3
 
 import pytest
 
-from voicekit.attribution import AuthorRegister, Participant, SpeakerLabel, meeting_lock
+from voicekit.attribution import (
+    AuthorRegister,
+    Participant,
+    SpeakerLabel,
+    attribution_on,
+    meeting_lock,
+)
 from voicekit.attribution._unicode import name_keys
 from voicekit.turns import SpeakerTurn
 
@@ -99,6 +105,36 @@ def test_a12_turn_without_record_is_ranked_against_the_register_on_read(store):
     # reading wrote nothing
     assert store.conn.execute("SELECT COUNT(*) FROM author_register").fetchone()[0] == 2
     assert store.conn.execute("SELECT COUNT(*) FROM turn_attribution").fetchone()[0] == 2
+
+
+def test_a11_a12_turns_without_a_record_are_told_apart_from_each_other(store):
+    """Turns without a record are ranked in window order, each against the register and the
+    unrecorded turns before it: two sources of look-alike names never share a label (A11), and
+    a store written before the register existed (no record, no salt) still ranks. Nothing is
+    written on read."""
+    store.commit(turn("Alice", speaker="A"))
+    legacy = [turn("ALICE", speaker="X").replace(turn_id=100), turn("alice", speaker="Y").replace(turn_id=101),
+              turn("ALICE", speaker="X").replace(turn_id=102), turn("Alice", speaker="A").replace(turn_id=103)]
+    assert store.labels(legacy) == ["ALICE (2)", "alice (3)", "ALICE (2)", "Alice"]
+    assert store.conn.execute("SELECT COUNT(*) FROM author_register").fetchone()[0] == 1
+    assert store.conn.execute("SELECT COUNT(*) FROM turn_attribution").fetchone()[0] == 1
+
+
+def test_a11_a12_an_older_store_with_no_register_ranks_on_read(tmp_path):
+    conn = sqlite3.connect(tmp_path / "old.db")
+    old = MiniStore(conn)   # the register's tables exist, but nothing was ever recorded
+    two_alices = [turn("Alice", speaker="Speaker A").replace(turn_id=1),
+                  turn("Alice", speaker="Speaker B").replace(turn_id=2)]
+    labels = old.register.labels_for(conn, two_alices)
+    assert [x.text for x in labels] == ["Alice", "Alice (2)"]
+    assert attribution_on(two_alices, labels)   # two people: the model is told who said what (A1)
+    # a registered participant keeps the bare name (A11), as it would have at commit
+    alice = Participant("u-alice", "Alice", channels=("room1/1",))
+    window = [turn("ALICE", speaker="X").replace(turn_id=3),
+              turn(None, participant_id="u-alice", channel="room1/1").replace(turn_id=4)]
+    assert [x.text for x in old.register.labels_for(conn, window, [alice])] == ["ALICE (2)", "Alice"]
+    assert conn.execute("SELECT COUNT(*) FROM meeting_secret").fetchone()[0] == 0   # nothing written
+    conn.close()
 
 
 def test_a12_register_keeps_only_salted_digests(store, tmp_path):

@@ -78,6 +78,29 @@ def test_a12_pg_store_commits_turns_with_ranks_and_reads_them_back(dsn):
         store.close()
 
 
+def test_a11_a12_pg_turns_without_a_record_are_ranked_in_order_without_writing(dsn):
+    """The register is copied from PostgreSQL in one statement and the unrecorded turns ranked in
+    the copy: two look-alike sources are told apart, a source of the register keeps its rank."""
+    from voicekit.store.postgres import PostgresMeetingStore
+
+    store = PostgresMeetingStore.connect(dsn, "m-" + uuid.uuid4().hex)
+    try:
+        store.commit_turn(turn("Alice", speaker="A"))
+        legacy = [turn("ALICE", speaker="X"), turn("alice", speaker="Y"), turn("Alice", speaker="A")]
+        assert [x.text for x in store.labels_for(legacy)] == ["ALICE (2)", "alice (3)", "Alice"]
+        count = store.conn.execute("SELECT COUNT(*) FROM author_register WHERE meeting_id = %s",
+                                   (store.meeting_id,)).fetchone()[0]
+        assert count == 1
+        store.conn.commit()
+        fresh = PostgresMeetingStore.connect(dsn, "m-" + uuid.uuid4().hex)   # no register row at all
+        try:
+            assert [x.text for x in fresh.labels_for(legacy[:2])] == ["ALICE", "alice (2)"]
+        finally:
+            fresh.close()
+    finally:
+        store.close()
+
+
 def test_a12_pg_record_outside_a_transaction_is_refused(dsn):
     import psycopg
 

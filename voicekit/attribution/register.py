@@ -170,9 +170,8 @@ class AuthorRegister:
 
     # -- ranks ------------------------------------------------------------------------------
 
-    def _rank(self, conn: Any, salt: bytes, name: str, source: bytes, registered: bool,
-              write: bool) -> int:
-        """The rank ``source`` holds (or would hold) under ``name``; writes it when ``write``."""
+    def _rank(self, conn: Any, salt: bytes, name: str, source: bytes, registered: bool) -> int:
+        """The rank ``source`` holds under ``name``, given and written when it holds none yet."""
         mid = self.meeting_id
         d1, d2 = self._key_digests(salt, name)
         rows = self._exec(conn, "SELECT key_digest, group_id FROM author_key "
@@ -180,21 +179,18 @@ class AuthorRegister:
         known = {bytes(r[0]): int(r[1]) for r in rows}
         groups = sorted(set(known.values()))
         if not groups:
-            if write:
-                g = self._exec(conn, "SELECT COALESCE(MAX(group_id), 0) + 1 FROM author_key "
-                               "WHERE meeting_id = ?", (mid,)).fetchone()[0]
-                self._insert_keys(conn, g, (d1, d2), known)
-                self._insert_member(conn, g, source, 1, registered)
+            g = self._exec(conn, "SELECT COALESCE(MAX(group_id), 0) + 1 FROM author_key "
+                           "WHERE meeting_id = ?", (mid,)).fetchone()[0]
+            self._insert_keys(conn, g, (d1, d2), known)
+            self._insert_member(conn, g, source, 1, registered)
             return 1
         if len(groups) == 1:
             g = groups[0]
             row = self._exec(conn, "SELECT rank FROM author_register WHERE meeting_id = ? "
                              "AND group_id = ? AND source_digest = ?", (mid, g, source)).fetchone()
             if row is not None:
-                rank = int(row[0])
-                if write:
-                    self._insert_keys(conn, g, (d1, d2), known)
-                return rank
+                self._insert_keys(conn, g, (d1, d2), known)
+                return int(row[0])
             if registered:
                 taken = {int(r[0]) for r in self._exec(
                     conn, "SELECT rank FROM author_register WHERE meeting_id = ? AND group_id = ?",
@@ -205,9 +201,8 @@ class AuthorRegister:
             else:
                 rank = int(self._exec(conn, "SELECT COALESCE(MAX(rank), 0) FROM author_register "
                                       "WHERE meeting_id = ? AND group_id = ?", (mid, g)).fetchone()[0]) + 1
-            if write:
-                self._insert_keys(conn, g, (d1, d2), known)
-                self._insert_member(conn, g, source, rank, registered)
+            self._insert_keys(conn, g, (d1, d2), known)
+            self._insert_member(conn, g, source, rank, registered)
             return rank
         # The name bridges two groups: it renumbers neither and ranks after the highest of both.
         ga, gb = groups
@@ -220,11 +215,10 @@ class AuthorRegister:
             rank = int(self._exec(conn, "SELECT COALESCE(MAX(rank), 0) FROM author_register "
                                   "WHERE meeting_id = ? AND group_id IN (?, ?)",
                                   (mid, ga, gb)).fetchone()[0]) + 1
-        if write:
-            self._merge(conn, ga, gb)
-            self._insert_keys(conn, ga, (d1, d2), {k: ga for k in known})
-            if row is None:
-                self._insert_member(conn, ga, source, rank, registered)
+        self._merge(conn, ga, gb)
+        self._insert_keys(conn, ga, (d1, d2), {k: ga for k in known})
+        if row is None:
+            self._insert_member(conn, ga, source, rank, registered)
         return rank
 
     def _insert_keys(self, conn: Any, group: int, digests: tuple[bytes, bytes],
@@ -274,8 +268,7 @@ class AuthorRegister:
         if digest == stored:
             return
         for p in roster:
-            self._rank(conn, salt, p.display_name or "", self._digest(salt, b"source", p.source_key),
-                       True, True)
+            self._rank(conn, salt, p.display_name or "", self._digest(salt, b"source", p.source_key), True)
         self._exec(conn, "UPDATE meeting_secret SET roster = ? WHERE meeting_id = ?",
                    (digest, self.meeting_id))
 
@@ -300,7 +293,7 @@ class AuthorRegister:
         salt, _ = self._salt(conn, create=True)
         assert salt is not None
         return self._rank(conn, salt, participant.display_name,
-                          self._digest(salt, b"source", participant.source_key), True, True)
+                          self._digest(salt, b"source", participant.source_key), True)
 
     # -- turns -----------------------------------------------------------------------------
 
@@ -348,7 +341,7 @@ class AuthorRegister:
         p = find_participant(turn, participants)
         registered = bool(p is not None and p.registered and p.display_name
                           and source_key(turn, participants) == p.source_key)
-        rank = self._rank(conn, salt, name, src, registered, True)
+        rank = self._rank(conn, salt, name, src, registered)
         self._store(conn, turn_id, name, rank, src)
         return SpeakerLabel(name, None if rank == 1 else rank, turn.channel)
 
@@ -361,9 +354,14 @@ class AuthorRegister:
                    assistant_id: str | None = None) -> list[SpeakerLabel | None]:
         """The label of each turn as a model reads it (one entry per turn).
 
-        A turn with a stored record reads with the name and rank it was committed with (A12). A
-        turn without one (older data, or ``turn_id`` None) is ranked against the register as it
-        stands, without writing. Turns that carry no label give None.
+        A turn with a stored record reads with the name and rank it was committed with (A12). The
+        turns without one (older data, or ``turn_id`` None) are ranked in the order of ``turns``,
+        each against the register as it stands and the unrecorded turns before it, as
+        :meth:`record_turn` would rank them if they were committed now one after another: two of
+        them from two sources whose names read alike are told apart (A11), also in a store written
+        before the register existed. Nothing is written: they are ranked in a private in-memory
+        copy of this meeting's register (:meth:`_rank_unrecorded`). Turns that carry no label
+        give None.
         """
         ids = [t.turn_id for t in turns if t.turn_id is not None]
         stored: dict[int, tuple[str | None, int | None]] = {}
@@ -374,32 +372,48 @@ class AuthorRegister:
                                   f"WHERE meeting_id = ? AND turn_id IN ({marks})",
                                   (self.meeting_id, *chunk)).fetchall():
                 stored[int(row[0])] = (row[1], None if row[2] is None else int(row[2]))
-        salt: bytes | None = None
+        speaking = [is_speaker_turn(turn_role(t, assistant_id)) for t in turns]
+        unrecorded = [t for t, s in zip(turns, speaking)
+                      if s and (t.turn_id is None or t.turn_id not in stored)]
+        ranked = iter(self._rank_unrecorded(conn, unrecorded, participants, assistant_id)
+                      if unrecorded else ())
         out: list[SpeakerLabel | None] = []
-        for t in turns:
-            if not is_speaker_turn(turn_role(t, assistant_id)):
+        for t, s in zip(turns, speaking):
+            if not s:
                 out.append(None)
                 continue
             rec = stored.get(t.turn_id) if t.turn_id is not None else None
-            if rec is not None:
-                name, rank = rec
-                out.append(SpeakerLabel(name, None if not rank or rank == 1 else rank, t.channel))
+            if rec is None:
+                out.append(next(ranked))
                 continue
-            name = resolve_name(t, participants)
-            if name is None:
-                out.append(SpeakerLabel(None, None, t.channel))
-                continue
-            if salt is None:
-                salt, _ = self._salt(conn, create=False)
-            if salt is None:
-                out.append(SpeakerLabel(name, None, t.channel))
-                continue
-            p = find_participant(t, participants)
-            registered = bool(p is not None and p.registered)
-            rank = self._rank(conn, salt, name, self._digest(salt, b"source", source_key(t, participants)),
-                              registered, False)
-            out.append(SpeakerLabel(name, None if rank == 1 else rank, t.channel))
+            name, rank = rec
+            out.append(SpeakerLabel(name, None if not rank or rank == 1 else rank, t.channel))
         return out
+
+    def _rank_unrecorded(self, conn: Any, turns: Sequence[SpeakerTurn], participants: Sequence[Participant],
+                         assistant_id: str | None) -> list[SpeakerLabel | None]:
+        """Labels for speaker turns the register holds no record of, ranked in order, without
+        writing to ``conn``.
+
+        This meeting's salt, roster digest, look-alike keys and ranks are read in one statement
+        (one consistent snapshot, as a writer under the meeting's lock left them) into a
+        :class:`MemoryRegister`, where the turns are recorded one after another with
+        :meth:`record_turn` (registered participants in ``participants`` reserved first, A11).
+        With no register yet (an older store) the copy starts empty, with a salt of its own.
+        """
+        rows = self._exec(
+            conn,
+            # no NULL literals: PostgreSQL cannot match an untyped NULL column across a UNION
+            "SELECT 0, salt, roster, 0, 0, 0 FROM meeting_secret WHERE meeting_id = ? "
+            "UNION ALL SELECT 1, key_digest, key_digest, group_id, 0, 0 FROM author_key WHERE meeting_id = ? "
+            "UNION ALL SELECT 2, source_digest, source_digest, group_id, rank, registered FROM author_register "
+            "WHERE meeting_id = ?", (self.meeting_id,) * 3).fetchall()
+        scratch = MemoryRegister(self.meeting_id)
+        try:
+            scratch.load(rows)
+            return [scratch.record(t, participants, assistant_id=assistant_id) for t in turns]
+        finally:
+            scratch.close()
 
     # -- summaries (A15) -------------------------------------------------------------------
 
@@ -427,13 +441,42 @@ class MemoryRegister:
 
     Runs :class:`AuthorRegister` on a private in-memory SQLite database, so two sources whose
     names read alike are told apart across every turn recorded, not only within one call.
+
+    Args:
+        meeting_id: the meeting id the private register is kept under (it matters only for a
+            register :meth:`load` copied from a store).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, meeting_id: str = "memory") -> None:
         self._conn = sqlite3.connect(":memory:", check_same_thread=False)
         AuthorRegister.ensure_schema(self._conn)
-        self._register = AuthorRegister("memory")
+        self._register = AuthorRegister(meeting_id)
         self._recorded = 0
+
+    def load(self, rows: Sequence[Sequence[Any]]) -> None:
+        """Fill the empty register with a copy of a store's register for the same meeting.
+
+        Args:
+            rows: ``(0, salt, roster, …)`` for the meeting's secret (at most one; ``roster``
+                may be None), ``(1, key_digest, …, group_id, …)`` per look-alike key and
+                ``(2, source_digest, …, group_id, rank, registered)`` per ranked source, as
+                :meth:`AuthorRegister._rank_unrecorded` reads them (``…``: ignored); digests as
+                ``bytes`` or ``memoryview``.
+        """
+        mid = self._register.meeting_id
+        by_kind: dict[int, list[Sequence[Any]]] = {0: [], 1: [], 2: []}
+        for row in rows:
+            by_kind[int(row[0])].append(row)
+        with meeting_lock(self._conn):
+            self._conn.executemany(
+                "INSERT INTO meeting_secret (meeting_id, salt, roster) VALUES (?, ?, ?)",
+                [(mid, bytes(r[1]), None if r[2] is None else bytes(r[2])) for r in by_kind[0]])
+            self._conn.executemany(
+                "INSERT INTO author_key (meeting_id, key_digest, group_id) VALUES (?, ?, ?)",
+                [(mid, bytes(r[1]), int(r[3])) for r in by_kind[1]])
+            self._conn.executemany(
+                "INSERT INTO author_register (meeting_id, group_id, source_digest, rank, registered) "
+                "VALUES (?, ?, ?, ?, ?)", [(mid, int(r[3]), bytes(r[1]), int(r[4]), int(r[5])) for r in by_kind[2]])
 
     def record(self, turn: SpeakerTurn, participants: Sequence[Participant] = (), *,
                assistant_id: str | None = None) -> SpeakerLabel | None:
