@@ -485,7 +485,11 @@ class TurnTaker:
         Args:
             text: what the person said.
             label: the turn's attribution label (read by speak policies, shown to the director).
-            participant_id: the registered participant the turn came from, if any (T15).
+            participant_id: the id of the registered participant the turn came from, if any
+                (T15): the one :func:`voicekit.attribution.find_participant` names, as
+                :func:`~voicekit.turntaking.replay.replay_room` passes it; never the id a turn's
+                metadata merely claims (a chat message that claims ``p-alice`` off Alice's
+                channels is not Alice, A5).
             turn_id: the stored turn's id, copied into the decision.
 
         Returns:
