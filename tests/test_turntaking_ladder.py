@@ -255,6 +255,16 @@ def test_t6_longer_overlapping_name_wins():
     assert matcher.find("Mei, please") == ("Mei",)
 
 
+def test_t6_an_apostrophe_is_typed_either_way():
+    """Whisper writes O'Brien, a phone keyboard O’Brien: both name the member, as both already
+    matched in a room phrase (y'all / y’all)."""
+    for member in ("O'Brien", "O’Brien"):
+        matcher = NameMatcher([Member(member), Member("Iris")])
+        assert matcher.find("O’Brien, what do you think?") == (member,)
+        assert matcher.find("o'brien and Iris") == (member, "Iris")
+        assert matcher.find("OBrien, hello") == ()
+
+
 # --- T8 decision records, hooks and logs --------------------------------------------------------
 
 

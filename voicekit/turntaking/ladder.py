@@ -124,7 +124,8 @@ class NameMatcher:
     preceded nor followed by a letter, digit or combining mark of any script: ``Iris`` does not
     match ``irises``, ``Mei`` does not match ``Meiko``, ``Zoë`` and ``Anaïs`` match. One
     exception: a name that starts or ends in kanji or katakana treats a hiragana neighbour as a
-    boundary (``美咲さん`` names 美咲). Where two names overlap, the longer one wins.
+    boundary (``美咲さん`` names 美咲). An apostrophe may be typed ' or ’ (``O’Brien`` names
+    ``O'Brien``). Where two names overlap, the longer one wins.
 
     Args:
         members: the members; each one's ``call_names`` (name and aliases) are searched.
@@ -144,21 +145,21 @@ class NameMatcher:
         bodies = []
         for name, _ in entries:
             parts = name.split()
-            body = r"\s+".join(regex.escape(p) for p in parts)
+            body = _phrase_body(parts)   # O'Brien is also O’Brien
             loose_after = bool(_IDEOGRAPHIC_EDGE.match(parts[-1][-1]))
             loose_before = bool(_IDEOGRAPHIC_EDGE.match(parts[0][0]))
             bodies.append((body, _WORD_CHAR_NOT_HIRAGANA if loose_after else _WORD_CHAR, loose_before))
         self._search = _BoundedSearch(bodies)
         self._owner = {f"g{i}": owner for i, (_, owner) in enumerate(entries)}
         # Cheap prefilter: a name can only match where its case fold occurs in the text's.
-        self._folded = tuple({n.casefold() for n, _ in entries})
+        self._folded = tuple({n.casefold().replace("’", "'") for n, _ in entries})
         self._spaced = any(len(n.split()) > 1 for n, _ in entries)
 
     def find(self, text: str) -> tuple[str, ...]:
         """Member names mentioned in ``text``, each once, in order of first appearance."""
         text = _nfc(text)
         if not self._spaced:
-            folded = text.casefold()
+            folded = text.casefold().replace("’", "'")
             if not any(n in folded for n in self._folded):
                 return ()
         found: list[str] = []
