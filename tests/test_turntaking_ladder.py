@@ -110,6 +110,37 @@ def test_t2_bare_casual_plural_is_not_a_room_address(text):
     assert len(d.responders) == 1
 
 
+@pytest.mark.parametrize(
+    ("text", "addressed"),
+    [
+        ("Thanks everyone.", True),
+        ("Thank you everyone for coming", True),
+        ("What do you think, everybody?", True),
+        ("Okay everybody let's start", True),
+        ("Good morning everyone and welcome", True),
+        ("Everyone!", True),
+        # "everyone" as the subject or object of a sentence: said about people, not to the room
+        ("I told everyone yesterday about the budget.", False),
+        ("Everybody knows that.", False),
+        ("if you simplify the pensions and everyone gets the same.", False),
+        ("Does everyone agree?", False),
+        ("Can everyone see my screen?", False),
+        ("Everyone's here", False),
+        ("Everyone else agrees", False),
+        ("Everyone is here", False),
+    ],
+)
+def test_t2_everyone_addresses_the_room_only_when_it_calls_the_room(text, addressed):
+    """A new-user trial: with `floor: when_addressed`, "…and everyone gets the same." made
+    every member answer. "Everyone" and "everybody" address the room as a vocative only."""
+    assert RoomAddress()(text) is addressed
+    t = room("Iris", "Elena", floor=Floor.WHEN_ADDRESSED)
+    d = t.decide(text, ALICE)
+    assert (d.decided_by, d.responders) == (("group_address", ("Iris", "Elena")) if addressed else ("silence", ()))
+    # the vocative rule can be turned off: "everyone" then addresses the room wherever it stands
+    assert RoomAddress(phrases=("everyone", "everybody"), vocatives=())(text) is True
+
+
 def test_t2_never_spoken_members_keep_configured_order():
     t = room("Iris", "Elena", "Mei")
     d = t.decide("everyone, hello", ALICE)

@@ -176,12 +176,33 @@ DEFAULT_ROOM_PHRASES: tuple[str, ...] = (
     "you two", "you three", "you four", "you five", "you both",
     "both of you", "all of you", "each of you", "every one of you", "all two of you",
     "all three of you", "all four of you", "all five of you", "the two of you",
-    "the three of you", "everyone", "everybody", "you all", "y'all",
+    "the three of you", "you all", "y'all",
     "you guys", "you folks", "you lot", "you people", "you gals",
 )
-"""Word sequences that address the whole room (case-insensitive, on the same Unicode word
-boundaries as names, any whitespace between words, ' or ’ for an apostrophe). Casual plurals
-count only with a "you" attached: "you guys", never a bare "guys"."""
+"""Word sequences that address the whole room wherever they stand (case-insensitive, on the
+same Unicode word boundaries as names, any whitespace between words, ' or ’ for an apostrophe).
+Casual plurals count only with a "you" attached: "you guys", never a bare "guys"."""
+
+DEFAULT_ROOM_VOCATIVES: tuple[str, ...] = ("everyone", "everybody")
+"""Words that address the whole room only when the room is called by them (a vocative:
+"Everyone, quick status?", "Thanks everyone.", "What do you think, everybody?", "Everybody
+listen"), not when they are a sentence's subject or object ("I told everyone yesterday",
+"Everybody knows that", "Does everyone agree?"): see :class:`RoomAddress`."""
+
+_VOCATIVE_OPENERS = frozenset((
+    "hi", "hello", "hey", "morning", "afternoon", "evening", "welcome", "thanks", "thank", "you",
+    "okay", "ok", "alright", "right", "so", "well", "now", "sorry", "please", "yes", "yeah", "no",
+))
+"""Words after which a vocative may stand without a comma ("Hi everyone", "Thank you everyone",
+"Okay everybody let's start")."""
+
+_NOT_AFTER_VOCATIVE = frozenset((
+    "is", "was", "has", "does", "did", "can", "could", "will", "would", "shall", "should", "may",
+    "might", "must", "else", "who", "that", "which",
+))
+"""Words that make the word before them a sentence's subject, not a call to the room
+("everyone is", "everybody else", "everyone who"); so does any word ending in -s ("everyone
+gets", "everybody knows") and a contraction ("everyone's")."""
 
 DEFAULT_ROOM_EXCLUSIONS: tuple[str, ...] = ("you all right",)
 """Word sequences that look like a room address but are not ("are you all right?"); one cancels
@@ -191,10 +212,22 @@ a phrase that starts where it starts."""
 class RoomAddress:
     """Detects a message addressed to the whole room (the second half of T2).
 
+    A vocative (:data:`DEFAULT_ROOM_VOCATIVES`) addresses the room when it stands apart from the
+    sentence around it: after the start of the message, a punctuation mark or an opener ("hi",
+    "thanks", "okay"…), and before the end, a punctuation mark or a word that does not make it
+    the sentence's subject (not "is", "else", a verb in -s, "'s"…). So "Everyone, thoughts?",
+    "Hi everybody" and "Everybody listen" address the room; "I told everyone yesterday",
+    "Everybody knows that" and "Does everyone agree?" do not. (English defaults, a voicekit
+    reading of T2's "everyone": a meeting says "everyone" about people far more often than
+    to the AI members.)
+
     Args:
-        phrases: word sequences that address the room (default :data:`DEFAULT_ROOM_PHRASES`).
+        phrases: word sequences that address the room wherever they stand (default
+            :data:`DEFAULT_ROOM_PHRASES`).
         exclusions: word sequences that cancel a phrase starting at the same place (default
             :data:`DEFAULT_ROOM_EXCLUSIONS`).
+        vocatives: word sequences that address the room only as a vocative (default
+            :data:`DEFAULT_ROOM_VOCATIVES`).
 
     Raises:
         ValueError: if a phrase has no word.
@@ -204,6 +237,7 @@ class RoomAddress:
         self,
         phrases: Iterable[str] = DEFAULT_ROOM_PHRASES,
         exclusions: Iterable[str] = DEFAULT_ROOM_EXCLUSIONS,
+        vocatives: Iterable[str] = DEFAULT_ROOM_VOCATIVES,
     ) -> None:
         def bodies(items: Iterable[str]) -> list[tuple[str, str, bool]]:
             out = []
@@ -214,8 +248,10 @@ class RoomAddress:
                 out.append((_phrase_body(words), _WORD_CHAR, False))
             return out
 
-        phrases = list(phrases)
+        vocatives = [_nfc(v) for v in vocatives]
+        phrases = list(phrases) + vocatives
         self._phrases = _BoundedSearch(bodies(phrases))
+        self._vocative = {" ".join(v.casefold().split()) for v in vocatives}
         # Cheap prefilter: a phrase can only match where its longest word occurs (case-folded).
         anchors = set()
         for phrase in phrases:
@@ -232,9 +268,30 @@ class RoomAddress:
         if not any(a in folded for a in self._anchors):
             return False
         for match in self._phrases.finditer(text):
-            if self._exclusions is None or self._exclusions.match(text, match.start()) is None:
-                return True
+            if self._exclusions is not None and self._exclusions.match(text, match.start()) is not None:
+                continue
+            if " ".join(match.group().casefold().split()) in self._vocative and not _called(text, match):
+                continue
+            return True
         return False
+
+
+_PUNCTUATION_BEFORE = regex.compile(r"(?:^|[\p{P}--['’]])\s*$", regex.V1)
+_LAST_WORD = regex.compile(r"([\p{L}\p{M}]+)\s*$", regex.V1)
+_NEXT = regex.compile(r"^\s*(?:$|([\p{P}--['’]])|(['’])|([\p{L}\p{M}]+))", regex.V1)
+
+
+def _called(text: str, match: regex.Match) -> bool:
+    """Whether the vocative ``match`` in ``text`` calls the room (see :class:`RoomAddress`)."""
+    before = text[: match.start()]
+    last = _LAST_WORD.search(before)
+    if not (_PUNCTUATION_BEFORE.search(before) or (last and last.group(1).casefold() in _VOCATIVE_OPENERS)):
+        return False
+    nxt = _NEXT.match(text[match.end():])
+    if nxt is None or nxt.group(2):          # a digit, a symbol, or "'s"
+        return False
+    word = (nxt.group(3) or "").casefold()
+    return not word or (word not in _NOT_AFTER_VOCATIVE and not word.endswith("s"))
 
 
 # --- T8: the decision record --------------------------------------------------------------------
@@ -351,6 +408,8 @@ class TurnTaker:
         director_timeout_s: hard T4 timeout in seconds (default 5.0).
         room_phrases: word sequences addressing the room (default :data:`DEFAULT_ROOM_PHRASES`).
         room_exclusions: word sequences that are not (default :data:`DEFAULT_ROOM_EXCLUSIONS`).
+        room_vocatives: words that address the room only as a vocative (default
+            :data:`DEFAULT_ROOM_VOCATIVES`: "everyone", "everybody"; see :class:`RoomAddress`).
 
     Raises:
         MembersError: if the member list is invalid.
@@ -370,6 +429,7 @@ class TurnTaker:
         director_timeout_s: float | None = None,
         room_phrases: Iterable[str] = DEFAULT_ROOM_PHRASES,
         room_exclusions: Iterable[str] = DEFAULT_ROOM_EXCLUSIONS,
+        room_vocatives: Iterable[str] = DEFAULT_ROOM_VOCATIVES,
     ) -> None:
         if isinstance(members, RoomConfig):
             cfg = members
@@ -396,7 +456,7 @@ class TurnTaker:
         if self.director_timeout_s < 0:
             raise ValueError("director timeout must be >= 0")
         self.names = NameMatcher(self.members)
-        self.room_address = RoomAddress(room_phrases, room_exclusions)
+        self.room_address = RoomAddress(room_phrases, room_exclusions, room_vocatives)
         self.state = FloorState()
         self._listeners: list[Listener] = []
 
