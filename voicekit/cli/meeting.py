@@ -211,14 +211,18 @@ def _check_stem(stem: str | None) -> str | None:
 
 
 def _turns_summary(result, speed: bool = False) -> str:  # noqa: ANN001 - MeetingResult
-    """``N turns, M speakers[, audio in time (RTF)][, median turn latency]`` (no latency without turns)."""
+    """``N turns, M speakers[, audio in time (RTF)][, median turn latency]`` (no latency without turns).
+
+    ``speed``: an unpaced replay, whose latency is an estimate (each turn's utterance close in
+    audio time plus that utterance's processing time: no wait for the audio, no queue), and says so."""
     lat = sorted(result.latencies)
     parts = [_plural(len(result.turns), "turn"), _plural(len({t.speaker for t in result.turns}), "speaker")]
     if speed:
         parts.append(f"{result.audio_seconds:.1f} s of audio in {result.processing_seconds:.1f} s "
                      f"(RTF {result.rtf:.3f})")
     if lat:
-        parts.append(f"median turn latency {lat[len(lat) // 2]:.2f} s")
+        parts.append(f"median turn latency {lat[len(lat) // 2]:.2f} s"
+                     + (" (estimated; --realtime measures it)" if speed else ""))
     line = ", ".join(parts)
     if not result.turns and not result.blocked:
         line += (f"; the VAD heard no speech in {result.audio_seconds:.1f} s" if result.speech_seconds <= 0 else
