@@ -739,6 +739,28 @@ def test_a_names_file_saved_with_a_byte_order_mark_names_the_speakers(tmp_path):
     assert hooks.names == {"Speaker A": "Chloé", "Speaker B": "Ben"}
 
 
+def test_one_name_given_to_two_labels_is_said_before_the_meeting():
+    """`--speaker-names "Speaker A=Ana,Speaker B=ana"` merged two speakers in every output
+    without a word (a rename to another label is refused; this is allowed, and now said)."""
+    import io
+
+    from rich.console import Console
+
+    from voicekit.cli import build_parser
+    from voicekit.cli.options import _hooks
+
+    err = Console(file=io.StringIO(), width=400)
+    args = build_parser().parse_args(["replay", str(SAMPLE), "--speaker-names",
+                                      "Speaker A=Ana,Speaker B=ana,Speaker C=[b]Bo"])
+    assert _hooks(args, err).names == {"Speaker A": "Ana", "Speaker B": "ana", "Speaker C": "[b]Bo"}
+    assert err.file.getvalue().splitlines() == [
+        "--speaker-names: 'Ana' names Speaker A and Speaker B: the outputs will show them as one person (a "
+        "model session tells them apart as 'Name' and 'Name (2)')"]
+    err = Console(file=io.StringIO(), width=400)
+    _hooks(build_parser().parse_args(["replay", str(SAMPLE), "--speaker-names", "Speaker A=Ana,Speaker B=Bo"]), err)
+    assert err.file.getvalue() == ""
+
+
 def test_endpointer_flags_reach_the_endpointer():
     """--hangover, --max-utterance and --late-hangover become the pipeline's EndpointerOptions;
     without them the endpointer keeps its defaults (no late hangover)."""

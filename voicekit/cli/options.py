@@ -190,6 +190,12 @@ def _hooks(args: argparse.Namespace, err):  # noqa: ANN001 - rich Console
                                f"`voicekit {args.command}`: its speakers are labelled 'Speaker A', 'Speaker B'… "
                                "(write 'Speaker A=Diane')")
         hooks.set_names(names)
+        shared = _shared_names(names)
+        if shared:
+            from rich.markup import escape
+
+            err.print(f"[yellow]--speaker-names: {escape(shared)}: the outputs will show them as one person (a "
+                      "model session tells them apart as 'Name' and 'Name (2)')[/yellow]")
     for script in args.hook or []:
         hooks.load_script(script)
     unused = hooks.registered(HookTrigger.ON_SPEAK_DECISION)
@@ -197,6 +203,18 @@ def _hooks(args: argparse.Namespace, err):  # noqa: ANN001 - rich Console
         err.print(f"[yellow]{', '.join(unused)} will not be called: speak decisions are made only with "
                   "--members members.yaml (docs/turn-taking.md)[/yellow]")
     return hooks
+
+
+def _shared_names(names: dict[str, str]) -> str:
+    """``'Ana' names Speaker A and Speaker B`` for every name given to more than one label (in
+    the outputs those speakers read as one person); empty when every name is given once."""
+    from voicekit.attribution import one_line
+
+    by_name: dict[str, list[str]] = {}
+    for label, name in names.items():
+        by_name.setdefault(name.casefold(), []).append(label)
+    return "; ".join(f"{one_line(names[labels[0]])!r} names {' and '.join(labels)}"
+                     for labels in by_name.values() if len(labels) > 1)
 
 
 _AUDIO_SUFFIXES = {".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".m4a", ".aac", ".mp4", ".webm", ".raw", ".pcm"}
