@@ -91,6 +91,13 @@ CASES = [
     ("--per-channel on a mono file", lambda t: [SAMPLE, "--per-channel"], "has one channel: --per-channel makes"),
     ("raw PCM without channels", lambda t: [SAMPLE, "--raw-rate", "16000", "--raw-channels", "0"],
      "at least one channel"),
+    ("--raw-rate 0", lambda t: [_file(t / "m.raw", b"\x01\x02" * 8000), "--raw-rate", "0"],
+     "--raw-rate must be the sample rate in Hz, a positive number, got 0"),
+    ("--raw-rate on a WAV file", lambda t: [SAMPLE, "--raw-rate", "16000"],
+     "has a WAV header (16000 Hz, 1 channel(s)), so it is not headerless PCM: drop --raw-rate"),
+    ("--per-channel with a speaker count", lambda t: [STEREO, "--per-channel", "--num-speakers", "3"],
+     "--num-speakers tells the diarizer how many speakers to find, but with --per-channel each channel is a "
+     "speaker: drop --num-speakers"),
     ("--vad-threshold out of range", lambda t: [SAMPLE, "--vad-threshold", "2"], "between 0 and 1"),
     ("--speaker-names with the RTTM spelling", lambda t: [SAMPLE, "--speaker-names", "Speaker_A=Ana"],
      "label 'Speaker_A' is written 'Speaker A'"),

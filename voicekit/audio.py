@@ -446,6 +446,15 @@ def probe(path: str | Path, raw: RawPcm | None = None) -> AudioInfo:
     import soundfile as sf
 
     if raw is not None:
+        if path.suffix.lower() not in HEADERLESS_SUFFIXES:
+            try:
+                header = sf.info(str(path))
+            except RuntimeError:
+                header = None   # no header soundfile knows: headerless indeed
+            if header is not None and header.frames > 0:
+                raise AudioError(f"{path} has a {header.format} header ({header.samplerate} Hz, {header.channels} "
+                                 "channel(s)), so it is not headerless PCM: drop --raw-rate/--raw-format/"
+                                 "--raw-channels")
         frames = path.stat().st_size // raw.frame_bytes
         return AudioInfo(path, raw.sample_rate, raw.channels, frames / raw.sample_rate,
                          RAW_SUBTYPES[raw.sample_format])

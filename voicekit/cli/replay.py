@@ -60,6 +60,13 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if args.per_channel and args.refine:
         raise CliError("--refine re-clusters speakers, but with --per-channel each channel is a speaker: "
                        "drop --refine")
+    counts = [flag for flag, value in (("--num-speakers", args.num_speakers), ("--min-speakers", args.min_speakers),
+                                       ("--max-speakers", args.max_speakers)) if value is not None]
+    if args.per_channel and counts:
+        raise CliError(f"{'/'.join(counts)} tell{'s' if len(counts) == 1 else ''} the diarizer how many speakers to find, but with --per-channel "
+                       f"each channel is a speaker: drop {'/'.join(counts)}")
+    if args.raw_rate is not None and args.raw_rate <= 0:
+        raise CliError(f"--raw-rate must be the sample rate in Hz, a positive number, got {args.raw_rate}")
     raw = RawPcm(args.raw_rate, args.raw_format, args.raw_channels) if args.raw_rate else None
     source = FileSource(args.audio, realtime=args.realtime, channel=args.channel, per_channel=args.per_channel,
                         raw=raw)
