@@ -370,6 +370,28 @@ def test_a_refused_name_leaves_the_block_and_the_text_edit_of_the_same_result():
     assert "its name is not used" not in hooks2.failures[0][2] and "another speaker's label" in hooks2.failures[0][2]
 
 
+def test_a_hooks_text_is_one_line_in_every_output():
+    """A new-user trial: a hook's text with line breaks spread one turn over several lines of the
+    .txt and put a blank line, a cue number and a '-->' line into the SRT (a forged cue). The text
+    a hook gives is made one line; a turn returned unchanged is left as it is."""
+    from voicekit.outputs import to_srt, to_text
+
+    hooks = HookRunner()
+    hooks.register(lambda t: HookResult(text="line one\n\n2\n00:00:00,000 --> 00:00:01,000\r\ninjected\x1b[31m"))
+    out = hooks.run(turn())
+    assert out.text == "line one 2 00:00:00,000 --> 00:00:01,000 injected [31m"
+    assert len(to_text([out]).strip().splitlines()) == 1
+    [cue] = to_srt([out]).strip().split("\n\n")   # one cue, no blank line inside it
+    assert cue.startswith("1\n00:00:03,100 --> 00:00:05,100\nSpeaker A: line one 2")
+    edited = HookRunner()
+    edited.register(lambda t: t.replace(text="a\nb"))
+    assert edited.run(turn()).text == "a b"
+    same = HookRunner()
+    same.register(lambda t: t)
+    spaced = turn(text="Hi,  two spaces")
+    assert same.run(spaced).text == "Hi,  two spaces"
+
+
 def test_a_sync_hook_runs_in_one_thread_for_its_whole_life():
     """Hooks that keep per-thread resources (a sqlite3 connection made on first use) failed when
     each call ran in a new thread."""

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from voicekit.attribution import one_line
 from voicekit.turns import SpeakerTurn, Word, label_read_in
 
 log = logging.getLogger(__name__)
@@ -64,7 +65,9 @@ class HookResult:
     Attributes:
         name: a new speaker name (``sender_name``), or None to keep it.
         for_speaker: apply ``name`` to every later turn of the same speaker label too.
-        text: new text, or None to keep it.
+        text: new text, or None to keep it. It is made one line (line breaks and control
+            characters become spaces, :func:`voicekit.attribution.one_line`): a turn is one line
+            of the ``.txt`` and one cue's text in the subtitles. So is a returned SpeakerTurn's.
         block: drop the turn: it is not committed, stored or sent.
     """
 
@@ -309,7 +312,7 @@ class HookRunner:
                 self._fail(hook, turn, problem)
                 continue
             if isinstance(result, SpeakerTurn):
-                turn = result
+                turn = result if result.text == turn.text else result.replace(text=one_line(result.text))
             elif isinstance(result, HookResult):
                 if result.block:
                     log.info("hook %s blocked the turn at %.2f s", hook.name, turn.start)
@@ -322,8 +325,8 @@ class HookRunner:
                     if result.for_speaker:
                         self._renamed[(turn.channel, turn.speaker)] = result.name.strip()
                         self.names[turn.speaker] = result.name.strip()
-                if result.text is not None:
-                    turn = turn.replace(text=result.text)
+                if result.text is not None:   # one line: a turn is one line of the .txt, one cue text
+                    turn = turn.replace(text=one_line(result.text))
         return turn
 
     def _fail(self, hook: _Hook, turn: SpeakerTurn, reason: str,
