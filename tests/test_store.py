@@ -46,6 +46,7 @@ def test_refined_labels_split_a_turn_and_keep_the_live_one(tmp_path):
     assert pieces[0].end == pieces[1].start == round((0.55 + 0.6) / 2, 3)
     assert pieces[1].metadata["moved_from"] == "Speaker A"
     assert store.changed_turns() == [] and store.has_refined()
+    assert store.relabelled_turns() == 1   # moved in part: its last two words
 
 
 def test_turns_of_one_utterance_that_refinement_gives_one_speaker_are_one_refined_turn(tmp_path):

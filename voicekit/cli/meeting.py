@@ -273,13 +273,16 @@ def _refined_summary(store) -> str:  # noqa: ANN001 - MeetingStore
     def shown(label: str) -> str:
         return f"{label} ({names[label]})" if label in names else label
 
+    in_part = store.relabelled_turns() - len(changed)
     return (f"refined: {_plural(len({t.speaker for t in refined}), 'speaker')} "
             f"(live: {len({t.speaker for t in live})}); {len(changed)} of {_plural(len(live), 'live turn')} "
             "moved to another speaker by most of their words"
             + (": " + ", ".join(f"#{tid} {shown(a)} → {shown(b)}" for tid, a, b in changed[:6])
                + (" …" if len(changed) > 6 else "") if changed else "")
-            + (f"; the .refined files hold {_plural(len(refined) - len(live), 'more turn')}: live turns "
-               "whose words go to different speakers are split" if len(refined) > len(live) else ""))
+            + (f", {in_part} more in part" if in_part > 0 else "")
+            + (f"; the .refined files hold {_plural(len(refined), 'turn')}: a live turn whose words go to "
+               "different speakers is cut, touching turns of one speaker are joined"
+               if len(refined) != len(live) else ""))
 
 
 def _refine_stored(store, num_speakers: int | None) -> None:  # noqa: ANN001 - MeetingStore

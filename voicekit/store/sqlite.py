@@ -256,6 +256,13 @@ class MeetingStore:
             "SELECT id, speaker, refined_speaker FROM turns WHERE refined_speaker IS NOT NULL "
             "AND refined_speaker != speaker ORDER BY id"))
 
+    def relabelled_turns(self) -> int:
+        """How many live turns have at least one word that refinement gave another speaker
+        (the turns of :meth:`changed_turns`, and those moved only in part)."""
+        return sum(any(label != speaker for label in json.loads(words))
+                   for speaker, words in self.conn.execute(
+                       "SELECT speaker, refined_words FROM turns WHERE refined_words IS NOT NULL"))
+
     def turns(self, refined: bool = False) -> list[SpeakerTurn]:
         """All committed turns in time order.
 
