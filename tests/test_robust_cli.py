@@ -768,6 +768,19 @@ def test_one_name_given_to_two_labels_is_said_before_the_meeting():
     assert err.file.getvalue() == ""
 
 
+def test_compute_device_is_one_flag_for_every_command():
+    """`mic` names the compute device --compute-device (its --device is the microphone); replay,
+    export, eval and livekit take that spelling too, beside --device."""
+    from voicekit.cli import build_parser
+
+    parse = build_parser().parse_args
+    assert parse(["replay", str(SAMPLE), "--compute-device", "cuda"]).device == "cuda"
+    assert parse(["replay", str(SAMPLE), "--device", "cuda"]).device == "cuda"
+    assert parse(["livekit", "--compute-device", "cuda"]).device == "cuda"
+    mic = parse(["mic", "--device", "pulse", "--compute-device", "cuda"])
+    assert (mic.input_device, mic.device) == ("pulse", "cuda")
+
+
 def test_endpointer_flags_reach_the_endpointer():
     """--hangover, --max-utterance and --late-hangover become the pipeline's EndpointerOptions;
     without them the endpointer keeps its defaults (no late hangover)."""

