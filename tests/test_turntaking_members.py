@@ -106,7 +106,12 @@ def test_yaml_booleans_are_refused_not_read_as_true_or_false(tmp_path):
     with pytest.raises(MembersError, match="aliases: YAML read a bare yes/no"):
         load_members(path)
     path.write_text("members:\n  - name: No\n", encoding="utf-8")
-    with pytest.raises(MembersError, match="as a boolean .* quote it"):
+    with pytest.raises(MembersError, match=r'the boolean False \(an unquoted no/off/false, any case\): quote it, '
+                                           r'e.g. name: "No"'):
+        load_members(path)
+    path.write_text("members:\n  - name: Yes\n", encoding="utf-8")   # the word quoted back is the user's kind
+    with pytest.raises(MembersError, match=r'the boolean True \(an unquoted yes/on/true, any case\): quote it, '
+                                           r'e.g. name: "Yes"'):
         load_members(path)
     path.write_text('members:\n  - name: "No"\n    aliases: ["Yes"]\n', encoding="utf-8")
     assert load_members(path).members[0].aliases == ("Yes",)

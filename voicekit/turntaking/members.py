@@ -271,8 +271,9 @@ def parse_members(data: Any) -> RoomConfig:
             raise MembersError(f"member #{i + 1}: expected a mapping")
         name = raw.get("name")
         if isinstance(name, bool):
-            raise MembersError(f"member #{i + 1}: YAML read the name {name} as a boolean (an unquoted "
-                               "yes/no/on/off/true/false): quote it (name: \"No\")")
+            word = "yes/on/true" if name else "no/off/false"
+            raise MembersError(f"member #{i + 1}: YAML read the name as the boolean {name} (an unquoted {word}, "
+                               f"any case): quote it, e.g. name: \"{'Yes' if name else 'No'}\"")
         if not isinstance(name, str) or not name.strip():
             raise MembersError(f"member #{i + 1}: 'name' is required")
         _check_keys(raw, _MEMBER_KEYS, f"member {name.strip()!r}")
