@@ -286,6 +286,13 @@ def test_t6_longer_overlapping_name_wins():
     assert matcher.find("Mei, please") == ("Mei",)
 
 
+def test_a_bare_name_for_a_label_is_a_clear_type_error():
+    """`decide("…", "Speaker B")` failed deep inside with "'str' object has no attribute 'text'"."""
+    with pytest.raises(TypeError, match=r"label must be a voicekit.attribution.SpeakerLabel .* not str "
+                                        r"'Speaker B'; for a bare name: SpeakerLabel\('Speaker B', None, 'mic'\)"):
+        room("Iris").decide("Iris, hi", "Speaker B")
+
+
 def test_t6_an_apostrophe_is_typed_either_way():
     """Whisper writes O'Brien, a phone keyboard O’Brien: both name the member, as both already
     matched in a room phrase (y'all / y’all)."""

@@ -555,7 +555,14 @@ class TurnTaker:
 
         Returns:
             The :class:`Decision`. A director failure is recorded in it, never raised.
+
+        Raises:
+            TypeError: when ``label`` is not a SpeakerLabel (a bare name, ``"Speaker B"``).
         """
+        if label is not None and not isinstance(label, SpeakerLabel):
+            raise TypeError(f"label must be a voicekit.attribution.SpeakerLabel (name, rank, channel), such as "
+                            f"MeetingStore.labels(turns) gives, not {type(label).__name__} {label!r}; for a bare "
+                            f"name: SpeakerLabel({label!r}, None, 'mic')")
         t0 = time.perf_counter()
         speaker = label.text if label is not None else None
         if self._any_policy:
