@@ -87,8 +87,21 @@ def test_a_telephone_band_recording_gets_the_speaker_count_hint(tmp_path, capsys
     assert main(["replay", str(SAMPLE), "--out", str(tmp_path / "a"), "--quiet"]) == 0
     err = capsys.readouterr().err
     assert "the audio is telephone-band (nothing above 4 kHz)" in err and "--num-speakers N" in err, err
+    assert "Whisper was unsure" not in err   # English: mean word probability 0.85
     assert main(["replay", str(SAMPLE), "--out", str(tmp_path / "b"), "--quiet", "--num-speakers", "2"]) == 0
     assert "telephone-band" not in capsys.readouterr().err
+
+
+def test_a_meeting_not_in_english_heard_by_an_english_only_model_gets_the_language_hint(tmp_path, capsys):
+    """A new-user trial: diarizationExample2 is German, and tiny.en turned it into confident-looking
+    English ("…I'll see you next time.") without a word. Its words' mean probability (0.44 over 76
+    words, against 0.67-0.95 for the English recordings) now brings a hint to use --model base."""
+    german = EVAL / "pyaudioanalysis" / "diarizationExample2.wav"
+    assert main(["replay", str(german), "--out", str(tmp_path / "de"), "--quiet"]) == 0
+    err = capsys.readouterr().err
+    print(err)
+    assert "Whisper was unsure of most words (mean word probability 0.4" in err
+    assert "tiny.en (English only) heard it as English words: use --model base" in err
 
 
 def test_outputs_are_written_in_every_format(replayed):

@@ -15,7 +15,7 @@ from pathlib import Path
 from voicekit.cli.common import CliError, _check_writable, _GracefulStop, _lock_meeting_dir, _plural, finite_float
 from voicekit.cli.decisions import _turn_taking, _turn_taking_summary, _with_decisions
 from voicekit.cli.meeting import (_check_existing_meeting, _discard_unjoined, _fresh_store, _interrupt_note,
-                                  _known_speakers, _meeting_stem, _session_meta, _SetAside, _telephone_hint,
+                                  _known_speakers, _meeting_stem, _session_meta, _SetAside, _hints,
                                   _turns_summary, _write_outputs)
 from voicekit.cli.options import (_diarizer_name, _hook_args, _hooks, _keep_embeddings_arg, _meeting_args,
                                   _options, _pipeline_args, _session_args, _turntaking_args, _voice_args)
@@ -145,8 +145,7 @@ def cmd_mic(args: argparse.Namespace) -> int:
     err.print(f"[dim]{source.report()}[/dim]")
     if result is not None:
         err.print(f"[dim]{'this session: ' if pipe.start_time else ''}{_turns_summary(result)}[/dim]")
-        hint = _telephone_hint(result, options)
-        if hint:
+        for hint in _hints(result, options, components.transcriber.english_only):
             err.print(f"[yellow]{hint}[/yellow]")
     _turn_taking_summary(decide, args, err)
     err.print(f"wrote {', '.join(p.name for p in written)} to {out}/")

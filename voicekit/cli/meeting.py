@@ -230,15 +230,40 @@ def _turns_summary(result, speed: bool = False) -> str:  # noqa: ANN001 - Meetin
     return line
 
 
-def _telephone_hint(result, options) -> str | None:  # noqa: ANN001 - MeetingResult, PipelineOptions
-    """The line that says what to do when most of the speech was telephone-band audio and the
-    embedded diarizer had no speaker count: there it merged voices (docs/accuracy.md); else None."""
+LANGUAGE_HINT_WORDS = 40
+"""Words an English-only model must have transcribed before :func:`_hints` judges their language."""
+
+LANGUAGE_HINT_PROBABILITY = 0.6
+"""Mean word probability below which an English-only model's words look like another language
+heard as English. Measured with tiny.en (``voicekit replay``, the words of the JSON): every
+English evaluation recording with at least 40 words 0.672 (dev00, far field) to 0.947; German
+(diarizationExample2) 0.436, and espeak-ng French / Spanish 0.562 / 0.418 (its English 0.859)."""
+
+
+def _hints(result, options, english_only: bool) -> list[str]:  # noqa: ANN001 - MeetingResult, PipelineOptions
+    """The lines that say what to do at the end of a meeting, when:
+
+    - most of the speech was telephone-band audio and the embedded diarizer had no speaker
+      count: there it merged voices (docs/accuracy.md);
+    - an English-only Whisper model was unsure of most of at least
+      :data:`LANGUAGE_HINT_WORDS` words (mean probability below
+      :data:`LANGUAGE_HINT_PROBABILITY`): the meeting may not be in English.
+    """
+    hints = []
     d = options.diarizer
-    if result.telephone_share < 0.5 or options.pyannote is not None or d.num_speakers or d.min_speakers:
-        return None
-    return ("the audio is telephone-band (nothing above 4 kHz), where the speaker encoder tells voices apart "
-            "less well (on the evaluation recordings resampled to 8 kHz it found the right number of speakers "
-            "in 1 of 18): give --num-speakers N when you know how many spoke")
+    if result.telephone_share >= 0.5 and options.pyannote is None and not d.num_speakers and not d.min_speakers:
+        hints.append("the audio is telephone-band (nothing above 4 kHz), where the speaker encoder tells voices apart "
+                     "less well (on the evaluation recordings resampled to 8 kHz it found the right number of "
+                     "speakers in 1 of 18): give --num-speakers N when you know how many spoke")
+    probabilities = [w.probability for t in result.turns for w in t.words]
+    if english_only and len(probabilities) >= LANGUAGE_HINT_WORDS:
+        mean = sum(probabilities) / len(probabilities)
+        if mean < LANGUAGE_HINT_PROBABILITY:
+            hints.append(f"Whisper was unsure of most words (mean word probability {mean:.2f} over "
+                         f"{len(probabilities)} words; English meetings measured 0.67-0.95): if the meeting is not in "
+                         f"English, {options.stt.model} (English only) heard it as English words: use --model base, "
+                         "the multilingual model (--language CODE when you know it)")
+    return hints
 
 
 def _unmatched_names(named: set[str], store) -> str | None:  # noqa: ANN001 - MeetingStore

@@ -11,7 +11,7 @@ from pathlib import Path
 from voicekit.cli.common import CliError, _chain, _check_writable, _GracefulStop, _lock_meeting_dir, _plural
 from voicekit.cli.decisions import _check_explain, _turn_taking, _turn_taking_summary, _with_decisions
 from voicekit.cli.meeting import (_check_existing_meeting, _check_stem, _committed_turns, _fresh_store,
-                                  _interrupt_note, _refined_summary, _telephone_hint, _turns_summary,
+                                  _interrupt_note, _refined_summary, _hints, _turns_summary,
                                   _unmatched_names, _write_outputs)
 from voicekit.cli.options import (_diarizer_name, _hook_args, _hooks, _keep_embeddings_arg, _meeting_args,
                                   _options, _pipeline_args, _session_args, _turntaking_args, _voice_args)
@@ -63,8 +63,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     counts = [flag for flag, value in (("--num-speakers", args.num_speakers), ("--min-speakers", args.min_speakers),
                                        ("--max-speakers", args.max_speakers)) if value is not None]
     if args.per_channel and counts:
-        raise CliError(f"{'/'.join(counts)} tell{'s' if len(counts) == 1 else ''} the diarizer how many speakers to find, but with --per-channel "
-                       f"each channel is a speaker: drop {'/'.join(counts)}")
+        raise CliError(f"{'/'.join(counts)} tell{'s' if len(counts) == 1 else ''} the diarizer how many speakers "
+                       f"to find, but with --per-channel each channel is a speaker: drop {'/'.join(counts)}")
     if args.raw_rate is not None and args.raw_rate <= 0:
         raise CliError(f"--raw-rate must be the sample rate in Hz, a positive number, got {args.raw_rate}")
     raw = RawPcm(args.raw_rate, args.raw_format, args.raw_channels) if args.raw_rate else None
@@ -208,8 +208,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
                   + (f", {len(hooks.failures)} hook failures" if hooks.failures else "") + "[/dim]")
     if refined_line:
         err.print(f"[dim]{refined_line}[/dim]")
-    hint = _telephone_hint(result, options) if result is not None else None
-    if hint:
+    for hint in _hints(result, options, components.transcriber.english_only) if result is not None else ():
         err.print(f"[yellow]{hint}[/yellow]")
     if unmatched and result is not None:
         err.print(f"[yellow]{unmatched}[/yellow]")
