@@ -194,6 +194,24 @@ class FakeOpenAIRealtime(_ServerThread):
                                                            "content": [{"type": "output_text", "text": "noted"}]}]}}))
 
 
+class RefusingServer(_ServerThread):
+    """Answers every WebSocket handshake with HTTP ``status`` (401: a wrong API key), as a
+    provider refuses a key; ``paths`` records each handshake's path."""
+
+    def __init__(self, status: int = 401) -> None:
+        super().__init__()
+        self.status = status
+
+    def _serve_kw(self) -> dict:
+        def refuse(connection, request):
+            self.paths.append(request.path)
+            return connection.respond(self.status, "Incorrect API key provided\n")
+        return {"process_request": refuse}
+
+    async def _handler(self, ws) -> None:   # never reached: every handshake is refused
+        await ws.close()
+
+
 def self_signed(tmp: Path) -> tuple[ssl.SSLContext, ssl.SSLContext]:
     """A server and a client TLS context for 127.0.0.1 (a fresh self-signed certificate)."""
     from cryptography import x509

@@ -123,6 +123,43 @@ def test_a_session_that_never_connects_fails_the_replay_but_not_the_transcript(t
     assert len(json.loads((out / "test.json").read_text())["turns"]) == 3
 
 
+def test_a_refused_api_key_fails_the_replay_with_the_key_to_check(tmp_path, monkeypatch, capsys):
+    """A provider that answers the handshake with HTTP 401 was retried until the end of the
+    meeting, and the closing line promised that the same replay would send the meeting. Now one
+    error line says it was refused, no retry follows, and the closing line names the key."""
+    import_or_skip("openai", "VOICEKIT_REQUIRE_REALTIME", 'pip install -e ".[realtime]"')
+    from _pipeline_support import EVAL
+    from _realtime_servers import RefusingServer
+
+    from voicekit.cli import main
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-wrong-0123456789")
+    out = tmp_path / "out"
+    with RefusingServer(401) as server:
+        rc = main(["replay", str(EVAL / "picovoice_falcon" / "test.wav"), "--out", str(out), "--quiet",
+                   "--session", "openai", "--session-base-url", f"ws://127.0.0.1:{server.port}/v1"])
+        tries = len(server.paths)
+    err = capsys.readouterr().err
+    print(err)
+    assert rc == 1 and tries == 1, err
+    assert "retrying in" not in err and "sk-wrong" not in err
+    assert ("voicekit: error: the live session (openai) refused the connection (cannot connect to OpenAI Realtime: "
+            "server rejected WebSocket connection: HTTP 401): check OPENAI_API_KEY and --session-model") in err
+    assert len(json.loads((out / "test.json").read_text())["turns"]) == 3
+
+
+def test_gemini_with_a_plain_http_base_url_is_refused_before_anything_opens(tmp_path, monkeypatch):
+    """google-genai makes any base URL wss://: an http:// server got a TLS handshake, failed with
+    [SSL: WRONG_VERSION_NUMBER] and was retried all meeting."""
+    import_or_skip("google.genai", "VOICEKIT_REQUIRE_REALTIME", 'pip install -e ".[realtime]"')
+    monkeypatch.setenv("GEMINI_API_KEY", "test-key")
+    for base in ("http://127.0.0.1:9112", "ws://127.0.0.1:9112"):
+        args = build_parser().parse_args(["replay", "m.wav", "--session", "gemini", "--session-base-url", base])
+        with pytest.raises(CliError, match="Gemini Live connects over TLS only .* give https://HOST"):
+            _make_session(args, tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_ctrl_c_while_waiting_for_a_provider_that_never_answers_leaves_a_checkpointed_store(tmp_path, monkeypatch,
                                                                                           capsys):
     """A provider that takes the TCP connection and never answers; Ctrl-C in the end-of-meeting

@@ -14,7 +14,7 @@ import_or_skip("openai", "VOICEKIT_REQUIRE_REALTIME", 'pip install -e ".[realtim
 import_or_skip("websockets", "VOICEKIT_REQUIRE_REALTIME", 'pip install -e ".[realtime]"')
 
 from _realtime_meeting import SCRIPT, open_store, turn  # noqa: E402
-from _realtime_servers import FakeOpenAIRealtime  # noqa: E402
+from _realtime_servers import FakeOpenAIRealtime, RefusingServer  # noqa: E402
 
 from voicekit.attribution import MARK_PLACEHOLDER, RUNTIME_NOTE  # noqa: E402
 from voicekit.realtime import Broadcaster, DeliveryLog  # noqa: E402
@@ -270,6 +270,31 @@ def test_the_api_key_never_reaches_a_debug_log(caplog):
         assert b.close(5)
     assert "Authorization: [redacted]" in caplog.text  # the header was logged, without its value
     assert key not in caplog.text
+
+
+def test_a_refused_api_key_is_not_retried_and_every_later_turn_counts_as_unsent(caplog):
+    """A new-user trial: a server that answers the handshake with HTTP 401 (a wrong key) was
+    retried all meeting, a warning each time, backing off to 30 s. A refusal (401/403) now stops
+    the broadcaster at once with one ERROR line; the turns given after it are its backlog, so
+    close() reports them unsent (they are in the store)."""
+    from voicekit.realtime import SessionRefused
+    from voicekit.turns import SpeakerTurn
+
+    with RefusingServer(401) as server:
+        s = OpenAIRealtimeSession(api_key=KEY, websocket_base_url=f"ws://127.0.0.1:{server.port}/v1")
+        b = Broadcaster(s, None, session_id="refused", backoff_initial=0.05).start()
+        deadline = time.monotonic() + 10
+        while b.error is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert isinstance(b.error, SessionRefused) and "HTTP 401" in str(b.error), b.error
+        assert KEY not in str(b.error)
+        b.on_turn(SpeakerTurn("Speaker A", "hello", 0, 1, channel="mic"))
+        time.sleep(0.3)   # (a retry would have come after 0.05 s)
+        assert b.backlog == 1 and b.close(timeout=1.0) is False
+        assert server.paths == ["/v1/realtime?model=gpt-realtime"]   # connected once, never again
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1 and "the provider refused the connection" in errors[0], errors
+    assert not any("retrying in" in r.getMessage() for r in caplog.records)
 
 
 def test_close_keeps_its_timeout_when_the_server_never_answers_the_handshake():

@@ -151,7 +151,7 @@ def cmd_mic(args: argparse.Namespace) -> int:
     err.print(f"wrote {', '.join(p.name for p in written)} to {out}/")
     _session_log_line(session, err, [broadcaster])
     if session_missed:
-        err.print(_session_missed_line(args))
+        err.print(_session_missed_line(args, [broadcaster]))
     if source.lost is not None:  # the watchdog ended the capture: say so, and fail the run
         err.print(f"[red]voicekit: error: {source.lost}; the meeting up to then is written (exit code 1)[/red]")
         return 1
@@ -335,7 +335,7 @@ def cmd_livekit(args: argparse.Namespace) -> int:
     _session_log_line(session, err, live)
     missed = any(m for m, _ in closed)
     if missed:
-        err.print(_session_missed_line(args))
+        err.print(_session_missed_line(args, live))
     if bot.lost is not None:
         err.print(f"[red]voicekit: error: {bot.lost}; the meeting up to then is written (exit code 1)[/red]")
         return 1

@@ -218,7 +218,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if interrupted:
         return 130
     if session_missed:
-        err.print(_session_missed_line(args))
+        err.print(_session_missed_line(args, [broadcaster]))
         return 1
     if source.info.declared_duration is not None:
         err.print(f"{source.path} is truncated: only its first {source.info.duration:.1f} s of "

@@ -8,6 +8,8 @@ import argparse
 import os
 from pathlib import Path
 
+from rich.markup import escape
+
 from voicekit.cli.common import CliError, _plural
 
 
@@ -165,12 +167,21 @@ def _close_session(broadcaster, args: argparse.Namespace, err) -> tuple[bool, bo
         return False, True
 
 
-def _session_missed_line(args: argparse.Namespace) -> str:
-    """The closing error of a meeting whose live session was not sent every turn (exit code 1)."""
+def _session_missed_line(args: argparse.Namespace, broadcasters=()) -> str:  # noqa: ANN001
+    """The closing error of a meeting whose live session was not sent every turn (exit code 1):
+    for a provider that refused the connection (``broadcasters``' ``error``), which key to check."""
+    from voicekit.realtime import SessionRefused
+
     rest = (f"`voicekit {args.command} --append` with the same session options sends the rest"
             if args.command in ("mic", "livekit") else
             "a replay is not resumed: the same replay with --overwrite and the same session options sends "
             "the whole meeting to a new conversation")
+    refused = next((b.error for b in broadcasters if b is not None and isinstance(b.error, SessionRefused)), None)
+    if refused is not None:
+        key = {"openai": "OPENAI_API_KEY", "gemini": "GEMINI_API_KEY (or GOOGLE_API_KEY)"}.get(args.session, "the key")
+        return (f"[red]voicekit: error: the live session ({args.session}) refused the connection ({escape(str(refused))}): "
+                f"check {key} and --session-model; the transcript is complete in the outputs and the store; once "
+                f"the key works, {rest} (exit code 1)[/red]")
     return (f"[red]voicekit: error: the live session ({args.session}) was not sent every turn within "
             f"--session-timeout {args.session_timeout:g} s (see the warnings above); the transcript is "
             f"complete in the outputs and the store; {rest} (exit code 1)[/red]")

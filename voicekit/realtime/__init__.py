@@ -6,10 +6,10 @@ See docs/realtime.md.
 from voicekit.realtime.broadcaster import Broadcaster
 from voicekit.realtime.delivery import DeliveryLog
 from voicekit.realtime.local_session import LocalSession
-from voicekit.realtime.session import ProviderError, RealtimeSession, SessionClosed, SessionEvent
+from voicekit.realtime.session import ProviderError, RealtimeSession, SessionClosed, SessionEvent, SessionRefused
 
 __all__ = ["Broadcaster", "DeliveryLog", "LocalSession", "ProviderError", "RealtimeSession", "SessionClosed",
-           "SessionEvent", "make_session"]
+           "SessionEvent", "SessionRefused", "make_session"]
 
 
 def make_session(kind: str, *, model: str | None = None, base_url: str | None = None,
@@ -22,7 +22,8 @@ def make_session(kind: str, *, model: str | None = None, base_url: str | None = 
     the WebSocket base, an ``http(s)://`` one the API base.
 
     Raises:
-        ValueError: an unknown ``kind``, or no API key for ``openai`` / ``gemini``.
+        ValueError: an unknown ``kind``, no API key for ``openai`` / ``gemini``, or a ``gemini``
+            base URL that is not ``https://`` (Gemini Live is reached over TLS only).
         ImportError: ``openai`` / ``gemini`` without the ``voicekit[realtime]`` extra installed.
     """
     if kind == "local":
@@ -38,5 +39,9 @@ def make_session(kind: str, *, model: str | None = None, base_url: str | None = 
         from voicekit.realtime.gemini_session import DEFAULT_MODEL as GEMINI_MODEL
         from voicekit.realtime.gemini_session import GeminiLiveSession
 
+        if base_url and not base_url.startswith("https://"):
+            # google-genai connects to wss:// whatever the scheme: an http:// server got a TLS handshake
+            raise ValueError(f"--session-base-url {base_url!r}: Gemini Live connects over TLS only (google-genai "
+                             "makes any base URL wss://), so give https://HOST[:PORT]")
         return GeminiLiveSession(model or GEMINI_MODEL, base_url=base_url, instructions=instructions)
     raise ValueError(f"unknown session {kind!r}: use local, openai or gemini")

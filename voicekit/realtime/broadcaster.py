@@ -49,7 +49,8 @@ from voicekit.attribution.note import RUNTIME_NOTE
 from voicekit.attribution.register import MemoryRegister
 from voicekit.attribution.views import unlabelled_content
 from voicekit.realtime.delivery import DELIVERED, REJECTED, SKIPPED, DeliveryLog
-from voicekit.realtime.session import ProviderError, RealtimeSession, SessionClosed, SessionEvent, log
+from voicekit.realtime.session import (ProviderError, RealtimeSession, SessionClosed, SessionEvent, SessionRefused,
+                                       log)
 from voicekit.turns import SpeakerTurn
 
 _TURN, _INSTRUCTION, _REPLY = "turn", "instruction", "reply"
@@ -73,14 +74,21 @@ class Broadcaster:
             ``backoff_initial`` (history sent again for context is no progress).
         reply_when: called with each delivered turn; True asks the model for a reply.
         on_event: called (on the broadcaster's thread) with every :class:`SessionEvent` the
-            provider sends, and with the broadcaster's own ``connect_failed``, ``dropped`` and
-            ``unsent`` events (``text`` says what happened; ``unsent`` comes from :meth:`close`, on
-            its caller's thread), so a session log records a provider it never reached.
+            provider sends, and with the broadcaster's own ``connect_failed``, ``refused``,
+            ``dropped`` and ``unsent`` events (``text`` says what happened; ``unsent`` comes from
+            :meth:`close`, on its caller's thread), so a session log records a provider it never
+            reached.
         meeting_id: the author register's meeting id.
         history_on_reconnect: after a dropped connection, the new provider conversation is first
             sent again the last this many items the old one had taken (default 100; 0: none), so
             the model keeps the meeting's recent context; a new run on a store an earlier run fed
             first sends the last this many turns delivered before.
+
+    Attributes:
+        error: why the broadcaster's thread stopped, or None: a
+            :class:`~voicekit.realtime.session.SessionRefused` connect (HTTP 401/403, close code
+            1008: it is not retried, and every item given after it counts in :attr:`backlog`), an
+            ``OSError`` of a session's connect, or a bug.
     """
 
     def __init__(self, session: RealtimeSession, store_path: str | Path | None = None, *,
@@ -128,6 +136,7 @@ class Broadcaster:
         self._accepted = 0   # turns delivered on the current connection (history sent again not counted)
         self._log: DeliveryLog | None = None
         self.error: BaseException | None = None
+        self._refused_backlog = 0   # items given after the provider refused the connection: never sent
 
     # --- the pipeline's side (any thread, never blocks) ----------------------------------
     def start(self) -> "Broadcaster":
@@ -159,6 +168,10 @@ class Broadcaster:
         self._put((_REPLY, None), "a reply request")
 
     def _put(self, item: tuple[str, Any], what: str) -> None:
+        if isinstance(self.error, SessionRefused):   # nothing is sent any more; a turn stays in the store
+            self.stats["dropped"] += item[0] != _TURN or self.store_path is None
+            self._refused_backlog += 1
+            return
         try:
             self._q.put_nowait(item)
         except queue.Full:
@@ -188,8 +201,9 @@ class Broadcaster:
 
     @property
     def backlog(self) -> int:
-        """Items queued or held that the session has not taken yet."""
-        return self._q.qsize() + len(self._pending)
+        """Items queued or held that the session has not taken yet (and, once the provider refused
+        the connection, every item given since: none will be)."""
+        return self._q.qsize() + len(self._pending) + self._refused_backlog
 
     def close(self, timeout: float = 10.0) -> bool:
         """Send what is queued (for up to ``timeout`` seconds), then close the session.
@@ -202,7 +216,7 @@ class Broadcaster:
         self._kick()
         if self._thread is not None:
             self._thread.join(timeout + 5.0)
-        done = self._q.empty() and not self._pending
+        done = self.backlog == 0
         if not done:
             # what to run next depends on the caller (the CLI's closing line says it for each command)
             log.warning("realtime session %s closed with %d item(s) not sent; the committed turns stay in the "
@@ -253,7 +267,16 @@ class Broadcaster:
                     return
                 try:
                     await self._within_close_deadline(self.session.connect())
+                except SessionRefused as exc:   # a wrong key: every retry would be refused too
+                    self.error = exc
+                    log.error("realtime session %s: %s: the provider refused the connection (a wrong or revoked API "
+                              "key, or no access to the model); not retrying, the turns stay in the store",
+                              self.session_id, exc)
+                    self._tell("refused", str(exc))
+                    return
                 except SessionClosed as exc:
+                    if self._stopping and time.monotonic() > self._deadline:
+                        return   # the close timeout passed during the connect: nothing to retry
                     log.warning("realtime session %s: %s; retrying in %.1f s", self.session_id, exc, delay)
                     self._tell("connect_failed", f"{exc}; retrying in {delay:.1f} s")
                     await self._sleep(delay)

@@ -13,7 +13,8 @@ import contextlib
 import os
 from typing import Any
 
-from voicekit.realtime.session import SessionClosed, SessionEvent, StreamingSession, log, redact, shorten
+from voicekit.realtime.session import (SessionClosed, SessionEvent, SessionRefused, StreamingSession, log, redact,
+                                       refusal, shorten)
 from voicekit.realtime.wire import gemini_content, instruction_item, item_text
 
 DEFAULT_MODEL = "gemini-live-2.5-flash-preview"
@@ -71,7 +72,8 @@ class GeminiLiveSession(StreamingSession):
         except Exception as exc:  # noqa: BLE001 - retried by the broadcaster
             await self._stack.aclose()
             self._stack = None
-            raise SessionClosed(redact(f"cannot connect to Gemini Live: {exc}", self._api_key)) from exc
+            closed = SessionRefused if refusal(exc) else SessionClosed
+            raise closed(redact(f"cannot connect to Gemini Live: {exc}", self._api_key)) from exc
         self.audio_started = False
         self.reply_in_flight = False
         self._reply_deferred = False

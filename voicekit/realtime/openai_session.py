@@ -14,8 +14,10 @@ from voicekit.realtime.session import (
     StreamingSession,
     SessionClosed,
     SessionEvent,
+    SessionRefused,
     log,
     redact,
+    refusal,
     shorten,
 )
 from voicekit.realtime.wire import EventIds, item_create, instruction_item, response_create, session_update
@@ -75,8 +77,9 @@ class OpenAIRealtimeSession(StreamingSession):
         self._manager = client.realtime.connect(model=self.model)
         try:
             self._conn = await self._manager.enter()
-        except Exception as exc:  # noqa: BLE001 - any connect failure is retried
-            raise SessionClosed(redact(f"cannot connect to OpenAI Realtime: {exc}", self._api_key)) from exc
+        except Exception as exc:  # noqa: BLE001 - any connect failure is retried, but a refusal
+            closed = SessionRefused if refusal(exc) else SessionClosed
+            raise closed(redact(f"cannot connect to OpenAI Realtime: {exc}", self._api_key)) from exc
         self._closed = False
         self.reply_in_flight = False
         self._reply_deferred = False

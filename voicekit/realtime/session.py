@@ -46,6 +46,34 @@ class SessionClosed(Exception):
     """The connection dropped (or was closed) before the operation completed; reconnect."""
 
 
+class SessionRefused(SessionClosed):
+    """The provider refused the connection for good: HTTP 401 or 403 at the WebSocket handshake
+    (a wrong or revoked API key, no access to the model), or a close with code 1008 (policy
+    violation: Gemini Live's answer to an invalid key or model) before the session started.
+    Connecting again cannot help, so the broadcaster stops (the turns stay in the store)."""
+
+
+def refusal(exc: BaseException) -> str | None:
+    """``"HTTP 401"``, ``"HTTP 403"`` or ``"close code 1008"`` when ``exc``, or an exception it was
+    raised from, is such a refusal (:class:`SessionRefused`); None for a failure worth retrying
+    (a refused TCP connection, a timeout, a server error)."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        response = getattr(cur, "response", None)   # websockets' InvalidStatus, an HTTP error
+        status = getattr(response, "status_code", None) or getattr(cur, "status_code", None)
+        if status in (401, 403):
+            return f"HTTP {status}"
+        code = getattr(cur, "code", None)   # google-genai's APIError from the close frame
+        if code in (401, 403):
+            return f"HTTP {code}"
+        if code == 1008:
+            return "close code 1008"
+        cur = cur.__cause__ or cur.__context__
+    return None
+
+
 class ProviderError(Exception):
     """The provider rejected what was sent.
 
