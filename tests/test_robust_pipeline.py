@@ -204,6 +204,41 @@ def test_a_pipeline_runs_one_stream():
     assert first.turns == turns
 
 
+def test_an_aborted_live_feed_ends_the_run_at_once_keeping_what_was_committed():
+    """A LiveKit lane's feed aborted (the second Ctrl-C of `voicekit livekit`, which kept
+    committing for 34 s behind a slow model): the pipeline stops at its next read with
+    MeetingAborted; turns committed before stay, the queued audio and the open utterance are
+    not transcribed."""
+    import threading
+
+    from voicekit.pipeline import MeetingAborted
+    from voicekit.sources import LiveFeed
+
+    x = load_audio(EVAL / "picovoice_falcon" / "test.wav")
+    feed = LiveFeed(max_seconds=60)
+    for block in _blocks(x[: 16000 * 15], 1600):   # 15 s queued: two utterances close, a third is open
+        feed.push(block)
+    pipe = Pipeline(PipelineOptions(), components())
+    outcome = []
+
+    def run():
+        try:
+            pipe.run(feed, channel="lane")
+        except MeetingAborted:
+            outcome.append("aborted")
+
+    committed = threading.Event()
+    pipe.on_turn = lambda t: committed.set()
+    thread = threading.Thread(target=run)
+    thread.start()
+    assert committed.wait(60)   # the first turn ("And so it begins.") is committed
+    feed.abort()
+    thread.join(30)
+    assert not thread.is_alive() and outcome == ["aborted"]
+    assert 1 <= len(pipe.turns) < 3 and pipe.consumed_seconds < 15.0, (len(pipe.turns), pipe.consumed_seconds)
+    assert "seat belts" not in " ".join(t.text for t in pipe.turns)   # the third speaker (12.6 s on) never came
+
+
 def test_a_hooks_rename_is_stored_with_the_turn_not_only_at_the_end(tmp_path):
     """Renames were stored only by the CLI when the meeting ended, so a session resumed after a
     crash (resume=True) labelled the renamed speaker "Speaker B" again."""

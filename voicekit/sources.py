@@ -28,7 +28,9 @@ class LiveFeed:
     pipeline, which reads it from another thread.
 
     The producer calls :meth:`push` (never blocks: when the queue is full the block is dropped
-    and counted in :attr:`overflows`) and :meth:`close`; the consumer iterates.
+    and counted in :attr:`overflows`) and :meth:`close`; the consumer iterates. :meth:`abort`
+    (any thread) ends the consumer's iteration at once with
+    :class:`voicekit.pipeline.MeetingAborted`, what is still queued unread.
 
     Args:
         max_seconds: capacity of the queue in seconds of 16 kHz audio.
@@ -40,6 +42,7 @@ class LiveFeed:
         )
         self.overflows = 0
         self.dropped_seconds = 0.0
+        self.aborted = False
 
     def push(self, block: np.ndarray) -> None:
         """Queue one ``(n,)`` float32 16 kHz block; drop and count it when the queue is full."""
@@ -56,9 +59,21 @@ class LiveFeed:
         """Mark the end of the stream."""
         self._queue.put(None)
 
+    def abort(self) -> None:
+        """End the stream now: the consumer's next read raises MeetingAborted (a second Ctrl-C)."""
+        self.aborted = True
+        try:
+            self._queue.put_nowait(None)   # wake a consumer waiting on an empty queue
+        except queue.Full:
+            pass   # (a full queue: the consumer is not waiting, and reads the flag first)
+
     def __iter__(self) -> Iterator[np.ndarray]:
         while True:
-            block = self._queue.get()
+            block = None if self.aborted else self._queue.get()
+            if self.aborted:
+                from voicekit.pipeline import MeetingAborted
+
+                raise MeetingAborted
             if block is None:
                 return
             yield block

@@ -42,7 +42,7 @@ from voicekit.attribution import Participant, one_line
 from voicekit.audio import SAMPLE_RATE
 from voicekit.capture import CaptureError
 from voicekit.hooks import HookRunner
-from voicekit.pipeline import Components, Pipeline, PipelineOptions, SingleSpeaker
+from voicekit.pipeline import Components, MeetingAborted, Pipeline, PipelineOptions, SingleSpeaker
 from voicekit.sources import LiveFeed
 from voicekit.store import MeetingStore
 from voicekit.turns import SpeakerTurn
@@ -542,13 +542,25 @@ class LiveKitBot:
         if backlog > lane.max_backlog_seconds:
             lane.max_backlog_seconds = backlog
 
+    def abort(self) -> None:
+        """Stop every lane's pipeline at its next block (any thread; a second Ctrl-C): what each
+        lane committed stays, its queued audio and open utterance are not transcribed. Then
+        :meth:`close` leaves the room."""
+        for lane in self.all_lanes():
+            lane.feed.abort()
+
     def _run_lane(self, lane: Lane) -> None:
         try:
             lane.pipeline.run(lane.feed, channel=lane.channel)
+        except MeetingAborted:
+            log.info("lane %s (%s) aborted", lane.channel, lane.label)
         except Exception as exc:  # noqa: BLE001 - one lane's failure never stops the others
             lane.error = exc
             log.exception("lane %s (%s) failed; the other lanes go on", lane.channel, lane.label)
             if self._loop is not None and not self._loop.is_closed():
                 self._loop.call_soon_threadsafe(self._end_lane, lane)
-            for _ in lane.feed:   # drain what is queued so the reader never blocks
+            try:
+                for _ in lane.feed:   # drain what is queued so the reader never blocks
+                    pass
+            except MeetingAborted:
                 pass

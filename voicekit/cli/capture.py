@@ -255,6 +255,7 @@ def cmd_livekit(args: argparse.Namespace) -> int:
         None if args.quiet else (lambda t: console.print(f"{t.channel}  {format_line(t)}", markup=False)),
         decide, args))
     closed: list[tuple[bool, bool]] = []   # the broadcaster's close: (missed, stopped)
+    aborted: list[bool] = []   # a second Ctrl-C while leaving
 
     bot = LiveKitBot(url, token, options, components=components, store=store, hooks=hooks, on_turn=on_turn,
                      room_mics=args.room_mic or (), voices=voices, resume=args.append,
@@ -290,7 +291,13 @@ def cmd_livekit(args: argparse.Namespace) -> int:
         try:
             await bot.wait(stop, args.seconds)
         finally:
-            err.print("[dim]leaving: committing every lane's open utterance…[/dim]")
+            def abort() -> None:   # a second Ctrl-C while leaving
+                if not aborted:
+                    aborted.append(True)
+                    err.print("[yellow]aborting: what each lane had not committed yet is not transcribed[/yellow]")
+                    bot.abort()
+            loop.add_signal_handler(signal.SIGINT, abort)
+            err.print("[dim]leaving: committing every lane's open utterance (Ctrl-C again to abort)…[/dim]")
             await bot.close()
         return True
 
@@ -339,7 +346,7 @@ def cmd_livekit(args: argparse.Namespace) -> int:
     if bot.lost is not None:
         err.print(f"[red]voicekit: error: {bot.lost}; the meeting up to then is written (exit code 1)[/red]")
         return 1
-    if any(stopped for _, stopped in closed):
+    if aborted or any(stopped for _, stopped in closed):
         return 130
     return 1 if missed or any(lane.error for lane in bot.all_lanes()) else 0
 
