@@ -137,7 +137,8 @@ def test_a_refused_api_key_fails_the_replay_with_the_key_to_check(tmp_path, monk
     out = tmp_path / "out"
     with RefusingServer(401) as server:
         rc = main(["replay", str(EVAL / "picovoice_falcon" / "test.wav"), "--out", str(out), "--quiet",
-                   "--session", "openai", "--session-base-url", f"ws://127.0.0.1:{server.port}/v1"])
+                   "--session", "openai", "--session-base-url", f"ws://127.0.0.1:{server.port}/v1",
+                   "--session-log", str(tmp_path / "events.jsonl")])
         tries = len(server.paths)
     err = capsys.readouterr().err
     print(err)
@@ -146,6 +147,33 @@ def test_a_refused_api_key_fails_the_replay_with_the_key_to_check(tmp_path, monk
     assert ("voicekit: error: the live session (openai) refused the connection (cannot connect to OpenAI Realtime: "
             "server rejected WebSocket connection: HTTP 401): check OPENAI_API_KEY and --session-model") in err
     assert len(json.loads((out / "test.json").read_text())["turns"]) == 3
+    events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [e["kind"] for e in events] == ["refused", "unsent"] and "HTTP 401" in events[0]["text"]
+
+
+def test_the_session_log_names_each_provider_event_and_when_it_came(tmp_path, monkeypatch):
+    """A live-features trial: every acknowledgement was logged as {"kind": "other", "text": ""},
+    with no word of which event it was nor when (the file is appended to run after run)."""
+    import_or_skip("openai", "VOICEKIT_REQUIRE_REALTIME", 'pip install -e ".[realtime]"')
+    from _realtime_servers import FakeOpenAIRealtime
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    store = open_store(tmp_path)
+    log = tmp_path / "events.jsonl"
+    t0 = time.time()
+    with FakeOpenAIRealtime() as server:
+        args = build_parser().parse_args(["replay", "m.wav", "--session", "openai", "--session-log", str(log),
+                                          "--session-base-url", f"ws://127.0.0.1:{server.port}/v1"])
+        b = _start_session(args, _make_session(args, tmp_path), store.path)
+        for i, (spk, name, text) in enumerate(SCRIPT[:2]):
+            b.on_turn(store.commit(turn(spk, name, text, i)))
+        assert b.close(timeout=10)
+    events = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    print(events)
+    types = [e["type"] for e in events]
+    assert types[:2] == ["session.created", "session.updated"]
+    assert types.count("conversation.item.added") == 2 and set(e["kind"] for e in events) == {"other"}
+    assert all(t0 - 1 <= e["at"] <= time.time() + 1 for e in events)
 
 
 def test_gemini_with_a_plain_http_base_url_is_refused_before_anything_opens(tmp_path, monkeypatch):

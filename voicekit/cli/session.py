@@ -128,6 +128,7 @@ def _start_session(args: argparse.Namespace, session, store_path: Path):  # noqa
     if session is None:
         return None
     import json
+    import time
 
     from voicekit.realtime import Broadcaster
 
@@ -138,8 +139,12 @@ def _start_session(args: argparse.Namespace, session, store_path: Path):  # noqa
         fh = log_path.open("a", encoding="utf-8")
 
         def write_event(ev) -> None:  # noqa: ANN001 - voicekit.realtime.SessionEvent
-            fh.write(json.dumps({"kind": ev.kind, "text": ev.text, "event_id": ev.event_id},
-                                ensure_ascii=False) + "\n")
+            # the provider's own event type (OpenAI: "type"; Gemini: the message's key, e.g.
+            # "serverContent"), and when: the file is appended to by every run of the meeting
+            raw = ev.raw if isinstance(ev.raw, dict) else {}
+            kind = raw.get("type") if isinstance(raw.get("type"), str) else next(iter(raw), None)
+            fh.write(json.dumps({"kind": ev.kind, "type": kind, "text": ev.text, "event_id": ev.event_id,
+                                 "at": round(time.time(), 3)}, ensure_ascii=False) + "\n")
             fh.flush()
         on_event = write_event
     session_id = f"{args.session}:{args.session_model or 'default'}"
