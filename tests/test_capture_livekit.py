@@ -352,6 +352,8 @@ def test_cli_transcribes_a_room_and_ends_on_ctrl_c(tmp_path):
     assert rc == 0, run.text
     assert "standup/1  " in stdout and "Sheila" in stdout, stdout
     data = json.loads((out / "meeting.json").read_text())
+    [session] = data["meeting"]["sessions"]   # this session's audio and dropped blocks, as mic records them
+    assert session["duration"] == data["meeting"]["duration"] > 0 and session["queue_overflows"] == 0, session
     turns = data["turns"]
     assert turns and all(t["channel"] == "standup/1" and t["speaker"] == "Sheila" and t["name"] == "Sheila"
                          for t in turns), turns

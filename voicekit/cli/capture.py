@@ -311,7 +311,10 @@ def cmd_livekit(args: argparse.Namespace) -> int:
         hooks.close()
         closed.extend(_close_session(broadcaster, args, err) for broadcaster in live)
         meta["duration"] = round(bot.meeting_time(), 3)   # the meeting's, every session of it
-        store.set_meta(duration=meta["duration"])
+        if meta.get("sessions"):   # this session's, as mic records its own
+            meta["sessions"][-1].update(duration=round(meta["duration"] - bot.start_time, 3),
+                                        queue_overflows=sum(lane.feed.overflows for lane in bot.all_lanes()))
+        store.set_meta(duration=meta["duration"], **({"sessions": meta["sessions"]} if meta.get("sessions") else {}))
         written = _write_outputs(store.turns(), out, args.stem, meta)
         store.close()
         return written
