@@ -193,16 +193,23 @@ _VOCATIVE_OPENERS = frozenset((
     "hi", "hello", "hey", "morning", "afternoon", "evening", "welcome", "thanks", "thank", "you",
     "okay", "ok", "alright", "right", "so", "well", "now", "sorry", "please", "yes", "yeah", "no",
 ))
-"""Words after which a vocative may stand without a comma ("Hi everyone", "Thank you everyone",
-"Okay everybody let's start")."""
+"""Words that may open the clause a vocative stands in without a comma ("Hi everyone", "Thank
+you very much everyone", "Okay everybody let's start"): one of them among the at most
+:data:`_OPENER_WORDS` words between the last punctuation mark and the vocative."""
+
+_OPENER_WORDS = 4
 
 _NOT_AFTER_VOCATIVE = frozenset((
-    "is", "was", "has", "does", "did", "can", "could", "will", "would", "shall", "should", "may",
-    "might", "must", "else", "who", "that", "which",
+    "is", "was", "are", "were", "has", "had", "have", "does", "did", "do", "can", "could", "will",
+    "would", "shall", "should", "may", "might", "must", "else", "who", "that", "which", "here",
+    "there", "in", "at", "on", "of", "from",
 ))
 """Words that make the word before them a sentence's subject, not a call to the room
-("everyone is", "everybody else", "everyone who"); so does any word ending in -s ("everyone
-gets", "everybody knows") and a contraction ("everyone's")."""
+("everyone is", "everybody else", "everyone who", "everybody here"); so does any word in -ed
+("everyone agreed") or in -s ("everyone gets", "everybody knows") but those of
+:data:`_S_WORDS`, and a contraction ("everyone's")."""
+
+_S_WORDS = frozenset(("thanks", "this", "yes", "us", "plus", "please", "always", "perhaps", "let's"))
 
 DEFAULT_ROOM_EXCLUSIONS: tuple[str, ...] = ("you all right",)
 """Word sequences that look like a room address but are not ("are you all right?"); one cancels
@@ -213,11 +220,13 @@ class RoomAddress:
     """Detects a message addressed to the whole room (the second half of T2).
 
     A vocative (:data:`DEFAULT_ROOM_VOCATIVES`) addresses the room when it stands apart from the
-    sentence around it: after the start of the message, a punctuation mark or an opener ("hi",
-    "thanks", "okay"…), and before the end, a punctuation mark or a word that does not make it
-    the sentence's subject (not "is", "else", a verb in -s, "'s"…). So "Everyone, thoughts?",
-    "Hi everybody" and "Everybody listen" address the room; "I told everyone yesterday",
-    "Everybody knows that" and "Does everyone agree?" do not. (English defaults, a voicekit
+    sentence around it: right after the start of the message or a punctuation mark, or after a
+    short opening ("hi", "thanks", "thank you very much", "okay"…); and before the end, a
+    punctuation mark or a word that does not make it the sentence's subject (not "is", "else",
+    "here", a verb in -s or -ed, "'s"…). So "Everyone, thoughts?", "Hi everybody", "Welcome back
+    everyone" and "Everybody listen" address the room; "I told everyone yesterday", "Everybody
+    knows that", "Everyone agreed" and "Does everyone agree?" do not. A heuristic: an irregular
+    past ("everybody left early") still reads as a call. (English defaults, a voicekit
     reading of T2's "everyone": a meeting says "everyone" about people far more often than
     to the AI members.)
 
@@ -276,22 +285,25 @@ class RoomAddress:
         return False
 
 
-_PUNCTUATION_BEFORE = regex.compile(r"(?:^|[\p{P}--['’]])\s*$", regex.V1)
-_LAST_WORD = regex.compile(r"([\p{L}\p{M}]+)\s*$", regex.V1)
+_CLAUSE = regex.compile(r"(?:^|[\p{P}--['’]])([^\p{P}]*(?:['’][^\p{P}]*)*)$", regex.V1)
+_WORDS = regex.compile(r"[\p{L}\p{M}]+(?:['’][\p{L}\p{M}]+)*", regex.V1)
 _NEXT = regex.compile(r"^\s*(?:$|([\p{P}--['’]])|(['’])|([\p{L}\p{M}]+))", regex.V1)
 
 
 def _called(text: str, match: regex.Match) -> bool:
     """Whether the vocative ``match`` in ``text`` calls the room (see :class:`RoomAddress`)."""
-    before = text[: match.start()]
-    last = _LAST_WORD.search(before)
-    if not (_PUNCTUATION_BEFORE.search(before) or (last and last.group(1).casefold() in _VOCATIVE_OPENERS)):
+    clause = _CLAUSE.search(text[: match.start()]).group(1)   # the words since the last punctuation mark
+    words = [w.casefold() for w in _WORDS.findall(clause)]
+    if words and (len(words) > _OPENER_WORDS or not _VOCATIVE_OPENERS.intersection(words)):
         return False
     nxt = _NEXT.match(text[match.end():])
     if nxt is None or nxt.group(2):          # a digit, a symbol, or "'s"
         return False
     word = (nxt.group(3) or "").casefold()
-    return not word or (word not in _NOT_AFTER_VOCATIVE and not word.endswith("s"))
+    if not word:
+        return True
+    return word not in _NOT_AFTER_VOCATIVE and not word.endswith("ed") and (
+        not word.endswith("s") or word in _S_WORDS)
 
 
 # --- T8: the decision record --------------------------------------------------------------------
