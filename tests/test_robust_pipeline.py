@@ -239,6 +239,23 @@ def test_an_aborted_live_feed_ends_the_run_at_once_keeping_what_was_committed():
     assert "seat belts" not in " ".join(t.text for t in pipe.turns)   # the third speaker (12.6 s on) never came
 
 
+def test_an_aborted_pipeline_stops_even_inside_its_finish():
+    """A review: a lane that keeps up reaches finish() as soon as its feed is closed, and there the
+    feed's abort came too late: every pending utterance was still transcribed. Pipeline.abort()
+    stops before the next utterance, also inside finish()."""
+    from voicekit.pipeline import MeetingAborted
+
+    x = load_audio(EVAL / "picovoice_falcon" / "test.wav")
+    pipe = Pipeline(PipelineOptions(), components())
+    pipe.start("lane")
+    pipe.push(x[: 16000 * 8])   # the first utterance (1.6-3.8 s) is committed; the second (6.1 s-) is open
+    assert [t.text for t in pipe.turns] == ["And so it begins."]
+    pipe.abort()
+    with pytest.raises(MeetingAborted):
+        pipe.finish()   # the open utterance is flushed, and not transcribed
+    assert [t.text for t in pipe.turns] == ["And so it begins."]
+
+
 def test_a_hooks_rename_is_stored_with_the_turn_not_only_at_the_end(tmp_path):
     """Renames were stored only by the CLI when the meeting ended, so a session resumed after a
     crash (resume=True) labelled the renamed speaker "Speaker B" again."""

@@ -254,6 +254,7 @@ class Pipeline:
         self._t0 = time.monotonic()
         self._channel = "replay"
         self._started = False
+        self._aborted = False
         self._saved_names: dict[str, str] = {}
         self._consumed = 0
         self._pcm = PcmNormalizer("the pushed audio")
@@ -284,9 +285,21 @@ class Pipeline:
         after an interrupt or an error, until the next :meth:`push` or :meth:`finish`)."""
         return len(self._pending)
 
+    def abort(self) -> None:
+        """Stop the stream from another thread (a second Ctrl-C of a LiveKit meeting): the
+        utterance in hand is finished, then the pipeline's thread raises :class:`MeetingAborted`
+        before the next one, also inside :meth:`finish`; the turns committed stay."""
+        self._aborted = True
+
     def _drain(self) -> None:
-        """Transcribe, diarize and commit the pending utterances, oldest first."""
+        """Transcribe, diarize and commit the pending utterances, oldest first.
+
+        Raises:
+            MeetingAborted: after :meth:`abort`, before an utterance is taken up.
+        """
         while self._pending:
+            if self._aborted:
+                raise MeetingAborted
             utt = self._pending[0]
             if self._progress is None or self._progress.utt is not utt:
                 self._progress = _Progress(utt)

@@ -547,7 +547,9 @@ class LiveKitBot:
         lane committed stays, its queued audio and open utterance are not transcribed. Then
         :meth:`close` leaves the room."""
         for lane in self.all_lanes():
-            lane.feed.abort()
+            lane.feed.abort()   # a lane waiting for audio, or with audio queued
+            if lane.pipeline is not None:
+                lane.pipeline.abort()   # a lane that already reads its last block, or finishes
 
     def _run_lane(self, lane: Lane) -> None:
         try:

@@ -297,7 +297,7 @@ def cmd_livekit(args: argparse.Namespace) -> int:
                     err.print("[yellow]aborting: what each lane had not committed yet is not transcribed[/yellow]")
                     bot.abort()
             loop.add_signal_handler(signal.SIGINT, abort)
-            err.print("[dim]leaving: committing every lane's open utterance (Ctrl-C again to abort)…[/dim]")
+            err.print("[dim]leaving: committing every lane's open utterance (Ctrl-C aborts)…[/dim]")
             await bot.close()
         return True
 
