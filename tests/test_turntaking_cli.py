@@ -81,6 +81,27 @@ def test_labels_come_from_attribution_sender_name_rank_and_channel(members: Path
     assert on_turn.steps[3].decision.excluded == ()
 
 
+def test_a_resumed_meeting_seeds_the_ranks_as_the_store_has_them(members: Path, tmp_path: Path):
+    """A review: `mic --append --members`: a session whose first turn is "ALICE" (Speaker B) read
+    "ALICE" in the decisions while the store and the model read "ALICE (2)" (the stored meeting
+    had "Alice" from Speaker A first). The stored turns are ranked first, deciding nothing."""
+    from voicekit.store import MeetingStore
+
+    store = MeetingStore(tmp_path / "meeting.sqlite")
+    earlier = [store.commit(turn("Speaker A", "hello", 0.0, "Alice")),
+               store.commit(turn("Speaker B", "hi", 2.0, "ALICE"))]
+    again = store.commit(turn("Speaker B", "me again", 4.0, "ALICE"))
+    expected = store.labels([again])[0].text
+    on_turn = speak_decisions(members)
+    on_turn.seed(earlier)
+    on_turn(again)
+    assert expected == "ALICE (2)" and [s.label.text for s in on_turn.steps] == [expected]
+    fresh = speak_decisions(members)   # without the seed, the session's first "ALICE" is bare
+    fresh(again)
+    assert fresh.steps[0].label.text == "ALICE"
+    store.close()
+
+
 def test_an_enrolled_voice_keeps_its_name_and_is_the_source_a_policy_binds(tmp_path: Path):
     """With the pipeline's registered participants (an enrolled voice matched, A11 / T15), the
     voice keeps the bare name even when a look-alike spoke first, and a member bound to it

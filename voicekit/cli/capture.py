@@ -85,6 +85,8 @@ def cmd_mic(args: argparse.Namespace) -> int:
     store = _fresh_store(out, args.append)
     if hooks.names:
         store.set_speaker_names(hooks.names)
+    if decide is not None and args.append:
+        decide.seed(store.turns())   # the stored meeting's names rank first, as in the store
     # the broadcaster of --session joins ``live`` just before the capture is read
     on_turn, live = _live_sink(_with_decisions(
         None if args.quiet else (lambda t: console.print(format_line(t), markup=False)), decide, args))
@@ -249,6 +251,8 @@ def cmd_livekit(args: argparse.Namespace) -> int:
     # --overwrite: the old meeting is set aside until the room is joined (a failed join keeps it)
     aside = _SetAside(store_path) if store_path.exists() and not args.append else None
     store = MeetingStore(store_path)
+    if decide is not None and args.append:
+        decide.seed(store.turns())   # the stored meeting's names rank first, as in the store
     meta = {"source": f"livekit:{url}", "stem": args.stem, "model": args.model, "vad": args.vad}
     # the broadcaster of --session joins ``live`` once the room is joined; on_turn runs on the lanes' threads
     on_turn, live = _live_sink(_with_decisions(

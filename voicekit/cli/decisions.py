@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, TextIO
 from voicekit.cli.common import CliError, _chain
 
 if TYPE_CHECKING:
-    from voicekit.attribution import Participant
+    from voicekit.attribution import Participant, SpeakerLabel
     from voicekit.hooks import HookRunner
     from voicekit.turns import SpeakerTurn
 
@@ -44,7 +44,8 @@ def speak_decisions(members: str | Path, *, explain: bool = False, out: TextIO |
 
     Returns:
         The callback. Its ``steps`` attribute lists the :class:`ReplayStep` of every turn so far,
-        its ``summary()`` gives the count line (``3 turns decided: fallback=1, mention=2; answered: Iris 3``).
+        its ``summary()`` gives the count line (``3 turns decided: fallback=1, mention=2; answered: Iris 3``),
+        its ``seed(turns)`` ranks a resumed meeting's stored turns first, deciding nothing.
 
     Raises:
         CliError: when the members file cannot be read or is invalid.
@@ -73,12 +74,23 @@ def speak_decisions(members: str | Path, *, explain: bool = False, out: TextIO |
     steps: list = []
     register_ids = itertools.count(1)  # every committed turn joins the register (A12), a person's or not
 
+    def record(turn: "SpeakerTurn", known: tuple) -> "SpeakerLabel | None":
+        named = turn.replace(metadata={**turn.metadata, "sender_name": turn.sender_name})
+        with meeting_lock(conn):
+            return register.record_turn(conn, next(register_ids), named, known)
+
+    def seed(earlier: "Sequence[SpeakerTurn]") -> None:
+        """Rank a resumed meeting's stored turns first (``--append``), deciding nothing: a
+        look-alike name then reads as the store and the model read it (A11)."""
+        with lock:
+            known = tuple(participants()) if participants is not None else ()
+            for turn in earlier:
+                record(turn, known)
+
     def on_turn(turn: "SpeakerTurn") -> None:
         with lock:
-            named = turn.replace(metadata={**turn.metadata, "sender_name": turn.sender_name})
             known = tuple(participants()) if participants is not None else ()
-            with meeting_lock(conn):
-                label = register.record_turn(conn, next(register_ids), named, known)
+            label = record(turn, known)
             if label is None:  # not a person's turn (an assistant reply, an instruction)
                 return
             for step in replay_room([(turn, label)], taker, participants=known):
@@ -86,6 +98,7 @@ def speak_decisions(members: str | Path, *, explain: bool = False, out: TextIO |
                 if explain:
                     print(format_step(step), file=out or sys.stdout, flush=True)
 
+    on_turn.seed = seed  # type: ignore[attr-defined]
     on_turn.steps = steps  # type: ignore[attr-defined]
     on_turn.summary = lambda: summarize_steps(steps)  # type: ignore[attr-defined]
     return on_turn
