@@ -144,6 +144,7 @@ def test_a_refused_api_key_fails_the_replay_with_the_key_to_check(tmp_path, monk
     print(err)
     assert rc == 1 and tries == 1, err
     assert "retrying in" not in err and "sk-wrong" not in err
+    assert "waiting up to" not in err   # nothing will be taken: no wait for it
     assert ("voicekit: error: the live session (openai) refused the connection (cannot connect to OpenAI Realtime: "
             "server rejected WebSocket connection: HTTP 401): check OPENAI_API_KEY and --session-model") in err
     assert len(json.loads((out / "test.json").read_text())["turns"]) == 3

@@ -292,8 +292,15 @@ def test_a_refused_api_key_is_not_retried_and_every_later_turn_counts_as_unsent(
         time.sleep(0.3)   # (a retry would have come after 0.05 s)
         assert b.backlog == 1 and b.close(timeout=1.0) is False
         assert server.paths == ["/v1/realtime?model=gpt-realtime"]   # connected once, never again
+        # refused with nothing queued (nobody spoke): still not a session that took the meeting
+        quiet = Broadcaster(OpenAIRealtimeSession(api_key=KEY, websocket_base_url=f"ws://127.0.0.1:{server.port}/v1"),
+                            None, session_id="refused-quiet").start()
+        deadline = time.monotonic() + 10
+        while not quiet.refused and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert quiet.backlog == 0 and quiet.close(timeout=1.0) is False
     errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
-    assert len(errors) == 1 and "the provider refused the connection" in errors[0], errors
+    assert len(errors) == 2 and all("the provider refused the connection" in e for e in errors), errors
     assert not any("retrying in" in r.getMessage() for r in caplog.records)
 
 

@@ -727,6 +727,9 @@ def test_ctrl_c_while_models_load_is_one_line_and_leaves_nothing(tmp_path, monke
     (["replay", FALCON, "--speaker-names", "Speaker", "A=Diane,Speaker", "B=Sheila"],
      'unrecognized arguments: A=Diane,Speaker B=Sheila (quote a names map that holds spaces: '
      '--speaker-names "Speaker A=Diane,Speaker B=Sheila")', "voicekit replay"),
+    # a mistyped option with '=' is no names map cut by the shell: no hint
+    (["replay", FALCON, "--speaker-names", "names.txt", "--hook-timout=3"],
+     "unrecognized arguments: --hook-timout=3", "voicekit replay"),
 ])
 def test_argument_errors_are_one_line_that_points_at_the_help(args, message, helps):
     """argparse printed its usage block (28 lines for replay) before its error; now the error is one

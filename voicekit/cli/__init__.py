@@ -118,9 +118,12 @@ def _quote_hint(args: argparse.Namespace, extra: list[str]) -> str:
     quotes, which the shell splits at its spaces (``--speaker-names Speaker A=Diane`` leaves
     ``A=Diane`` over). Empty when that is not the cause."""
     names = getattr(args, "speaker_names", None)
-    if not names or not any("=" in e for e in extra):
+    if not names or "=" in names:   # (the shell cut the map before its first '=')
         return ""
-    return f" (quote a names map that holds spaces: --speaker-names \"{' '.join([names, *extra])}\")"
+    rest = [e for e in extra if not e.startswith("-")]
+    if not any("=" in e for e in rest):
+        return ""
+    return f" (quote a names map that holds spaces: --speaker-names \"{' '.join([names, *rest])}\")"
 
 
 def _dispatch(args: argparse.Namespace) -> int:

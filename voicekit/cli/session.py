@@ -157,7 +157,8 @@ def _close_session(broadcaster, args: argparse.Namespace, err) -> tuple[bool, bo
     wait (the outputs are written all the same)."""
     if broadcaster is None:
         return False, False
-    if broadcaster.backlog and args.session_timeout > 0 and args.session != "local":  # (local: a file, no wait)
+    if broadcaster.backlog and args.session_timeout > 0 and args.session != "local" and not broadcaster.refused:
+        # (local: a file, no wait; refused: nothing will be taken)
         err.print(f"[dim]waiting up to {args.session_timeout:g} s for the live session to take "
                   f"{_plural(broadcaster.backlog, 'item')} still queued (Ctrl-C gives up)…[/dim]")
     try:

@@ -168,9 +168,10 @@ class Broadcaster:
         self._put((_REPLY, None), "a reply request")
 
     def _put(self, item: tuple[str, Any], what: str) -> None:
-        if isinstance(self.error, SessionRefused):   # nothing is sent any more; a turn stays in the store
-            self.stats["dropped"] += item[0] != _TURN or self.store_path is None
-            self._refused_backlog += 1
+        if self.refused:   # nothing is sent any more; a turn stays in the store
+            with self._catch_lock:   # (on_turn runs on several threads: LiveKit lanes)
+                self.stats["dropped"] += item[0] != _TURN or self.store_path is None
+                self._refused_backlog += 1
             return
         try:
             self._q.put_nowait(item)
@@ -200,6 +201,11 @@ class Broadcaster:
                 pass  # the loop has just closed
 
     @property
+    def refused(self) -> bool:
+        """The provider refused the connection (:class:`SessionRefused`): nothing will be sent."""
+        return isinstance(self.error, SessionRefused)
+
+    @property
     def backlog(self) -> int:
         """Items queued or held that the session has not taken yet (and, once the provider refused
         the connection, every item given since: none will be)."""
@@ -209,15 +215,16 @@ class Broadcaster:
         """Send what is queued (for up to ``timeout`` seconds), then close the session.
 
         Returns:
-            True when everything queued was delivered (what was not stays in the store).
+            True when everything queued was delivered (what was not stays in the store); False
+            too when the provider refused the connection (:attr:`refused`), even with nothing queued.
         """
         self._stopping = True
         self._deadline = time.monotonic() + timeout
         self._kick()
         if self._thread is not None:
             self._thread.join(timeout + 5.0)
-        done = self.backlog == 0
-        if not done:
+        done = self.backlog == 0 and not self.refused   # (refused: not even the session's start was sent)
+        if self.backlog:
             # what to run next depends on the caller (the CLI's closing line says it for each command)
             log.warning("realtime session %s closed with %d item(s) not sent; the committed turns stay in the "
                         "store", self.session_id, self.backlog)
