@@ -390,6 +390,10 @@ def test_a_hooks_text_is_one_line_in_every_output():
     same.register(lambda t: t)
     spaced = turn(text="Hi,  two spaces")
     assert same.run(spaced).text == "Hi,  two spaces"
+    # only breaks and controls go: a joiner spells a word (Persian ZWNJ) or an emoji (ZWJ)
+    upper = HookRunner()
+    upper.register(lambda t: HookResult(text=t.text.upper()))
+    assert upper.run(turn(text="می\u200cخواهم 👨\u200d👩\u200d👧 ok")).text == "می\u200cخواهم 👨\u200d👩\u200d👧 OK"
 
 
 def test_a_sync_hook_runs_in_one_thread_for_its_whole_life():

@@ -16,8 +16,7 @@ from hypothesis import strategies as st
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 from bench_export import build as build_long_meeting  # noqa: E402
 
-from voicekit.attribution import one_line
-from voicekit.hooks import HookResult, HookRunner
+from voicekit.hooks import HookResult, HookRunner, _one_line_text
 from voicekit.outputs import OutputError, write_all
 from voicekit.store import MeetingStore, StoreError
 from voicekit.turns import SpeakerTurn, Word
@@ -81,7 +80,7 @@ def test_fuzz_any_hook_return_value_gives_a_committable_turn_or_a_block(value):
         # that a refused name drops only the name: the text edit of the same result still holds
         expected = turn()
         if isinstance(value, HookResult) and hooks.failures[0][2].startswith("renamed ") and value.text is not None:
-            expected = expected.replace(text=one_line(value.text))   # (a hook's text is made one line)
+            expected = expected.replace(text=_one_line_text(value.text))   # (a hook's text is made one line)
         assert out == expected
 
 

@@ -39,7 +39,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from voicekit.attribution import one_line
 from voicekit.turns import SpeakerTurn, Word, label_read_in
 
 log = logging.getLogger(__name__)
@@ -65,9 +64,10 @@ class HookResult:
     Attributes:
         name: a new speaker name (``sender_name``), or None to keep it.
         for_speaker: apply ``name`` to every later turn of the same speaker label too.
-        text: new text, or None to keep it. It is made one line (line breaks and control
-            characters become spaces, :func:`voicekit.attribution.one_line`): a turn is one line
-            of the ``.txt`` and one cue's text in the subtitles. So is a returned SpeakerTurn's.
+        text: new text, or None to keep it. It is made one line (each run of line breaks and
+            control characters becomes one space; every other character is kept, joiners
+            included): a turn is one line of the ``.txt`` and one cue's text in the subtitles.
+            So is a returned SpeakerTurn's edited text.
         block: drop the turn: it is not committed, stored or sent.
     """
 
@@ -312,7 +312,7 @@ class HookRunner:
                 self._fail(hook, turn, problem)
                 continue
             if isinstance(result, SpeakerTurn):
-                turn = result if result.text == turn.text else result.replace(text=one_line(result.text))
+                turn = result if result.text == turn.text else result.replace(text=_one_line_text(result.text))
             elif isinstance(result, HookResult):
                 if result.block:
                     log.info("hook %s blocked the turn at %.2f s", hook.name, turn.start)
@@ -326,7 +326,7 @@ class HookRunner:
                         self._renamed[(turn.channel, turn.speaker)] = result.name.strip()
                         self.names[turn.speaker] = result.name.strip()
                 if result.text is not None:   # one line: a turn is one line of the .txt, one cue text
-                    turn = turn.replace(text=one_line(result.text))
+                    turn = turn.replace(text=_one_line_text(result.text))
         return turn
 
     def _fail(self, hook: _Hook, turn: SpeakerTurn, reason: str,
@@ -424,6 +424,16 @@ def _reason(exc: BaseException) -> str:
     if isinstance(exc, SystemExit):
         return f"called sys.exit({exc.code!r})" if exc.code is not None else "called sys.exit()"
     return f"{type(exc).__name__}: {exc}"
+
+
+_BREAKS = re.compile(r"[ \t]*[\x00-\x1f\x7f-\x9f\u2028\u2029][\s\x00-\x1f\x7f-\x9f\u2028\u2029]*")
+
+
+def _one_line_text(text: str) -> str:
+    """A hook's edited text as one line: each run of line breaks and control characters (C0,
+    DEL, C1, U+2028/2029), with the blanks around it, becomes one space. Joiners (ZWJ, ZWNJ),
+    bidi marks and the text's own spacing are kept: they spell words ("می\u200cخواهم")."""
+    return _BREAKS.sub(" ", text)
 
 
 def _invalid(result: Any) -> str | None:
