@@ -135,6 +135,16 @@ def test_raw_pcm_file_reads_like_the_wav(tmp_path, speech):
     blocks = np.concatenate(list(iter_16k_blocks(path, 0.1, raw=raw)))
     assert np.array_equal(blocks, load_audio(path, raw=raw))
     assert len(blocks) == len(speech)
+    # the same bytes under an extension libsndfile guesses a headerless format from are still
+    # headerless PCM (a review: ".vox" was refused as "has a RAW header"); a real header is refused
+    for ext in ("vox", "gsm", "au", "snd", "bin"):
+        other = path.with_suffix(f".{ext}")
+        other.write_bytes(path.read_bytes())
+        assert probe(other, raw).duration == pytest.approx(10.0, abs=1e-3)
+    wav = tmp_path / "call.wav"
+    sf.write(wav, speech, 16000)
+    with pytest.raises(AudioError, match="has a WAV header .* not headerless PCM"):
+        probe(wav, raw)
 
 
 def test_24bit_and_float32_wav_decode(tmp_path, speech):

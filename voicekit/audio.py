@@ -451,7 +451,9 @@ def probe(path: str | Path, raw: RawPcm | None = None) -> AudioInfo:
                 header = sf.info(str(path))
             except RuntimeError:
                 header = None   # no header soundfile knows: headerless indeed
-            if header is not None and header.frames > 0:
+            # (libsndfile guesses a headerless format from some extensions, .vox .gsm .au .snd:
+            # "RAW" is no header)
+            if header is not None and header.frames > 0 and header.format != "RAW":
                 raise AudioError(f"{path} has a {header.format} header ({header.samplerate} Hz, {header.channels} "
                                  "channel(s)), so it is not headerless PCM: drop --raw-rate/--raw-format/"
                                  "--raw-channels")
