@@ -750,7 +750,7 @@ def test_a_names_file_saved_with_a_byte_order_mark_names_the_speakers(tmp_path):
 
 
 def test_one_name_given_to_two_labels_is_said_before_the_meeting():
-    """`--speaker-names "Speaker A=Ana,Speaker B=ana"` merged two speakers in every output
+    """`--speaker-names "Speaker A=Ana,Speaker B=Ana"` merged two speakers in every output
     without a word (a rename to another label is refused; this is allowed, and now said)."""
     import io
 
@@ -761,8 +761,8 @@ def test_one_name_given_to_two_labels_is_said_before_the_meeting():
 
     err = Console(file=io.StringIO(), width=400)
     args = build_parser().parse_args(["replay", str(SAMPLE), "--speaker-names",
-                                      "Speaker A=Ana,Speaker B=ana,Speaker C=[b]Bo"])
-    assert _hooks(args, err).names == {"Speaker A": "Ana", "Speaker B": "ana", "Speaker C": "[b]Bo"}
+                                      "Speaker A=Ana,Speaker B=Ana,Speaker C=ana,Speaker D=[b]Bo"])
+    assert _hooks(args, err).names == {"Speaker A": "Ana", "Speaker B": "Ana", "Speaker C": "ana", "Speaker D": "[b]Bo"}
     assert err.file.getvalue().splitlines() == [
         "--speaker-names: 'Ana' names Speaker A and Speaker B: the outputs will show them as one person (a "
         "model session tells them apart as 'Name' and 'Name (2)')"]

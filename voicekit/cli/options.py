@@ -215,7 +215,7 @@ def _shared_names(names: dict[str, str]) -> str:
 
     by_name: dict[str, list[str]] = {}
     for label, name in names.items():
-        by_name.setdefault(name.casefold(), []).append(label)
+        by_name.setdefault(name, []).append(label)   # (Ana and ana are two spellings in the outputs)
     return "; ".join(f"{one_line(names[labels[0]])!r} names {' and '.join(labels)}"
                      for labels in by_name.values() if len(labels) > 1)
 

@@ -139,8 +139,8 @@ def _start_session(args: argparse.Namespace, session, store_path: Path):  # noqa
         fh = log_path.open("a", encoding="utf-8")
 
         def write_event(ev) -> None:  # noqa: ANN001 - voicekit.realtime.SessionEvent
-            # the provider's own event type (OpenAI: "type"; Gemini: the message's key, e.g.
-            # "serverContent"), and when: the file is appended to by every run of the meeting
+            # the provider's own event type (OpenAI: "type"; Gemini: the message's field, e.g.
+            # "server_content"), and when: the file is appended to by every run of the meeting
             raw = ev.raw if isinstance(ev.raw, dict) else {}
             kind = raw.get("type") if isinstance(raw.get("type"), str) else next(iter(raw), None)
             fh.write(json.dumps({"kind": ev.kind, "type": kind, "text": ev.text, "event_id": ev.event_id,
