@@ -23,7 +23,7 @@ def make_session(kind: str, *, model: str | None = None, base_url: str | None = 
 
     Raises:
         ValueError: an unknown ``kind``, no API key for ``openai`` / ``gemini``, or a ``gemini``
-            base URL that is not ``https://`` (Gemini Live is reached over TLS only).
+            base URL that is not ``https://`` or ``wss://`` (Gemini Live is reached over TLS only).
         ImportError: ``openai`` / ``gemini`` without the ``voicekit[realtime]`` extra installed.
     """
     if kind == "local":
@@ -39,9 +39,9 @@ def make_session(kind: str, *, model: str | None = None, base_url: str | None = 
         from voicekit.realtime.gemini_session import DEFAULT_MODEL as GEMINI_MODEL
         from voicekit.realtime.gemini_session import GeminiLiveSession
 
-        if base_url and not base_url.startswith("https://"):
+        if base_url and not base_url.lower().startswith(("https://", "wss://")):
             # google-genai connects to wss:// whatever the scheme: an http:// server got a TLS handshake
             raise ValueError(f"--session-base-url {base_url!r}: Gemini Live connects over TLS only (google-genai "
-                             "makes any base URL wss://), so give https://HOST[:PORT]")
+                             "makes any base URL wss://), so give https://HOST[:PORT] (or wss://)")
         return GeminiLiveSession(model or GEMINI_MODEL, base_url=base_url, instructions=instructions)
     raise ValueError(f"unknown session {kind!r}: use local, openai or gemini")

@@ -149,6 +149,7 @@ class Broadcaster:
         if self._thread is not None and self._thread.is_alive():
             raise RuntimeError(f"the broadcaster of session {self.session_id} is already started: close() it "
                                "before starting it again")
+        self.error, self._refused_backlog = None, 0   # (a refused key may have been fixed since)
         self._loop = asyncio.new_event_loop()
         self._wake = asyncio.Event()
         self._thread = threading.Thread(target=self._run, name=f"realtime-{self.session_id}", daemon=True)
