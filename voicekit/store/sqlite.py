@@ -226,7 +226,7 @@ class MeetingStore:
                 (:func:`voicekit.turns.inherited_names`).
         """
         names = dict(self.conn.execute("SELECT speaker, name FROM speaker_names"))
-        return {**names, **inherited_names(self._refined_pieces(names), names)} if refined and names else names
+        return self._refined_view(names)[0] if refined and names else names
 
     def set_refined(self, refined: dict[int, list[str]]) -> None:
         """Record the refined speaker label of every word (turn id -> one label per word).
@@ -277,7 +277,17 @@ class MeetingStore:
         if not refined:
             return [turn_from_row(row) for row in self.conn.execute(
                 f"SELECT {TURN_COLUMNS} FROM turns ORDER BY start, id")]
-        return join_touching(self._refined_pieces(self.speaker_names(refined=True)))
+        return join_touching(self._refined_view(self.speaker_names())[1])
+
+    def _refined_view(self, names: dict[str, str]) -> tuple[dict[str, str], list[SpeakerTurn]]:
+        """The refined view's names (``names`` and what :func:`inherited_names` passes on) and
+        its pieces, not yet joined; the turns are split again only when a name is passed on."""
+        pieces = self._refined_pieces(names)
+        heirs = inherited_names(pieces, names) if names else {}
+        if not heirs:
+            return names, pieces
+        names = {**names, **heirs}
+        return names, self._refined_pieces(names)
 
     def _refined_pieces(self, names: dict[str, str]) -> list[SpeakerTurn]:
         """Every turn split by its refined words' labels (:func:`split_by_labels`), not yet joined."""
