@@ -610,6 +610,63 @@ def test_room_microphone_lane_is_diarized(tmp_path, monkeypatch):
     assert all(abs(a.start - lane.offset - b.start) < 0.3 for a, b in zip(turns, replay))
 
 
+def test_two_room_microphones_never_share_a_label(tmp_path, monkeypatch):
+    """Two room microphones in one room (the 3-speaker falcon recording and the 4-speaker
+    pyAudioAnalysis example, at once): each lane is diarized as a replay of its recording is, and
+    the meeting hands out the labels, so no voice of one room reads as a voice of the other (each
+    lane used to open its own "Speaker A"); --enrol-voices then enrols from either room."""
+    _sdk_or_skip()
+    from _capture_common import FALCON
+    from voicekit.pipeline import Pipeline, PipelineOptions
+    from voicekit.sources import FileSource
+    from voicekit.turns import speaker_label
+
+    example = EVAL / "pyaudioanalysis" / "diarizationExample.wav"
+    bot, store = _offline_bot(tmp_path, monkeypatch)
+    bot.room_mics = {"room-1", "room-2"}
+
+    async def scenario():
+        _subscribe(bot, 0, "room-1", "Room 1", _pcm16(FALCON))
+        _subscribe(bot, 1, "room-2", "Room 2", _pcm16(example))
+        await until(lambda: all(l.closed for l in bot.lanes.values()), 120, "both lanes to end")
+        await bot.close()
+
+    asyncio.run(scenario())
+    one, two = bot.lanes["TR_0"], bot.lanes["TR_1"]
+    assert one.error is None and two.error is None
+    for lane, path in ((one, FALCON), (two, example)):
+        replay = [t.speaker for t in Pipeline(PipelineOptions(), components()).run(FileSource(path)).turns]
+        live = [t.speaker for t in lane.turns]
+        # the same decisions, under the labels the meeting gave: one-to-one
+        assert len(live) == len(replay) and len(set(zip(live, replay))) == len(set(live)) == len(set(replay))
+    ones, twos = {t.speaker for t in one.turns}, {t.speaker for t in two.turns}
+    assert len(ones) == 3 and len(twos) >= 3 and not ones & twos
+    # the lanes take labels as they open speakers, in their own threads: together, A, B, C… without a gap
+    assert ones | twos == {speaker_label(i) for i in range(len(ones) + len(twos))}
+    assert {t.speaker for t in store.turns()} == ones | twos
+    # names are per label, so --enrol-voices enrols a voice from either room (each lane's evidence)
+    from io import StringIO
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from voicekit.cli.voices import _enrol_voices
+    from voicekit.voiceprints import VoiceLibrary
+
+    most = [max(lane.pipeline.diarizer.speakers, key=lambda s: s.seconds) for lane in (one, two)]
+    bot.hooks.set_names({most[0].label: "Falcon", most[1].label: "Example"})
+    log = StringIO()
+    _enrol_voices(SimpleNamespace(enrol_voices=True, voices=tmp_path / "voices.sqlite"),
+                  [one.pipeline, two.pipeline], Console(file=log, width=300))
+    library = VoiceLibrary(tmp_path / "voices.sqlite")
+    enrolled = {v.name: v.seconds for v in library.voices()}
+    library.close()
+    # falcon's speakers talk 5 s at most (too little for a voiceprint); the example's longest, 13.5 s
+    assert most[0].seconds < 8 <= most[1].seconds
+    assert enrolled == pytest.approx({"Example": most[1].seconds}, abs=0.01), log.getvalue()
+    assert f"not enrolled: Falcon: {most[0].seconds:.1f} s of speech is too little" in log.getvalue()
+
+
 def test_lane_failures_are_isolated(tmp_path, monkeypatch):
     """Three lanes without a server (the SDK's AudioStream replaced by a recording): one lane's
     audio stream breaks, one lane's pipeline raises; the third lane's turns are all there."""

@@ -120,9 +120,9 @@ def test_a_hook_that_calls_sys_exit_is_a_failed_hook_not_the_end_of_the_meeting(
 
 
 def test_a_hooks_rename_for_the_speaker_stays_on_its_channel():
-    """A4/A5: in a LiveKit room each room-microphone lane has its own "Speaker A"; a hook's
-    rename for the speaker names that lane's Speaker A only, while --speaker-names (set_names)
-    name a label on every channel."""
+    """A4/A5: a hook's rename for the speaker names that label on the turn's channel only (in a
+    LiveKit room two participants may share a display name, their lanes' label), while
+    --speaker-names (set_names) name a label on every channel."""
     hooks = HookRunner()
     hooks.register(lambda t: HookResult.rename("Diane") if "I'm Diane" in t.text else None)
     try:

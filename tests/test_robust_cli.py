@@ -241,16 +241,6 @@ def test_a_second_command_into_an_out_in_use_is_refused(tmp_path):
     assert MeetingStore(out / "meeting.sqlite").embeddings() == []
 
 
-def test_livekit_enrol_voices_with_two_room_microphones_is_refused_before_anything(tmp_path):
-    rc, err = _cli("livekit", "--url", "ws://127.0.0.1:9", "--room", "r", "--token", "a.b.c", "--out",
-                   tmp_path / "out", "--enrol-voices", "--room-mic", "a", "--room-mic", "b")
-    assert rc == 2, err
-    assert err.strip() == ("voicekit: error: --enrol-voices enrols the named speakers of the one room-microphone "
-                           "lane (names are per label, and each room microphone has its own Speaker A): give one "
-                           "--room-mic, or leave out --enrol-voices"), err
-    assert not (tmp_path / "out").exists()
-
-
 def test_quiet_into_a_log_file_writes_no_progress_remains(tmp_path):
     # stderr is a pipe here, as in a log file: rich's transient bar used to leave a blank line
     rc, err = _cli("replay", EVAL / "faster_whisper" / "hotwords.mp3", "--out", tmp_path / "o", "--quiet")

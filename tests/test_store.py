@@ -76,8 +76,9 @@ def test_turns_of_one_utterance_that_refinement_gives_one_speaker_are_one_refine
 
 
 def test_touching_turns_stay_apart_across_channels_and_names():
-    """Each LiveKit lane has its own "Speaker A", and a hook may name one turn of a label: such
-    neighbours are different people (or a different name) and are not joined."""
+    """Turns of two LiveKit lanes under one label (two participants with one display name, or a
+    meeting stored before room microphones shared their labels), and a hook's name on one turn
+    of a label: such neighbours are different people (or a different name) and are not joined."""
     from voicekit.turns import join_touching
 
     a = turn("Speaker A", "one two", 0.0).replace(channel="room/p-alice")

@@ -114,8 +114,8 @@ class HookRunner:
         names: persistent renames, speaker label -> name (``--speaker-names`` and hooks' renames
             ``for_speaker``), as the store keeps them. Applied to every turn before hooks run: a
             name from :meth:`set_names` on every channel, a hook's rename only on the channel
-            of the turn it was given for (in a LiveKit room each room microphone lane has its
-            own "Speaker A").
+            of the turn it was given for (in a LiveKit room two participants may share a display
+            name, which is their lanes' label).
         failures: ``(hook name, turn start, reason)`` of every hook that failed or timed out;
             for an event without a start time (a speak decision) the start is None.
     """

@@ -26,7 +26,7 @@ from voicekit.diarization.refine import refine_turns
 from voicekit.hooks import HookRunner
 from voicekit.store import MeetingStore
 from voicekit.stt import SttOptions, Transcriber
-from voicekit.turns import SpeakerTurn, Word, extend_to_speech, speaker_label, words_to_turns
+from voicekit.turns import SpeakerLabels, SpeakerTurn, Word, extend_to_speech, speaker_label, words_to_turns
 from voicekit.vad import Endpointer, EndpointerOptions, Utterance, make_vad
 from voicekit.voiceprints import VoiceIdentifier
 
@@ -195,6 +195,10 @@ class Pipeline:
             :class:`~voicekit.diarization.pyannote_backend.PyannoteOfflineDiarizer`); by default
             the embedded online diarizer, or pyannote's streaming diarizer when
             ``options.pyannote`` is set.
+        labels: where the default diarizer's new speakers take their labels: one
+            :class:`~voicekit.turns.SpeakerLabels` shared by several pipelines of a meeting (a
+            LiveKit room's room-microphone lanes) keeps their "Speaker X" labels apart; by default
+            the diarizer's own.
         resume: continue the meeting already in ``store`` (``voicekit mic --append``): the new
             audio's times go on from :meth:`~voicekit.store.MeetingStore.resume_point` (seconds
             after the stored audio), its utterances are numbered after the stored ones, new
@@ -221,7 +225,7 @@ class Pipeline:
                  hooks: HookRunner | None = None, store: MeetingStore | None = None,
                  on_turn: Callable[[SpeakerTurn], None] | None = None, realtime_clock: bool = False,
                  voices: VoiceIdentifier | None = None, diarizer: Diarizer | None = None,
-                 resume: bool = False) -> None:
+                 labels: SpeakerLabels | None = None, resume: bool = False) -> None:
         if resume and store is None:
             raise ValueError("resume=True continues the meeting in a store: pass store")
         self.options = options or PipelineOptions()
@@ -231,7 +235,7 @@ class Pipeline:
         self.on_turn = on_turn
         self.realtime_clock = realtime_clock
         self.voices = voices
-        self.diarizer: Diarizer = diarizer or self._default_diarizer()
+        self.diarizer: Diarizer = diarizer or self._default_diarizer(labels)
         self.start_time, first_utterance = 0.0, 0
         if resume:
             if not hasattr(self.diarizer, "resume"):
@@ -265,14 +269,15 @@ class Pipeline:
         self._progress: _Progress | None = None
         self._failed: Utterance | None = None
 
-    def _default_diarizer(self) -> Diarizer:
+    def _default_diarizer(self, labels: SpeakerLabels | None) -> Diarizer:
         if self.options.pyannote is not None and self.components.pyannote is not None:
             from voicekit.diarization.pyannote_backend import PyannoteStreamingDiarizer
 
-            return PyannoteStreamingDiarizer(self.components.pyannote, self.options.pyannote, self.options.diarizer)
+            return PyannoteStreamingDiarizer(self.components.pyannote, self.options.pyannote, self.options.diarizer,
+                                             labels)
         if self.components.encoder is None:
             raise ValueError("these components have no speaker encoder (loaded for pyannote): pass a diarizer")
-        return OnlineDiarizer(self.components.encoder, self.options.diarizer)
+        return OnlineDiarizer(self.components.encoder, self.options.diarizer, labels)
 
     @property
     def consumed_seconds(self) -> float:

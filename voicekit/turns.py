@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import string
+import threading
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -157,6 +158,34 @@ def next_speaker_index(labels: Iterable[str]) -> int:
     """The index of the first label after every "Speaker X" label in ``labels`` (0 when none):
     where a resumed meeting's new speakers start."""
     return max((i for i in map(speaker_index, labels) if i is not None), default=-1) + 1
+
+
+class SpeakerLabels:
+    """Hands out "Speaker A", "Speaker B"… in order of first appearance, to one diarizer or to
+    every diarizer of one meeting (a LiveKit room with two room microphones: one allocator for
+    both lanes, so that two voices never share a label in the transcript, the store or what the
+    model receives). Thread-safe: each lane diarizes in its own thread.
+
+    Args:
+        taken: labels already used (a resumed meeting's live and refined labels): new labels come
+            after every "Speaker X" among them.
+    """
+
+    def __init__(self, taken: Iterable[str] = ()) -> None:
+        self._lock = threading.Lock()
+        self._next = next_speaker_index(taken)
+
+    def reserve(self, labels: Iterable[str]) -> None:
+        """Never give ``labels``, nor any "Speaker X" before the last of them, again."""
+        with self._lock:
+            self._next = max(self._next, next_speaker_index(labels))
+
+    def take(self) -> str:
+        """The next free label."""
+        with self._lock:
+            label = speaker_label(self._next)
+            self._next += 1
+            return label
 
 
 def join_words(words: tuple[Word, ...] | list[Word]) -> str:

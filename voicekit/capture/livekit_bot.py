@@ -15,7 +15,9 @@ Speakers:
   of subscription).
 * a track marked as a shared room microphone (the participant attribute ``voicekit.room_mic``
   set to ``1``/``true``, or an identity given with ``room_mics``) is diarized like
-  ``voicekit mic``; its speakers read "Speaker A", "Speaker B"… within that lane.
+  ``voicekit mic``; its speakers read "Speaker A", "Speaker B"… in order of first appearance
+  across the meeting: two room microphones share one allocator
+  (:class:`~voicekit.turns.SpeakerLabels`), so their voices never share a label.
 
 Times: a lane's audio clock starts at its first frame; its turns are shifted by that moment's
 offset from the bot's join (after the stored audio, for a meeting that goes on: ``resume``), so
@@ -45,7 +47,7 @@ from voicekit.hooks import HookRunner
 from voicekit.pipeline import Components, MeetingAborted, Pipeline, PipelineOptions, SingleSpeaker
 from voicekit.sources import LiveFeed
 from voicekit.store import MeetingStore
-from voicekit.turns import SpeakerTurn
+from voicekit.turns import SpeakerLabels, SpeakerTurn
 from voicekit.voiceprints import VoiceIdentifier, Voiceprint
 
 log = logging.getLogger(__name__)
@@ -313,13 +315,15 @@ class LiveKitBot:
         self._commit_lock = threading.Lock()
         self._next_lane = 1
         self.start_time = 0.0  # meeting time (s) of the join
-        self._stored_labels: set[str] = set()  # a resumed meeting's: never given to a new room speaker
+        # one allocator for every room-microphone lane: two voices never share a "Speaker X", and a
+        # resumed meeting's labels are never given to a new room speaker
+        self.speaker_labels = SpeakerLabels()
         if resume:
             stored = store.turns()
             self.start_time = store.resume_point().start_time
             numbers = [int(n) for t in stored for n in [t.channel.rpartition("/")[2]] if n.isdigit()]
             self._next_lane = max(numbers, default=0) + 1
-            self._stored_labels = store.speaker_labels()
+            self.speaker_labels.reserve(store.speaker_labels())
         self._loop: asyncio.AbstractEventLoop | None = None
 
     # --- connection -----------------------------------------------------------------------
@@ -468,11 +472,9 @@ class LiveKitBot:
                      + (", room microphone: diarized" if lane.room_mic else ""))
         lane.pipeline = _LanePipeline(self, lane, options=self.options, components=self.components,
                                       hooks=self.hooks, store=self.store, on_turn=self.on_turn,
-                                      realtime_clock=True,
+                                      realtime_clock=True, labels=self.speaker_labels,
                                       voices=VoiceIdentifier(self.voices)
                                       if lane.room_mic and self.voices is not None else None)
-        if lane.room_mic:
-            lane.pipeline.diarizer.resume((), labels=self._stored_labels)
         lane.thread = threading.Thread(target=self._run_lane, args=(lane,), name=f"voicekit-lane-{n}",
                                        daemon=True)
         lane.thread.start()

@@ -171,7 +171,8 @@ examples:
 LIVEKIT_URL, LIVEKIT_API_KEY and LIVEKIT_API_SECRET are read when the options are not given.
 One lane per participant audio track: a participant's turns carry their name (no diarization);
 an unnamed participant reads "@<room>/<n>". A --room-mic identity (or a participant with the
-attribute voicekit.room_mic=true) is diarized: "Speaker A", "Speaker B"… within its lane.
+attribute voicekit.room_mic=true) is diarized: "Speaker A", "Speaker B"… in order of first
+appearance across the meeting (two room microphones never give two voices one label).
 Ctrl-C ends: every lane's open utterance is committed and the outputs are written.
 See docs/livekit.md for running against a real livekit-server.
 """
@@ -231,10 +232,6 @@ def cmd_livekit(args: argparse.Namespace) -> int:
     decide = _turn_taking(args, hooks, lambda: () if bot is None else tuple(dict.fromkeys(
         p for lane in bot.all_lanes() if lane.pipeline is not None for p in lane.pipeline.participants())))
     voices = _voice_list(args)
-    if args.enrol_voices and len(set(args.room_mic or ())) > 1:
-        raise CliError("--enrol-voices enrols the named speakers of the one room-microphone lane (names are "
-                       "per label, and each room microphone has its own Speaker A): give one --room-mic, or "
-                       "leave out --enrol-voices")
     if args.enrol_voices and not args.room_mic:
         err.print("[yellow]--enrol-voices enrols the named speakers of a room-microphone lane, and no --room-mic "
                   "is given: only a participant that marks itself voicekit.room_mic=true can give one "

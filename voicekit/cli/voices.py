@@ -57,18 +57,20 @@ def _enrol_voices(args: argparse.Namespace, pipelines: list, err) -> None:  # no
 
     from voicekit.voiceprints import enrol_named_speakers
 
+    # every diarized lane of the meeting (a LiveKit room's room microphones share one label
+    # allocator, so a label is one voice of one lane)
     diarized = [p for p in pipelines if p is not None and hasattr(p.diarizer, "speakers")]
-    if len(diarized) != 1:
-        err.print(f"[yellow]--enrol-voices: {len(diarized)} diarized lanes; names are per label, so "
-                  "voices are enrolled only from a meeting with exactly one[/yellow]")
+    if not diarized:
+        err.print("[yellow]--enrol-voices: no speaker of this meeting was diarized with the embedded speaker "
+                  "encoder (a voiceprint is its embedding; the pyannote backend and a participant's lane "
+                  "give none): nothing enrolled[/yellow]")
         return
-    pipe = diarized[0]
     library = _voice_library(args, create=True)
     try:
-        skip = pipe.voices.matches if pipe.voices is not None else ()
+        skip = [label for p in diarized if p.voices is not None for label in p.voices.matches]
         # a meeting that went on (--append): only this session's speech, the stored one was its own
-        speakers = getattr(pipe.diarizer, "session_speakers", pipe.diarizer.speakers)
-        outcomes = enrol_named_speakers(library, speakers, pipe.hooks.names, skip=skip)
+        speakers = [s for p in diarized for s in getattr(p.diarizer, "session_speakers", p.diarizer.speakers)]
+        outcomes = enrol_named_speakers(library, speakers, diarized[0].hooks.names, skip=skip)
     finally:
         library.close()
     for o in outcomes:

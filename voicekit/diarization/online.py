@@ -32,7 +32,7 @@ import numpy as np
 
 from voicekit.diarization.encoder import SpeakerEncoder, WindowEmbeddings
 from voicekit.diarization.refine import live_window_speakers
-from voicekit.turns import SpeakerTurn, Word, next_speaker_index, speaker_index, speaker_label
+from voicekit.turns import SpeakerLabels, SpeakerTurn, Word, speaker_index
 from voicekit.vad import Utterance
 
 
@@ -179,6 +179,9 @@ class OnlineDiarizer:
     Args:
         encoder: the speaker encoder.
         options: :class:`DiarizerOptions`.
+        labels: where new speakers' labels come from: one :class:`~voicekit.turns.SpeakerLabels`
+            shared by every diarizer of a meeting (a LiveKit room's room-microphone lanes) keeps
+            their labels apart; by default this diarizer's own.
 
     Attributes:
         speakers: the :class:`SpeakerState` of every speaker opened so far, in order.
@@ -188,17 +191,18 @@ class OnlineDiarizer:
             docs/performance.md).
     """
 
-    def __init__(self, encoder: SpeakerEncoder, options: DiarizerOptions | None = None) -> None:
+    def __init__(self, encoder: SpeakerEncoder, options: DiarizerOptions | None = None,
+                 labels: SpeakerLabels | None = None) -> None:
         self.encoder = encoder
         self.opt = options or DiarizerOptions()
+        self.labels = labels if labels is not None else SpeakerLabels()
         self.speakers: list[SpeakerState] = []
         self.history: list[tuple[int, WindowEmbeddings]] = []
-        self._label_base = 0  # label index of speakers[0] minus the speakers resumed before it
         self._resumed: dict[str, SpeakerState] = {}  # the evidence resume() gave each stored speaker
+        self._spare: list[str] = []  # labels taken for an utterance that was rolled back: given first
 
-    def _label(self, i: int) -> str:
-        """The label of ``speakers[i]``: in order of first appearance, after a resumed meeting's."""
-        return speaker_label(self._label_base + i)
+    def _new_label(self) -> str:
+        return self._spare.pop(0) if self._spare else self.labels.take()
 
     def resume(self, turns: Sequence[SpeakerTurn],
                embeddings: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]] = (),
@@ -242,7 +246,7 @@ class OnlineDiarizer:
         # (the speakers are in label order; a label with no window is not known, but its letter
         # is never given again)
         self._resumed = {s.label: dataclasses.replace(s, total=s.total.copy()) for s in self.speakers}
-        self._label_base = next_speaker_index([*(t.speaker for t in turns), *labels]) - len(self.speakers)
+        self.labels.reserve([*(t.speaker for t in turns), *labels])
 
     @property
     def session_speakers(self) -> list[SpeakerState]:
@@ -337,7 +341,8 @@ class OnlineDiarizer:
             long_enough = n * window_seconds >= opt.min_new_speaker_seconds
             unknown = long_enough and sims[best] < opt.known_speaker_threshold if sims else True
             if not self.speakers or (not at_cap and (below_min or unknown)):
-                self.speakers.append(SpeakerState(self._label(len(self.speakers)), np.zeros(vectors.shape[1])))
+                # labelled by _forget_unused, once the utterance shows the speaker owns a piece
+                self.speakers.append(SpeakerState("", np.zeros(vectors.shape[1])))
                 sums.append(np.zeros(vectors.shape[1]))
                 counts.append(0)
                 best = len(self.speakers) - 1
@@ -348,15 +353,14 @@ class OnlineDiarizer:
 
     def _forget_unused(self, known: int, owners: list[int]) -> None:
         """Drop the speakers opened in this utterance that own no piece (their change did not
-        fall on a word gap) and renumber the others by first appearance, rewriting ``owners``:
-        labels stay "Speaker A, B, C…" in order of first appearance, without gaps."""
+        fall on a word gap) and label the others by first appearance with the next free labels
+        (:attr:`labels`), rewriting ``owners``: labels stay "Speaker A, B, C…" in order of first
+        appearance, without gaps."""
         kept = [i for i in dict.fromkeys(owners) if i >= known]
-        if kept == list(range(known, len(self.speakers))):
-            return
         remap = {old: known + new for new, old in enumerate(kept)}
         self.speakers = self.speakers[:known] + [self.speakers[i] for i in kept]
-        for i, state in enumerate(self.speakers[known:], start=known):
-            state.label = self._label(i)
+        for state in self.speakers[known:]:
+            state.label = self._new_label()
         owners[:] = [remap.get(i, i) for i in owners]
 
     def process(self, utt: Utterance, words: list[Word]) -> tuple[list[Word], list[Piece]]:
@@ -379,6 +383,10 @@ class OnlineDiarizer:
             return self._process(utt, words)
         except BaseException:
             del self.history[n_history:]
+            # labels the rolled-back utterance took go to the next new speakers: no gap in the letters
+            before = {s.label for s in speakers}
+            taken = [s.label for s in self.speakers if s.label and s.label not in before]
+            self._spare = sorted({*self._spare, *taken}, key=speaker_index)
             self.speakers = speakers
             raise
 

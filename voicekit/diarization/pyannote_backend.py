@@ -40,7 +40,7 @@ from voicekit.audio import SAMPLE_RATE
 from voicekit.devices import require_torch_device, torch_precision
 from voicekit.diarization.online import DiarizerOptions, Piece
 from voicekit.models import ModelError
-from voicekit.turns import SpeakerTurn, Word, next_speaker_index, speaker_label
+from voicekit.turns import SpeakerLabels, SpeakerTurn, Word, speaker_index
 from voicekit.vad import Utterance
 
 DEFAULT_PIPELINE = "pyannote/speaker-diarization-community-1"
@@ -343,17 +343,25 @@ def pieces_from_words(utt: Utterance, words: Sequence[Word], similarity: dict[st
 
 
 class _Names:
-    """Backend labels -> "Speaker A", "Speaker B"… in order of first emission (after the first
-    ``first`` labels, in a resumed meeting)."""
+    """Backend labels -> "Speaker A", "Speaker B"… in order of first emission, from ``labels``
+    (:class:`~voicekit.turns.SpeakerLabels`: after a resumed meeting's labels, and apart from the
+    other lanes' when a meeting shares one)."""
 
-    def __init__(self) -> None:
+    def __init__(self, labels: SpeakerLabels | None) -> None:
+        self.labels = labels if labels is not None else SpeakerLabels()
         self.names: dict[object, str] = {}
-        self.first = 0
+        self._spare: list[str] = []  # taken by a rolled-back utterance: given first
 
     def __call__(self, raw: object) -> str:
         if raw not in self.names:
-            self.names[raw] = speaker_label(self.first + len(self.names))
+            self.names[raw] = self._spare.pop(0) if self._spare else self.labels.take()
         return self.names[raw]
+
+    def restore(self, names: dict[object, str]) -> None:
+        """Go back to ``names`` (a rolled-back utterance); the labels taken since are given next."""
+        taken = set(self.names.values()) - set(names.values())
+        self._spare = sorted({*self._spare, *taken}, key=speaker_index)
+        self.names = names
 
 
 class _ResumedLabels:
@@ -364,7 +372,7 @@ class _ResumedLabels:
 
     def resume(self, turns: Sequence[SpeakerTurn], embeddings: Sequence = (), labels: Iterable[str] = ()) -> None:
         """See :meth:`voicekit.diarization.base.Diarizer.resume`."""
-        self._names.first = next_speaker_index([*(t.speaker for t in turns), *labels])
+        self._names.labels.reserve([*(t.speaker for t in turns), *labels])
 
 
 class PyannoteOfflineDiarizer(_ResumedLabels):
@@ -372,15 +380,17 @@ class PyannoteOfflineDiarizer(_ResumedLabels):
 
     Args:
         segments: :meth:`PyannoteModels.diarize` of the whole recording.
+        labels: where new speakers' labels come from (:class:`~voicekit.turns.SpeakerLabels`;
+            by default this diarizer's own).
 
     Attributes:
         history: always empty (refinement re-clusters the embedded encoder's windows only).
     """
 
-    def __init__(self, segments: Sequence[SpeakerSegment]) -> None:
+    def __init__(self, segments: Sequence[SpeakerSegment], labels: SpeakerLabels | None = None) -> None:
         self.segments = list(segments)
         self.history: list = []
-        self._names = _Names()
+        self._names = _Names(labels)
 
     def process(self, utt: Utterance, words: list[Word]) -> tuple[list[Word], list[Piece]]:
         """See :class:`~voicekit.diarization.base.Diarizer`. A recording in which pyannote found no
@@ -405,6 +415,8 @@ class PyannoteStreamingDiarizer(_ResumedLabels):
         options: :class:`PyannoteOptions` (window, step, thresholds).
         speakers: speaker-count limits; the cap (``num_speakers`` or ``max_speakers``, else 20 as
             diart) bounds the number of centroids.
+        labels: where new speakers' labels come from: one :class:`~voicekit.turns.SpeakerLabels`
+            shared by every diarizer of a meeting keeps their labels apart; by default its own.
 
     Attributes:
         window_ends: stream time (s) at which each processed window ends.
@@ -412,7 +424,7 @@ class PyannoteStreamingDiarizer(_ResumedLabels):
     """
 
     def __init__(self, models: PyannoteModels, options: PyannoteOptions | None = None,
-                 speakers: DiarizerOptions | None = None) -> None:
+                 speakers: DiarizerOptions | None = None, labels: SpeakerLabels | None = None) -> None:
         self.models = models
         self.opt = options or PyannoteOptions()
         self.cap = (speakers or DiarizerOptions()).speaker_cap or 20
@@ -422,7 +434,7 @@ class PyannoteStreamingDiarizer(_ResumedLabels):
         self.centroids: list[np.ndarray] = []
         self.window_ends: list[float] = []
         self.history: list = []
-        self._names = _Names()
+        self._names = _Names(labels)
 
     # --- audio --------------------------------------------------------------------------------
     def _push(self, utt: Utterance) -> float:
@@ -493,7 +505,8 @@ class PyannoteStreamingDiarizer(_ResumedLabels):
         try:
             return self._process(utt, words)
         except BaseException:
-            self._buffer, self._end, self.centroids, n_ends, self._names.names = state
+            self._buffer, self._end, self.centroids, n_ends, names = state
+            self._names.restore(names)
             del self.window_ends[n_ends:]
             raise
 
