@@ -66,6 +66,21 @@ def test_explain_prints_each_decision_with_its_rung(members: Path):
                                  "answered: Iris 4")
 
 
+def test_explain_in_a_livekit_room_opens_each_block_with_the_lane(members: Path):
+    """``voicekit livekit --explain``: each block opens with the turn's channel, as the plain
+    lines of the room do, and the decision line is indented past it."""
+    out = io.StringIO()
+    on_turn = speak_decisions(members, explain=True, out=out, channels=True)
+    on_turn(turn("Diane", "Iris, can you sketch the lobby?", 0.0, "Diane", channel="standup/1"))
+    on_turn(turn("Speaker A", "Sounds good to me.", 2.0, channel="standup/2"))
+    assert out.getvalue().splitlines() == [
+        "standup/1      0.00s  Diane: Iris, can you sketch the lobby?",
+        "                     [mention] -> Iris",
+        "standup/2      2.00s  Speaker A: Sounds good to me.",
+        "                     [continuation] -> Iris (Elena excluded by speak policy)",
+    ]
+
+
 def test_labels_come_from_attribution_sender_name_rank_and_channel(members: Path):
     on_turn = speak_decisions(members)  # no --explain: decides, prints nothing
     on_turn(turn("Speaker A", "Hello everyone", 0.0, "Diane"))

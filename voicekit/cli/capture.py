@@ -230,7 +230,8 @@ def cmd_livekit(args: argparse.Namespace) -> int:
     hooks = _hooks(args, err)
     bot = None   # (below) every lane's registered participants: the room's named people, matched voices
     decide = _turn_taking(args, hooks, lambda: () if bot is None else tuple(dict.fromkeys(
-        p for lane in bot.all_lanes() if lane.pipeline is not None for p in lane.pipeline.participants())))
+        p for lane in bot.all_lanes() if lane.pipeline is not None for p in lane.pipeline.participants())),
+        channels=True)
     voices = _voice_list(args)
     if args.enrol_voices and not args.room_mic:
         err.print("[yellow]--enrol-voices enrols the named speakers of a room-microphone lane, and no --room-mic "

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 
 def speak_decisions(members: str | Path, *, explain: bool = False, out: TextIO | None = None,
-                    hooks: "HookRunner | None" = None,
+                    channels: bool = False, hooks: "HookRunner | None" = None,
                     participants: "Callable[[], Sequence[Participant]] | None" = None,
                     ) -> "Callable[[SpeakerTurn], None]":
     """An ``on_turn`` callback that runs the turn-taking ladder on every committed turn.
@@ -36,6 +36,8 @@ def speak_decisions(members: str | Path, *, explain: bool = False, out: TextIO |
         members: a ``members.yaml`` file (see ``docs/turn-taking.md``).
         explain: print each turn with its decision and rung (``format_step``) to ``out``.
         out: where ``explain`` prints (default: stdout at call time).
+        channels: open each printed block with the turn's channel (``voicekit livekit``, whose
+            plain lines do: ``standup/2  12.30s  Speaker A: …``).
         hooks: a runner whose ``ON_SPEAK_DECISION`` hooks receive every decision.
         participants: called with each turn for the meeting's registered participants so far
             (``Pipeline.participants``: the enrolled voices matched), which keep their bare names
@@ -96,7 +98,8 @@ def speak_decisions(members: str | Path, *, explain: bool = False, out: TextIO |
             for step in replay_room([(turn, label)], taker, participants=known):
                 steps.append(step)
                 if explain:
-                    print(format_step(step), file=out or sys.stdout, flush=True)
+                    print(format_step(step, f"{turn.channel}  " if channels else ""), file=out or sys.stdout,
+                          flush=True)
 
     on_turn.seed = seed  # type: ignore[attr-defined]
     on_turn.steps = steps  # type: ignore[attr-defined]
@@ -111,14 +114,16 @@ def _check_explain(args: argparse.Namespace) -> None:
 
 
 def _turn_taking(args: argparse.Namespace, hooks: "HookRunner",
-                 participants: "Callable[[], Sequence[Participant]]") -> "Callable[[SpeakerTurn], None] | None":
+                 participants: "Callable[[], Sequence[Participant]]",
+                 channels: bool = False) -> "Callable[[SpeakerTurn], None] | None":
     """``--members`` / ``--explain`` of ``replay``, ``mic`` and ``livekit``: the
     :func:`speak_decisions` callback, or None without ``--members``. Raises CliError for
     ``--explain`` alone or a members file that cannot be used."""
     _check_explain(args)
     if not args.members:
         return None
-    return speak_decisions(args.members, explain=args.explain, hooks=hooks, participants=participants)
+    return speak_decisions(args.members, explain=args.explain, hooks=hooks, participants=participants,
+                           channels=channels)
 
 
 def _with_decisions(printed, decide, args: argparse.Namespace):  # noqa: ANN001, ANN202

@@ -99,13 +99,15 @@ def replay_room(
         yield ReplayStep(turn=turn, label=label, decision=decision, replies=replies, shown=taker.shown(label))
 
 
-def format_step(step: ReplayStep) -> str:
-    """A human-readable block for one step: time, speaker, text, rung, replies."""
+def format_step(step: ReplayStep, prefix: str = "") -> str:
+    """A human-readable block for one step: time, speaker, text, rung, replies; ``prefix`` (a
+    LiveKit lane's channel) opens the first line, and the others are indented past it."""
     d = step.decision
-    lines = [f"{step.turn.start:8.2f}s  {step.shown or step.label.text}: {step.turn.text}", f"          {d.explain()}"]
+    pad = " " * len(prefix) + " " * 10
+    lines = [f"{prefix}{step.turn.start:8.2f}s  {step.shown or step.label.text}: {step.turn.text}", f"{pad}{d.explain()}"]
     for reply in step.replies:
         shown = reply.text if reply.error is None else f"(no reply: {reply.error})"
-        lines.append(f"          {reply.member}: {shown}")
+        lines.append(f"{pad}{reply.member}: {shown}")
     return "\n".join(lines)
 
 
