@@ -501,12 +501,12 @@ def test_ctrl_c_inside_an_utterance_commits_each_turn_once(tmp_path, uninterrupt
     assert len(uninterrupted[0].turns) > 2 and pipe.turns[2].text == uninterrupted[0].turns[2].text
 
 
-def _replay_17s(tmp_path, monkeypatch, capsys, interrupt, extra=()):
+def _replay_17s(tmp_path, monkeypatch, capsys, interrupt, extra=(), code=130):
     """``voicekit replay --quiet`` of diarizationExample's first 17 s, with ``interrupt(n, offset)``
     called before Whisper's n-th call (1-based; it may raise KeyboardInterrupt or a SIGINT).
 
     Returns:
-        (stderr, the transcript JSON, the --out directory); the exit code must be 130.
+        (stderr, the transcript JSON, the --out directory); the exit code must be ``code``.
     """
     from voicekit.cli import main
     from voicekit.stt import Transcriber
@@ -522,7 +522,7 @@ def _replay_17s(tmp_path, monkeypatch, capsys, interrupt, extra=()):
 
     monkeypatch.setattr(Transcriber, "transcribe", transcribe)
     out = tmp_path / "out"
-    assert main(["replay", str(src), "--out", str(out), "--quiet", *extra]) == 130
+    assert main(["replay", str(src), "--out", str(out), "--quiet", *extra]) == code
     err = capsys.readouterr().err
     print(err)
     return err, json.loads((out / "example17.json").read_text()), out
@@ -572,6 +572,24 @@ def test_replay_first_ctrl_c_stops_reading_and_commits_all_that_was_heard(tmp_pa
         assert len(texts) >= 3 and texts[:3] == expected[:3]
     else:
         assert texts == expected  # nothing lost at the end
+
+
+def test_replay_stopped_by_sigterm_commits_all_that_was_heard_and_exits_143(tmp_path, monkeypatch, capsys,
+                                                                           uninterrupted):
+    # a service manager's stop (systemd, docker stop): as a first Ctrl-C, with the exit code a
+    # shell reports for SIGTERM (128 + 15)
+    import signal
+
+    def sigterm(n, _offset):
+        if n == 2:
+            signal.raise_signal(signal.SIGTERM)
+
+    before = signal.getsignal(signal.SIGTERM)
+    err, doc, _ = _replay_17s(tmp_path, monkeypatch, capsys, sigterm, code=143)
+    assert "every utterance heard so far was committed" in err
+    assert signal.getsignal(signal.SIGTERM) is before  # restored
+    texts = [t["text"] for t in doc["turns"]]
+    assert len(texts) >= 3 and texts[:3] == [t.text for t in uninterrupted[0].turns[:3]]
 
 
 def test_replay_second_ctrl_c_aborts_what_is_left(tmp_path, monkeypatch, capsys, uninterrupted):

@@ -101,18 +101,34 @@ def _chain(*callbacks):
 
 class _GracefulStop:
     """First SIGINT/SIGTERM calls ``stop``; the next SIGINT raises
-    :class:`voicekit.pipeline.MeetingAborted` (the pipeline then commits nothing more)."""
+    :class:`voicekit.pipeline.MeetingAborted` (the pipeline then commits nothing more).
+
+    Attributes:
+        signum: the first signal received (None before one).
+    """
 
     def __init__(self, stop) -> None:  # noqa: ANN001
         self.stop = stop
-        self.requested = False
+        self.signum: int | None = None
+
+    @property
+    def requested(self) -> bool:
+        """A stop was asked for."""
+        return self.signum is not None
+
+    @property
+    def exit_code(self) -> int:
+        """What a command that was stopped exits with: 128 + the signal's number, as a shell
+        reports a process the signal ended (130 for Ctrl-C, 143 for SIGTERM)."""
+        return 128 + (self.signum or signal.SIGINT)
 
     def _handler(self, signum, frame) -> None:  # noqa: ANN001
         if self.requested and signum == signal.SIGINT:
             from voicekit.pipeline import MeetingAborted
 
             raise MeetingAborted
-        self.requested = True
+        if self.signum is None:
+            self.signum = signum
         self.stop()
 
     def __enter__(self) -> "_GracefulStop":

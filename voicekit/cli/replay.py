@@ -216,7 +216,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     err.print(f"wrote {', '.join(p.name for p in written)} to {out}/")
     _session_log_line(session, err)
     if interrupted:
-        return 130
+        return graceful.exit_code   # 130 after Ctrl-C, 143 after SIGTERM
     if session_missed:
         err.print(_session_missed_line(args, [broadcaster]))
         return 1
@@ -232,7 +232,8 @@ def _replay_parser(sub) -> None:  # noqa: ANN001
                        description="Replay a recorded meeting: one line per speaker turn as the "
                                    "recording plays through VAD, Whisper and diarization. Ctrl-C stops "
                                    "reading the recording and commits every utterance heard so far "
-                                   "(outputs written, exit code 130); a second Ctrl-C aborts what is left.",
+                                   "(outputs written, exit code 130; 143 when SIGTERM stops it); a second "
+                                   "Ctrl-C aborts what is left.",
                        epilog=EPILOG_REPLAY, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("audio", help="WAV/FLAC/OGG/MP3/M4A, any sample rate, mono or multichannel")
     p.add_argument("--out", default="out", help="meeting directory for the store and outputs (default out/)")
