@@ -509,6 +509,38 @@ def test_a_truncated_wav_is_transcribed_as_far_as_it_goes_and_flagged(tmp_path, 
     assert doc["turns"] and all(t["end"] <= 9.3 + 1e-3 for t in doc["turns"])
 
 
+def test_a_flac_that_breaks_off_mid_stream_keeps_what_came_before(tmp_path, capsys):
+    """A FLAC cut to a third (its STREAMINFO still declares 42 s): the decoder loses sync at the
+    cut. It was an error (exit 2) that left the committed turns in the store and wrote no
+    outputs; now the replay ends there, as a truncated WAV does."""
+    flac = tmp_path / "example.flac"
+    sf.write(flac, load_audio(EVAL / "pyaudioanalysis" / "diarizationExample.wav"), 16000)
+    data = flac.read_bytes()
+    cut = tmp_path / "cut.flac"
+    cut.write_bytes(data[: len(data) // 3])
+    assert main(["replay", str(cut), "--out", str(tmp_path / "o"), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    doc = json.loads((tmp_path / "o" / "cut.json").read_text())
+    held = doc["meeting"]["duration"]
+    assert 10.0 < held < 20.0, held                     # about a third of 42.0 s
+    assert "is truncated (the decoder stopped: " in err and \
+        f"only its first {held:.1f} s of 42.0 s were transcribed (exit code 1)" in err, err
+    assert len(doc["turns"]) >= 2 and all(t["end"] <= held + 1e-3 for t in doc["turns"])
+    assert "United Kingdom" in doc["turns"][0]["text"]
+
+
+def test_an_mp3_cut_short_is_flagged(tmp_path, capsys):
+    """An MP3 cut in half decodes without an error, but its Xing header counts the frames of 4.0 s:
+    it ended with exit 0 and no word; now it is flagged as truncated."""
+    data = (EVAL / "faster_whisper" / "hotwords.mp3").read_bytes()
+    cut = tmp_path / "cut.mp3"
+    cut.write_bytes(data[: len(data) // 2])
+    assert main(["replay", str(cut), "--out", str(tmp_path / "o"), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "cut.mp3 is truncated: only its first 2.0 s of 4.0 s were transcribed (exit code 1)" in err, err
+    assert json.loads((tmp_path / "o" / "cut.json").read_text())["meeting"]["duration"] == pytest.approx(2.0, abs=0.05)
+
+
 def test_non_ascii_path_replays(tmp_path):
     src = tmp_path / "réunion_трñ.wav"
     sf.write(src, load_audio(EVAL / "faster_whisper" / "jfk.flac"), 16000)

@@ -14,6 +14,7 @@ import queue
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -79,6 +80,28 @@ class LiveFeed:
             yield block
 
 
+# a recording that decodes to this much less than its header declares is truncated (an MP3's
+# Xing header counts its frames; without one the length is estimated from the bitrate, hence the margin)
+TRUNCATION_MARGIN_SECONDS = 0.5
+TRUNCATION_MARGIN_SHARE = 0.02
+
+
+@dataclass(frozen=True)
+class Truncation:
+    """A recording that holds less audio than its header declares.
+
+    Attributes:
+        held: seconds of audio the file gave (what was transcribed).
+        declared: seconds its header declares.
+        reason: the decoder's error where it broke off mid-stream (a FLAC that lost sync); None
+            when the audio just ends early (a WAV or MP3 cut short).
+    """
+
+    held: float
+    declared: float
+    reason: str | None = None
+
+
 class FileSource:
     """Replay a recording as 16 kHz mono blocks.
 
@@ -93,7 +116,15 @@ class FileSource:
         raw: read the file as headerless PCM of this format.
 
     Raises:
-        voicekit.audio.AudioError: when the file cannot be read (raised at construction).
+        voicekit.audio.AudioError: when the file cannot be read (raised at construction), or
+            when decoding fails before any audio came out of it (while iterating).
+
+    Attributes:
+        decoded_seconds: seconds of audio given so far.
+        truncated: a :class:`Truncation` when the file holds less than its header declares:
+            known at construction for a WAV, at the end of the iteration for other formats. A
+            file whose decoder fails mid-stream ends the iteration there (the audio before it is
+            given, never lost) and is truncated with the decoder's reason.
     """
 
     def __init__(self, path: str | Path, block_seconds: float = 0.1, realtime: bool = False,
@@ -102,7 +133,10 @@ class FileSource:
         self.raw = raw
         self.per_channel = per_channel
         self.info = probe(self.path, raw)
+        self.decoded_seconds = 0.0
+        self.truncated: Truncation | None = None
         if self.info.declared_duration is not None:
+            self.truncated = Truncation(self.info.duration, self.info.declared_duration)
             log.warning("%s is truncated: its header declares %.1f s but it holds %.1f s; the %.1f s "
                         "present are processed", self.path, self.info.declared_duration, self.info.duration,
                         self.info.duration)
@@ -128,11 +162,28 @@ class FileSource:
         self._stopped.set()
 
     def _blocks(self) -> Iterator[np.ndarray]:
-        for block in iter_16k_blocks(self.path, self.block_seconds, self.audio_channel,
-                                     per_channel=self.per_channel, raw=self.raw):
-            if self._stopped.is_set():
-                return
-            yield block
+        self.decoded_seconds = 0.0
+        try:
+            for block in iter_16k_blocks(self.path, self.block_seconds, self.audio_channel,
+                                         per_channel=self.per_channel, raw=self.raw):
+                if self._stopped.is_set():
+                    return
+                self.decoded_seconds += len(block) / SAMPLE_RATE
+                yield block
+        except AudioError as exc:
+            if self.decoded_seconds == 0:
+                raise
+            held = self.decoded_seconds
+            self.truncated = Truncation(held, max(self.info.duration, held), str(exc.__cause__ or exc))
+            log.warning("%s breaks off at %.1f s (%s); the %.1f s before are processed", self.path, held,
+                        self.truncated.reason, held)
+            return
+        declared = self.info.duration
+        short = declared - self.decoded_seconds
+        if self.truncated is None and short > max(TRUNCATION_MARGIN_SECONDS, TRUNCATION_MARGIN_SHARE * declared):
+            self.truncated = Truncation(self.decoded_seconds, declared)
+            log.warning("%s ends at %.1f s, but its header declares %.1f s: it is truncated", self.path,
+                        self.decoded_seconds, declared)
 
     def __iter__(self) -> Iterator[np.ndarray]:
         if not self.realtime:

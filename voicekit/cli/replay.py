@@ -159,6 +159,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:  # the second Ctrl-C
             result = None
         interrupted = graceful.requested or result is None
+        if source.truncated is not None and not interrupted:
+            meta["duration"] = round(source.truncated.held, 3)   # what the file held, not its header's length
         if interrupted:
             meta["duration"], note = _interrupt_note(pipes, "interrupted")
             err.print(f"[yellow]{note}; writing outputs[/yellow]")
@@ -220,9 +222,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if session_missed:
         err.print(_session_missed_line(args, [broadcaster]))
         return 1
-    if source.info.declared_duration is not None:
-        err.print(f"{source.path} is truncated: only its first {source.info.duration:.1f} s of "
-                  f"{source.info.declared_duration:.1f} s were transcribed (exit code 1)")
+    cut = source.truncated
+    if cut is not None:
+        why = f" (the decoder stopped: {cut.reason})" if cut.reason else ""
+        err.print(f"{source.path} is truncated{why}: only its first {cut.held:.1f} s of {cut.declared:.1f} s "
+                  "were transcribed (exit code 1)")
         return 1
     return 0
 
