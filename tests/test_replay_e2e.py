@@ -104,6 +104,31 @@ def test_a_meeting_not_in_english_heard_by_an_english_only_model_gets_the_langua
     assert "tiny.en (English only) heard it as English words: use --model base" in err
 
 
+def test_a_meeting_that_switches_language_partway_gets_the_hint_for_that_part(tmp_path, capsys):
+    """A user trial: faster-whisper's multilingual.mp3 reads an English licence (0-29 s), then
+    German (31-60 s), which tiny.en turned into English nonsense ("I'm afraid to speak with the
+    Russian people") without a word: the whole meeting's mean word probability (0.70) is an
+    English one. A stretch of 40 words under 0.5 now names the part; the English far-field
+    recording whose lowest stretch is the lowest measured (dev00, 0.594) gets no hint."""
+    from voicekit.cli.meeting import LANGUAGE_HINT_WORDS, _hints
+    from voicekit.pipeline import Pipeline, PipelineOptions
+    from voicekit.sources import FileSource
+    from _pipeline_support import components
+
+    assert main(["replay", str(EVAL / "faster_whisper" / "multilingual.mp3"), "--out", str(tmp_path / "ml"),
+                 "--quiet"]) == 0
+    err = capsys.readouterr().err
+    print(err)
+    m = re.search(r"Whisper was unsure of most words from 00:00:(\d\d\.\d) to 00:00:(\d\d\.\d) \(mean word "
+                  r"probability (0\.\d\d) over (\d+) words", err)
+    assert m, err
+    start, end, mean, n = float(m[1]), float(m[2]), float(m[3]), int(m[4])
+    assert 30.0 <= start < 45.0 and end > 55.0 and mean < 0.5 and n >= LANGUAGE_HINT_WORDS, m[0]
+    assert "if that part is not in English, tiny.en (English only) heard it as English words: use --model base" in err
+    english = Pipeline(PipelineOptions(), components()).run(FileSource(eval_file("dev00").audio))
+    assert [h for h in _hints(english, PipelineOptions(), english_only=True) if "unsure" in h] == []
+
+
 def test_outputs_are_written_in_every_format(replayed):
     for suffix in ("", ".refined"):
         for ext in ("json", "rttm", "srt", "vtt", "txt"):

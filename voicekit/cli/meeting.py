@@ -239,6 +239,13 @@ heard as English. Measured with tiny.en (``voicekit replay``, the words of the J
 English evaluation recording with at least 40 words 0.672 (dev00, far field) to 0.947; German
 (diarizationExample2) 0.436, and espeak-ng French / Spanish 0.562 / 0.418 (its English 0.859)."""
 
+LANGUAGE_HINT_STRETCH_PROBABILITY = 0.5
+"""Mean word probability of :data:`LANGUAGE_HINT_WORDS` consecutive words below which that stretch
+looks like another language, in a meeting whose whole mean does not (one that switches language
+partway). Measured with tiny.en over every stretch of 40 words: the English evaluation recordings'
+lowest stretches 0.594 (dev00), 0.620 (tst00), 0.629 (EN2002a_30s), 0.643 (diarizationExample);
+the German half of faster-whisper's multilingual.mp3 0.387 (its whole mean 0.695)."""
+
 
 def _hints(result, options, english_only: bool) -> list[str]:  # noqa: ANN001 - MeetingResult, PipelineOptions
     """The lines that say what to do at the end of a meeting, when:
@@ -247,7 +254,9 @@ def _hints(result, options, english_only: bool) -> list[str]:  # noqa: ANN001 - 
       count: there it merged voices (docs/accuracy.md);
     - an English-only Whisper model was unsure of most of at least
       :data:`LANGUAGE_HINT_WORDS` words (mean probability below
-      :data:`LANGUAGE_HINT_PROBABILITY`): the meeting may not be in English.
+      :data:`LANGUAGE_HINT_PROBABILITY`): the meeting may not be in English; or of
+      :data:`LANGUAGE_HINT_WORDS` consecutive words (below
+      :data:`LANGUAGE_HINT_STRETCH_PROBABILITY`): part of it may not be.
     """
     hints = []
     d = options.diarizer
@@ -255,14 +264,36 @@ def _hints(result, options, english_only: bool) -> list[str]:  # noqa: ANN001 - 
         hints.append("the audio is telephone-band (nothing above 4 kHz), where the speaker encoder tells voices apart "
                      "less well (on the evaluation recordings resampled to 8 kHz it found the right number of "
                      "speakers in 1 of 18): give --num-speakers N when you know how many spoke")
-    probabilities = [w.probability for t in result.turns for w in t.words]
-    if english_only and len(probabilities) >= LANGUAGE_HINT_WORDS:
-        mean = sum(probabilities) / len(probabilities)
+    words = sorted((w for t in result.turns for w in t.words), key=lambda w: w.start)
+    n = LANGUAGE_HINT_WORDS
+    if english_only and len(words) >= n:
+        import numpy as np
+
+        from voicekit.outputs import clock
+
+        fix = (f"{options.stt.model} (English only) heard it as English words: use --model base, the multilingual "
+               "model (--language CODE when you know it)")
+        probabilities = np.array([w.probability for w in words])
+        mean = float(probabilities.mean())
+        stretches = np.convolve(probabilities, np.ones(n) / n, mode="valid")   # every n consecutive words
+        low = int(np.argmin(stretches))
         if mean < LANGUAGE_HINT_PROBABILITY:
             hints.append(f"Whisper was unsure of most words (mean word probability {mean:.2f} over "
-                         f"{len(probabilities)} words; English meetings measured 0.67-0.95): if the meeting is not in "
-                         f"English, {options.stt.model} (English only) heard it as English words: use --model base, "
-                         "the multilingual model (--language CODE when you know it)")
+                         f"{len(words)} words; English meetings measured 0.67-0.95): if the meeting is not in "
+                         f"English, {fix}")
+        elif stretches[low] < LANGUAGE_HINT_STRETCH_PROBABILITY:
+            # the part: every stretch under the line that overlaps the lowest one, chained
+            below = stretches < LANGUAGE_HINT_STRETCH_PROBABILITY
+            first, last = low, low
+            while first > 0 and below[first - 1]:
+                first -= 1
+            while last + 1 < len(below) and below[last + 1]:
+                last += 1
+            part = probabilities[first:last + n]
+            hints.append(f"Whisper was unsure of most words from {clock(words[first].start, digits=1)} to "
+                         f"{clock(words[last + n - 1].end, digits=1)} (mean word probability {part.mean():.2f} "
+                         f"over {len(part)} words; English meetings measured 0.59 at their lowest over {n}): if "
+                         f"that part is not in English, {fix}")
     return hints
 
 
