@@ -89,6 +89,9 @@ CASES = [
     ("--per-channel with --channel", lambda t: [STEREO, "--per-channel", "--channel", "0"], "drop --channel"),
     ("--per-channel with --refine", lambda t: [STEREO, "--per-channel", "--refine"], "drop --refine"),
     ("--per-channel on a mono file", lambda t: [SAMPLE, "--per-channel"], "has one channel: --per-channel makes"),
+    # a user trial: jfk.flac is one voice saved as stereo, and every turn came out twice (A and B)
+    ("--per-channel on one voice saved as stereo", lambda t: [EVAL / "faster_whisper" / "jfk.flac", "--per-channel"],
+     "channels 0 and 1 (2.7 %) of " + str(EVAL / "faster_whisper" / "jfk.flac") + " carry the same audio"),
     ("raw PCM without channels", lambda t: [SAMPLE, "--raw-rate", "16000", "--raw-channels", "0"],
      "at least one channel"),
     ("--raw-rate 0", lambda t: [_file(t / "m.raw", b"\x01\x02" * 8000), "--raw-rate", "0"],

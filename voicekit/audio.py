@@ -629,6 +629,50 @@ def load_audio(path: str | Path, channel: int | None = None, raw: RawPcm | None 
     return resample(np.concatenate(parts), rate)
 
 
+SAME_CHANNEL_TOLERANCE = 0.1
+"""Two channels whose difference is under this share of their level carry the same audio (a mono
+recording saved as stereo: faster-whisper's jfk.flac differs by 2.7 %; the two people of its
+stereo_diarization.wav by 128 %)."""
+
+
+def same_channels(path: str | Path, raw: RawPcm | None = None, seconds: float = 30.0,
+                  tolerance: float = SAME_CHANNEL_TOLERANCE) -> list[tuple[int, int, float]]:
+    """Pairs of channels that carry the same audio over a recording's first ``seconds``.
+
+    Args:
+        path: the recording.
+        raw: read it as headerless PCM of this format.
+        seconds: how much of the start to compare (decoded at the native rate).
+        tolerance: the largest ``||a - b|| / max(||a||, ||b||)`` that counts as the same audio.
+
+    Returns:
+        ``(channel a, channel b, relative difference)`` for each such pair, ``a < b`` (0-based);
+        empty for a mono recording, or when the start is silent.
+
+    Raises:
+        AudioError: as :func:`read_native_blocks`.
+    """
+    parts, n = [], 0
+    for block, rate in read_native_blocks(path, block_seconds=1.0, raw=raw):
+        parts.append(block)
+        n += len(block)
+        if n >= seconds * rate:
+            break
+    if not parts or parts[0].shape[1] < 2:
+        return []
+    x = np.concatenate(parts).astype(np.float64)
+    level = np.linalg.norm(x, axis=0)
+    pairs = []
+    for a in range(x.shape[1]):
+        for b in range(a + 1, x.shape[1]):
+            top = max(level[a], level[b])
+            if top > 1e-3:
+                diff = float(np.linalg.norm(x[:, a] - x[:, b]) / top)
+                if diff < tolerance:
+                    pairs.append((a, b, diff))
+    return pairs
+
+
 def iter_16k_blocks(
     path: str | Path, block_seconds: float = 0.1, channel: int | None = None, per_channel: bool = False,
     raw: RawPcm | None = None,

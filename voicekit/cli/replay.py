@@ -73,6 +73,15 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if args.per_channel and source.info.channels == 1:
         raise CliError(f"{source.path} has one channel: --per-channel makes each channel a speaker, so the whole "
                        "recording would be one speaker; drop --per-channel to diarize it")
+    if args.per_channel:
+        from voicekit.audio import same_channels
+
+        same = same_channels(source.path, raw=raw)
+        if same:
+            pairs = ", ".join(f"{a} and {b} ({100 * d:.1f} %)" for a, b, d in same)
+            raise CliError(f"channels {pairs} of {source.path} carry the same audio (they differ by that share "
+                           "of their level over the first 30 s): it is not one person per channel, and every "
+                           "turn would come out once per channel; drop --per-channel to diarize it")
     out = Path(args.out)
     _check_writable(out)
     _lock_meeting_dir(out)  # until the command returns: a second command into this --out is refused
