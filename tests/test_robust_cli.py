@@ -763,6 +763,25 @@ def test_argument_errors_are_one_line_that_points_at_the_help(args, message, hel
     assert rc == 2 and err.splitlines() == [f"voicekit: error: {message}; `{helps} --help` lists the options"], err
 
 
+def test_python_m_voicekit_runs_the_voicekit_command():
+    """`python -m voicekit --help` failed: "No module named voicekit.__main__". It runs the console
+    script's entry point (voicekit.cli:main), so it answers as `python -m voicekit.cli` does."""
+    def run(module, *args):
+        p = subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, timeout=120)
+        return p.returncode, p.stdout, p.stderr
+
+    rc, out, err = run("voicekit", "--help")
+    assert rc == 0 and err == "", err
+    assert out.startswith("usage: voicekit ") and "voicekit replay meeting.wav --out out/" in out, out
+    assert run("voicekit", "--help") == run("voicekit.cli", "--help")
+    rc, out, err = run("voicekit", "--version")
+    assert (rc, out.split()[0], err) == (0, "voicekit", ""), (out, err)
+    # an error goes through main() too: its one-line form and exit code 2
+    assert run("voicekit", "replay", "--num-speakers", "abc") == (
+        2, "", "voicekit: error: argument --num-speakers: invalid int value: 'abc'; "
+               "`voicekit replay --help` lists the options\n")
+
+
 def test_a_names_file_saved_with_a_byte_order_mark_names_the_speakers(tmp_path):
     """Windows editors (Notepad, PowerShell's Out-File) start UTF-8 text with a byte-order mark;
     it is not part of the first label."""
