@@ -167,6 +167,64 @@ def test_hook_script(tmp_path):
     assert hooks.registered(HookTrigger.ON_TRANSCRIPTION) == ["rename.py:on_transcription"]   # nothing half-loaded
 
 
+def test_a_hook_script_imports_the_modules_beside_it(tmp_path, monkeypatch):
+    """`--hook /x/h.py` doing `from helpers import NAMES` with /x/helpers.py failed: "failed to
+    load: ModuleNotFoundError: No module named 'helpers'". Its folder is importable now, as under
+    `python h.py`: first in sys.path while it loads, at the end afterwards (its imports at run time
+    still work, and a file there never shadows a module imported later)."""
+    import importlib
+    import sys
+
+    monkeypatch.setattr(sys, "path", list(sys.path))   # restored after the test
+    mine = ("vk_test_helpers", "vk_test_late", "vk_test_both", "vk_test_other")
+    for name in mine:
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    lib, folder = tmp_path / "site", tmp_path / "hooks"
+    lib.mkdir()
+    folder.mkdir()
+    # an "installed" module of two names, both also beside the hook
+    (lib / "vk_test_both.py").write_text("WHERE = 'installed'\n")
+    (lib / "vk_test_other.py").write_text("WHERE = 'installed'\n")
+    (folder / "vk_test_both.py").write_text("WHERE = 'beside the hook'\n")
+    (folder / "vk_test_other.py").write_text("WHERE = 'beside the hook'\n")
+    (folder / "vk_test_helpers.py").write_text("NAMES = {'Speaker B': 'Sheila'}\n")
+    (folder / "vk_test_late.py").write_text("SUFFIX = ' (checked)'\n")
+    (folder / "h.py").write_text(
+        "from voicekit.hooks import HookResult\n"
+        "from vk_test_helpers import NAMES\n"
+        "import vk_test_both\n"
+        "WHERE = vk_test_both.WHERE\n"
+        "def on_transcription(turn):\n"
+        "    import vk_test_late   # imported when the hook runs, not when it loads\n"
+        "    return HookResult(name=NAMES.get(turn.speaker), text=f'{turn.text} [{WHERE}]{vk_test_late.SUFFIX}')\n")
+    sys.path.insert(0, str(lib))
+    before = list(sys.path)
+    try:
+        hooks = HookRunner()
+        hooks.load_script(folder / "h.py")
+        out = hooks.run(turn(speaker="Speaker B", text="And I'm Sheila in Texas."))
+        # while it loaded, its folder came first, as under `python h.py`: vk_test_both beside it
+        assert (out.sender_name, out.text) == ("Sheila", "And I'm Sheila in Texas. [beside the hook] (checked)")
+        assert hooks.failures == []
+        # afterwards it is last: a later import finds the installed module, not the file beside the hook
+        assert sys.path == before + [str(folder.resolve())]
+        assert importlib.import_module("vk_test_other").WHERE == "installed"
+        # a second script of the same folder adds nothing; one that fails to load leaves sys.path alone
+        (folder / "h2.py").write_text("from vk_test_helpers import NAMES\n"
+                                      "def on_transcription(turn):\n    return None\n")
+        hooks.load_script(folder / "h2.py")
+        assert sys.path == before + [str(folder.resolve())]
+        other = tmp_path / "broken"
+        other.mkdir()
+        (other / "h.py").write_text("from vk_test_missing import X\n")
+        with pytest.raises(HookError, match="failed to load: ModuleNotFoundError: No module named 'vk_test_missing'"):
+            hooks.load_script(other / "h.py")
+        assert sys.path == before + [str(folder.resolve())]
+    finally:
+        for name in mine:
+            sys.modules.pop(name, None)
+
+
 def test_speaker_names_map_and_file():
     assert parse_speaker_names("Speaker A=Diane, Speaker B = Sheila") == {"Speaker A": "Diane", "Speaker B": "Sheila"}
     assert parse_speaker_names("# names\nSpeaker A = Diane\n\nSpeaker B = Sheila  # Texas\n") == \

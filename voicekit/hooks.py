@@ -27,12 +27,15 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import enum
 import importlib.util
 import inspect
 import logging
+import os
 import re
 import queue
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,6 +45,28 @@ from typing import Any
 from voicekit.turns import SpeakerTurn, Word, label_read_in
 
 log = logging.getLogger(__name__)
+
+
+@contextlib.contextmanager
+def _script_folder_importable(path: Path):
+    """Make ``path``'s folder importable, as ``python path`` does: first in ``sys.path`` while the
+    block runs (the script's own imports), then at its end (a hook's imports at run time), where
+    no file of that folder can shadow a module imported later by voicekit or a library. A folder
+    already on ``sys.path`` (the current one under ``python -m``, or a hook's loaded before) is
+    left where it is; a script that fails to load leaves ``sys.path`` as it was."""
+    folder = str(path.resolve().parent)
+    on_path = {os.path.abspath(entry or os.curdir) for entry in sys.path if isinstance(entry, str)}
+    if folder in on_path:
+        yield
+        return
+    sys.path.insert(0, folder)
+    importlib.invalidate_caches()   # a sibling written a moment ago is found
+    try:
+        yield
+    finally:
+        if folder in sys.path:   # (unless the script took it out itself)
+            sys.path.remove(folder)
+    sys.path.append(folder)   # loaded: its imports at run time; a script that failed to load leaves nothing
 
 
 class HookTrigger(enum.Enum):
@@ -157,6 +182,14 @@ class HookRunner:
         ``ON_TRANSCRIPTION``, ``on_speak_decision(decision)`` on ``ON_SPEAK_DECISION`` (one or both;
         a function's name is its trigger's value).
 
+        The script's own folder is importable, as under ``python script.py``: ``from helpers
+        import NAMES`` finds ``helpers.py`` beside it. While the script loads, the folder comes
+        first in ``sys.path`` (a sibling wins over an installed module of the same name, as with
+        ``python script.py``); afterwards it stays at the end of ``sys.path``, so imports the hook
+        makes when it runs still find its siblings but a file in that folder never shadows a
+        module that voicekit or a library imports later. A folder already on ``sys.path`` is
+        left where it is.
+
         Raises:
             HookError: missing file, a folder, a file that is not ``.py``, a script that fails to
                 import, one that defines neither function, or one whose function does not take
@@ -173,7 +206,8 @@ class HookRunner:
         spec = importlib.util.spec_from_file_location(f"voicekit_hook_{path.stem}", path)
         module = importlib.util.module_from_spec(spec)
         try:
-            spec.loader.exec_module(module)  # type: ignore[union-attr]
+            with _script_folder_importable(path):
+                spec.loader.exec_module(module)  # type: ignore[union-attr]
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - sys.exit() at import is a failed load too
             raise HookError(f"hook script {path} failed to load: {_reason(exc)}") from exc
         found = [(trigger, fn) for trigger in HookTrigger
