@@ -147,6 +147,30 @@ def test_raw_pcm_file_reads_like_the_wav(tmp_path, speech):
         probe(wav, raw)
 
 
+def test_a_raw_pcm_file_that_is_not_whole_frames_is_refused(tmp_path, speech):
+    """A headerless file whose size is no whole number of frames was read without a word (its
+    stray bytes dropped): mono s16 speech with an odd sample count read with --raw-channels 2
+    gave a nonsense 'stereo' meeting. Refused as decode_pcm_bytes refuses the same bytes, naming
+    the byte count and the frame size."""
+    pcm = (speech[:16001] * 32767).astype("<i2").tobytes()   # 1.0000625 s of mono speech: 32002 bytes
+    path = tmp_path / "call.raw"
+    path.write_bytes(pcm)
+    assert probe(path, RawPcm(16000)).duration == pytest.approx(16001 / 16000)   # its real format: read
+    for raw, frame in ((RawPcm(16000, channels=2), 4), (RawPcm(16000, "s32le"), 4), (RawPcm(16000, "s24le"), 3)):
+        with pytest.raises(AudioError) as caught:
+            probe(path, raw)
+        stray = 32002 % frame
+        assert str(caught.value) == (
+            f"{path} holds 32002 bytes, not a whole number of {frame}-byte frames ({raw.sample_format}, "
+            f"{raw.channels} channel(s)): check --raw-format and --raw-channels; if they are right and the "
+            f"recording was cut mid-frame, drop its last {stray} byte(s) (truncate -s {32002 - stray} {path})")
+        with pytest.raises(AudioError, match=f"whole number of {frame}-byte frames"):
+            decode_pcm_bytes(pcm, raw)   # the same bytes from memory: the same answer
+        with pytest.raises(AudioError, match="32002 bytes"):
+            load_audio(path, raw=raw)   # every reader goes through probe()
+    assert len(load_audio(path, raw=RawPcm(16000))) == 16001
+
+
 def test_24bit_and_float32_wav_decode(tmp_path, speech):
     for subtype in ("PCM_24", "FLOAT"):
         path = tmp_path / f"{subtype}.wav"

@@ -98,6 +98,18 @@ CASES = [
      "--raw-rate must be the sample rate in Hz, a positive number, got 0"),
     ("--raw-rate on a WAV file", lambda t: [SAMPLE, "--raw-rate", "16000"],
      "has a WAV header (16000 Hz, 1 channel(s)), so it is not headerless PCM: drop --raw-rate"),
+    ("--raw-channels on a WAV file", lambda t: [SAMPLE, "--raw-channels", "2"],
+     "--raw-channels describes headerless PCM and applies only with --raw-rate: add --raw-rate HZ for a "
+     ".raw/.pcm file, or drop --raw-channels (a WAV, FLAC or MP3 gives its format in its header)"),
+    ("--raw-format on a WAV file", lambda t: [SAMPLE, "--raw-format", "u8"],
+     "--raw-format describes headerless PCM and applies only with --raw-rate: add --raw-rate HZ"),
+    ("--raw-format and --raw-channels on a .raw without --raw-rate",
+     lambda t: [_file(t / "m.raw", b"\x01\x02" * 8000), "--raw-format", "s16le", "--raw-channels", "1"],
+     "--raw-format/--raw-channels describe headerless PCM and apply only with --raw-rate: add --raw-rate HZ"),
+    ("raw PCM that is not whole frames", lambda t: [_file(t / "m.raw", b"\x01\x02" * 8001), "--raw-rate", "16000",
+                                                    "--raw-channels", "2"],
+     "m.raw holds 16002 bytes, not a whole number of 4-byte frames (s16le, 2 channel(s)): check --raw-format "
+     "and --raw-channels; if they are right and the recording was cut mid-frame, drop its last 2 byte(s)"),
     ("--per-channel with a speaker count", lambda t: [STEREO, "--per-channel", "--num-speakers", "3"],
      "--num-speakers tells the diarizer how many speakers to find, but with --per-channel each channel is a "
      "speaker: drop --num-speakers"),

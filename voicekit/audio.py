@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import logging
 import re
+import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -438,8 +439,10 @@ def probe(path: str | Path, raw: RawPcm | None = None) -> AudioInfo:
         pipe) means "to the end of the file", not a length.
 
     Raises:
-        AudioError: missing file, directory, empty file, or a format neither soundfile nor PyAV
-            can decode.
+        AudioError: missing file, directory, empty file, a format neither soundfile nor PyAV
+            can decode; with ``raw``, a file that has a header soundfile reads, or one whose size
+            is not a whole number of frames (the wrong format or channel count, or a file cut
+            mid-frame).
     """
     path = Path(path)
     _check_path(path)
@@ -457,7 +460,16 @@ def probe(path: str | Path, raw: RawPcm | None = None) -> AudioInfo:
                 raise AudioError(f"{path} has a {header.format} header ({header.samplerate} Hz, {header.channels} "
                                  "channel(s)), so it is not headerless PCM: drop --raw-rate/--raw-format/"
                                  "--raw-channels")
-        frames = path.stat().st_size // raw.frame_bytes
+        size = path.stat().st_size
+        frames, stray = divmod(size, raw.frame_bytes)
+        if stray:
+            # the format or the channel count is wrong (e.g. mono read as stereo), or the file was
+            # cut mid-frame; decode_pcm_bytes refuses the same bytes given from memory
+            raise AudioError(
+                f"{path} holds {size} bytes, not a whole number of {raw.frame_bytes}-byte frames "
+                f"({raw.sample_format}, {raw.channels} channel(s)): check --raw-format and --raw-channels; "
+                f"if they are right and the recording was cut mid-frame, drop its last {stray} byte(s) "
+                f"(truncate -s {size - stray} {shlex.quote(str(path))})")
         return AudioInfo(path, raw.sample_rate, raw.channels, frames / raw.sample_rate,
                          RAW_SUBTYPES[raw.sample_format])
     if path.suffix.lower() in HEADERLESS_SUFFIXES:

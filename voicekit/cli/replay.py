@@ -67,7 +67,15 @@ def cmd_replay(args: argparse.Namespace) -> int:
                        f"to find, but with --per-channel each channel is a speaker: drop {'/'.join(counts)}")
     if args.raw_rate is not None and args.raw_rate <= 0:
         raise CliError(f"--raw-rate must be the sample rate in Hz, a positive number, got {args.raw_rate}")
-    raw = RawPcm(args.raw_rate, args.raw_format, args.raw_channels) if args.raw_rate else None
+    shapes = [flag for flag, value in (("--raw-format", args.raw_format), ("--raw-channels", args.raw_channels))
+              if value is not None]
+    if args.raw_rate is None and shapes:   # it was ignored without a word (a WAV read by its header)
+        given = "/".join(shapes)
+        raise CliError(f"{given} describe{'s' if len(shapes) == 1 else ''} headerless PCM and appl"
+                       f"{'ies' if len(shapes) == 1 else 'y'} only with --raw-rate: add --raw-rate HZ for a "
+                       f".raw/.pcm file, or drop {given} (a WAV, FLAC or MP3 gives its format in its header)")
+    raw = (RawPcm(args.raw_rate, args.raw_format or "s16le", 1 if args.raw_channels is None else args.raw_channels)
+           if args.raw_rate else None)
     source = FileSource(args.audio, realtime=args.realtime, channel=args.channel, per_channel=args.per_channel,
                         raw=raw)
     if args.per_channel and source.info.channels == 1:
@@ -263,9 +271,11 @@ def _replay_parser(sub) -> None:  # noqa: ANN001
     g = p.add_argument_group("headerless PCM (.raw, .pcm)")
     g.add_argument("--raw-rate", type=int, default=None, metavar="HZ",
                    help="read AUDIO as headerless PCM at this sample rate")
-    g.add_argument("--raw-format", default="s16le", choices=["s16le", "s24le", "s32le", "f32le", "u8"],
-                   help="sample format of headerless PCM (default s16le)")
-    g.add_argument("--raw-channels", type=int, default=1, help="interleaved channels of headerless PCM (default 1)")
+    # (defaults None: given without --raw-rate, they are refused rather than ignored)
+    g.add_argument("--raw-format", default=None, choices=["s16le", "s24le", "s32le", "f32le", "u8"],
+                   help="sample format of headerless PCM (default s16le; only with --raw-rate)")
+    g.add_argument("--raw-channels", type=int, default=None,
+                   help="interleaved channels of headerless PCM (default 1; only with --raw-rate)")
     _meeting_args(p, append=False)  # a replay is never resumed: per-channel mode covers several channels
     _keep_embeddings_arg(p)
     _hook_args(p)
