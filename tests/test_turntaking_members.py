@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from voicekit.attribution import SpeakerLabel
@@ -115,6 +117,32 @@ def test_yaml_booleans_are_refused_not_read_as_true_or_false(tmp_path):
         load_members(path)
     path.write_text('members:\n  - name: "No"\n    aliases: ["Yes"]\n', encoding="utf-8")
     assert load_members(path).members[0].aliases == ("Yes",)
+
+
+def test_a_member_key_without_its_colon_is_refused_not_made_a_member(tmp_path):
+    """`  - name Elena` (colon missing) made an AI member named "name Elena": YAML reads the line
+    as one string, and a bare string is the shorthand of a member's name. It is refused with
+    the fix; the shorthand itself (`- Iris`) still names a member."""
+    path = tmp_path / "members.yaml"
+    path.write_text("members:\n  - name: Iris\n  - name Elena\n", encoding="utf-8")
+    with pytest.raises(MembersError) as caught:
+        load_members(path)
+    assert str(caught.value) == (
+        "member #2: 'name Elena' reads as the key 'name' without its colon: write `name: Elena` (a bare "
+        "`- Elena` is short for `- name: Elena`; to name a member 'name Elena', write `- name: \"name Elena\"`)")
+    for line, fix in (("name:Elena", "with no blank after its colon: write `name: Elena`"),
+                      ("Name=Elena", "with '=' for its colon: write `name: Elena`"),
+                      ("instructions Be brief.", "the key 'instructions' without its colon: write "
+                                                 "`instructions: Be brief.`"),
+                      ("answer_only_participants p-alice", "the key 'answer_only_participants' without its "
+                                                           "colon: write `answer_only_participants: p-alice`")):
+        path.write_text(f"members:\n  - name: Iris\n  - {line}\n", encoding="utf-8")
+        with pytest.raises(MembersError, match=re.escape(fix)):
+            load_members(path)
+    # the shorthand, a quoted name that starts with the word, and names that only begin like a key
+    path.write_text('members:\n  - Iris\n  - name: "name Elena"\n  - Nameless Nina\n  - Named\n',
+                    encoding="utf-8")
+    assert [m.name for m in load_members(path).members] == ["Iris", "name Elena", "Nameless Nina", "Named"]
 
 
 def test_members_file_bad_yaml(tmp_path):

@@ -243,17 +243,44 @@ def _check_keys(mapping: Mapping, known: Sequence[str], where: str) -> None:
             raise MembersError(f"{where}: unknown key {key!r} ({hint}known: {', '.join(known)})")
 
 
+# a member's key written with its colon left out ("name Elena"), run into its value ("name:Elena")
+# or written "name=Elena": YAML reads the whole line as a string, the shorthand of a member's name
+_KEY_TYPO = re.compile(rf"^\s*({'|'.join(sorted(_MEMBER_KEYS, key=len, reverse=True))})(\s*[:=]\s*|\s+)(\S.*?)?\s*$",
+                       re.IGNORECASE | re.DOTALL)
+
+
+def _check_not_a_key_typo(text: str, where: str) -> None:
+    """Raise :class:`MembersError` when a bare-string member reads as a member key with its
+    colon missing (``name Elena``), or run into its value (``name:Elena``, ``name=Elena``):
+    YAML made the line one string, which would become a member named "name Elena"."""
+    m = _KEY_TYPO.match(text)
+    if m is None:
+        return
+    key, sep, value = m.group(1).lower(), m.group(2), (m.group(3) or "").strip()
+    if ":" in sep:
+        what = "with no blank after its colon" if not sep[-1].isspace() else "written as one string"
+    elif "=" in sep:
+        what = "with '=' for its colon"
+    else:
+        what = "without its colon"
+    raise MembersError(f"{where}: {text.strip()!r} reads as the key '{key}' {what}: write `{key}: "
+                       f"{value or '…'}` (a bare `- Elena` is short for `- name: Elena`; to name a member "
+                       f"{text.strip()!r}, write `- name: \"{text.strip()}\"`)")
+
+
 def parse_members(data: Any) -> RoomConfig:
     """Build a :class:`RoomConfig` from parsed YAML/JSON data.
 
     Accepted shapes: a list of member mappings, or a mapping with ``members:`` (that list) and
     optional ``floor:`` (``always`` | ``when_addressed``), ``continuation: {max_chars,
     max_words}`` and ``director: {timeout_s}``. A member mapping has ``name`` (required),
-    ``instructions``, ``aliases``, ``answer_only`` (names) and ``answer_only_participants``.
+    ``instructions``, ``aliases``, ``answer_only`` (names) and ``answer_only_participants``; a
+    bare string is short for a mapping of its ``name`` alone (``- Iris`` is ``- name: Iris``).
 
     Raises:
         MembersError: on a missing or wrongly typed field, an unknown key (a typo such as
-            ``instruction:``), an unknown floor, or bad names.
+            ``instruction:``), a bare string that reads as a member key with its colon missing
+            (``- name Elena``, ``- name:Elena``), an unknown floor, or bad names.
     """
     if isinstance(data, list):
         data = {"members": data}
@@ -265,7 +292,8 @@ def parse_members(data: Any) -> RoomConfig:
         raise MembersError("members file: 'members' must be a list")
     members: list[Member] = []
     for i, raw in enumerate(raw_members):
-        if isinstance(raw, str):
+        if isinstance(raw, str):   # "- Iris", short for "- name: Iris"
+            _check_not_a_key_typo(raw, f"member #{i + 1}")
             raw = {"name": raw}
         if not isinstance(raw, Mapping):
             raise MembersError(f"member #{i + 1}: expected a mapping")
