@@ -69,6 +69,42 @@ def test_mp3_decodes_without_writing_to_the_terminal(capfd):
     assert decoded.shape == reference.shape and np.abs(decoded - reference).max() < 1e-5
 
 
+@pytest.mark.parametrize("name, rate, channels, duration", [("hotwords.mp3", 44100, 2, 4.0),
+                                                             ("multilingual.mp3", 24000, 1, 59.9)])
+def test_mp3_is_probed_without_libsndfile_and_gives_what_libsndfile_gave(tmp_path, capfd, name, rate, channels,
+                                                                          duration):
+    """probe() read MP3 headers with libsndfile's mpg123, which wrote to fd 2 ("Warning: Xing stream
+    size off by more than 1%…" for an MP3 cut short, "Note: Illegal Audio-MPEG-Header…" for
+    damage); it reads them with PyAV now, with the values libsndfile gave (measured before the change:
+    hotwords.mp3 44100 Hz, 2 channels, 4.0 s; multilingual.mp3 24000 Hz, 1 channel, 59.9 s; both
+    MPEG_LAYER_III). An MP3 cut in half keeps its Xing header's 4.0 s (what flags it as truncated),
+    and an MP3 named .wav is still known by its frames."""
+    data = (EVAL / "faster_whisper" / name).read_bytes()
+    named_wav = tmp_path / "mp3.wav"
+    named_wav.write_bytes(data)
+    for path in (EVAL / "faster_whisper" / name, named_wav):
+        info = probe(path)
+        assert (info.sample_rate, info.channels, info.duration, info.subtype) == \
+            (rate, channels, duration, "MPEG_LAYER_III")
+        assert (info.declared_duration, info.unfinalized_duration) == (None, None)
+    cut = tmp_path / "cut.mp3"
+    cut.write_bytes(data[: len(data) // 2])
+    assert probe(cut).duration == duration   # its Xing header's count, not the half it holds
+    assert capfd.readouterr().err == ""
+
+
+def test_a_wav_named_mp3_is_still_read_by_libsndfile(tmp_path):
+    """Only MPEG audio goes to PyAV: a WAV misnamed .mp3 (its RIFF header) is probed as before."""
+    import dataclasses
+
+    wav = EVAL / "faster_whisper" / "stereo_diarization.wav"
+    path = tmp_path / "meeting.mp3"
+    path.write_bytes(wav.read_bytes())
+    info = probe(path)
+    assert (info.sample_rate, info.channels, info.subtype) == (16000, 2, "PCM_16")
+    assert info == dataclasses.replace(probe(wav), path=path)
+
+
 def test_to_float32_scales_integer_pcm_and_unscaled_floats(caplog):
     assert to_float32(np.array([16384, -32768], dtype=np.int16)).tolist() == [0.5, -1.0]
     unscaled = np.array([0.0, 16384.0, -8192.0], dtype=np.float32)

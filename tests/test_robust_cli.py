@@ -544,16 +544,33 @@ def test_a_flac_that_breaks_off_mid_stream_keeps_what_came_before(tmp_path, caps
     assert "United Kingdom" in doc["turns"][0]["text"]
 
 
-def test_an_mp3_cut_short_is_flagged(tmp_path, capsys):
+def test_an_mp3_cut_short_is_flagged(tmp_path, capfd):
     """An MP3 cut in half decodes without an error, but its Xing header counts the frames of 4.0 s:
-    it ended with exit 0 and no word; now it is flagged as truncated."""
+    it ended with exit 0 and no word; now it is flagged as truncated. libsndfile's mpg123 also
+    wrote "Warning: Xing stream size off by more than 1%…" to fd 2 twice (each probe); no more."""
     data = (EVAL / "faster_whisper" / "hotwords.mp3").read_bytes()
     cut = tmp_path / "cut.mp3"
     cut.write_bytes(data[: len(data) // 2])
     assert main(["replay", str(cut), "--out", str(tmp_path / "o"), "--quiet"]) == 1
-    err = capsys.readouterr().err
+    err = capfd.readouterr().err
     assert "cut.mp3 is truncated: only its first 2.0 s of 4.0 s were transcribed (exit code 1)" in err, err
+    assert "Xing" not in err and "Warning:" not in err, err
     assert json.loads((tmp_path / "o" / "cut.json").read_text())["meeting"]["duration"] == pytest.approx(2.0, abs=0.05)
+
+
+def test_a_damaged_mp3_is_one_error_line_without_decoder_notes(tmp_path):
+    """Random bytes named x.mp3: libsndfile's mpg123 (probe() went through soundfile.info) wrote
+    "Note: Illegal Audio-MPEG-Header 0x… / Note: Trying to resync... / Note: Hit end of
+    (available) data during resync." to fd 2 before voicekit's one line. MPEG audio is probed with
+    PyAV now: stderr (fd 2, the CLI in a subprocess) holds that one line alone."""
+    bad = _file(tmp_path / "x.mp3", np.random.default_rng(8).bytes(20000))
+    rc, err = _cli("replay", bad, "--out", tmp_path / "out")
+    assert rc == 2
+    assert err.splitlines() == [
+        f"voicekit: error: {bad} is not an audio file voicekit can decode (InvalidDataError: [Errno 1094995529] "
+        f"Invalid data found when processing input: '{bad}'); convert it to WAV or FLAC (e.g. ffmpeg -i IN "
+        "-ar 16000 OUT.wav)"], err
+    assert not (tmp_path / "out").exists()
 
 
 def test_non_ascii_path_replays(tmp_path):

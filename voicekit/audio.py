@@ -1,8 +1,9 @@
 """Decode, normalize and resample audio.
 
 Everything after this module sees float32 mono at 16 kHz (``SAMPLE_RATE``). Files are decoded
-with soundfile (libsndfile: WAV, FLAC, OGG, 24-bit and float WAV…) and, for MP3 and what libsndfile
-cannot read (M4A/AAC, Opus in MP4…), with PyAV. Resampling is soxr's *streaming* resampler, so a
+with soundfile (libsndfile: WAV, FLAC, OGG, 24-bit and float WAV…) and, for MPEG audio (MP3, MP2)
+and what libsndfile cannot read (M4A/AAC, Opus in MP4…), with PyAV; MPEG audio is probed with PyAV
+too, since libsndfile's mpg123 writes its notes straight to the terminal. Resampling is soxr's *streaming* resampler, so a
 file read block by block gives the same samples as the file resampled whole.
 """
 
@@ -476,6 +477,11 @@ def probe(path: str | Path, raw: RawPcm | None = None) -> AudioInfo:
         raise AudioError(f"{path} is headerless PCM ({path.suffix}), which says nothing of its format: give "
                          "--raw-rate HZ (and --raw-format s16le|s24le|s32le|f32le|u8, --raw-channels N when "
                          "not 16-bit mono)")
+    if _is_mpeg_audio(path):
+        # not through libsndfile: its mpg123 writes to the terminal (fd 2) on every damaged frame
+        # or stale Xing header ("Note: Illegal Audio-MPEG-Header…", "Warning: Xing stream size
+        # off…"), as it does when decoding (read_native_blocks sends MP3 to PyAV for that reason)
+        return _probe_av(path, mpeg=True)
     error = ""
     try:
         info = sf.info(str(path))
@@ -497,7 +503,46 @@ def probe(path: str | Path, raw: RawPcm | None = None) -> AudioInfo:
     return _probe_av(path, error)
 
 
-def _probe_av(path: Path, sf_error: str = "") -> AudioInfo:
+MPEG_SUFFIXES = (".mp3", ".mp2", ".mp1", ".mpga", ".mpa")
+"""File name endings of MPEG audio, probed and decoded with PyAV (FFmpeg), never libsndfile."""
+
+# the magic numbers of formats libsndfile reads that a file misnamed .mp3 may hold
+_OTHER_MAGIC = (b"RIFF", b"RIFX", b"RF64", b"fLaC", b"OggS", b"FORM", b".snd", b"caff", b"wvpk", b"MThd")
+
+# FFmpeg's MPEG audio decoders and libsndfile's names of the same streams (AudioInfo.subtype)
+_MPEG_SUBTYPES = {"mp3": "MPEG_LAYER_III", "mp2": "MPEG_LAYER_II", "mp1": "MPEG_LAYER_I"}
+
+
+def _mpeg_frame_header(head: bytes) -> bool:
+    """Whether four bytes are an MPEG audio frame header, by the test libsndfile identifies MPEG
+    with: the 11-bit frame sync, then a version, a layer, a bitrate and a sample rate that are not
+    the reserved values (ISO/IEC 11172-3 2.4.1.3; ADTS AAC, whose layer bits are 00, is not)."""
+    return (len(head) >= 4 and head[0] == 0xFF and head[1] & 0xE0 == 0xE0 and head[1] & 0x18 != 0x08
+            and head[1] & 0x06 != 0 and head[2] & 0xF0 != 0xF0 and head[2] & 0x0C != 0x0C)
+
+
+def _is_mpeg_audio(path: Path) -> bool:
+    """Whether libsndfile would read ``path`` with mpg123: its content starts with an MPEG audio
+    frame (after any ID3v2 tags), or its name ends in .mp3 (…) and it starts with none of the
+    magic numbers of the other formats libsndfile reads (random bytes named .mp3: libsndfile
+    gives those to mpg123 by their extension)."""
+    with open(path, "rb") as f:
+        head = f.read(10)
+        first = head[:4]
+        pos = 0
+        for _ in range(8):   # ID3v2 tags (ID3v2.4 4.: a tag may follow a tag)
+            if len(head) < 10 or head[:3] != b"ID3" or any(b & 0x80 for b in head[6:10]):
+                break
+            size = head[6] << 21 | head[7] << 14 | head[8] << 7 | head[9]   # "syncsafe": 7 bits a byte
+            pos += 10 + size + (10 if head[5] & 0x10 else 0)   # the header, the tag, any footer
+            f.seek(pos)
+            head = f.read(10)
+    if _mpeg_frame_header(head[:4]):
+        return True
+    return path.suffix.lower() in MPEG_SUFFIXES and not first.startswith(_OTHER_MAGIC)
+
+
+def _probe_av(path: Path, sf_error: str = "", mpeg: bool = False) -> AudioInfo:
     try:
         import av
     except ImportError as exc:  # pragma: no cover - av is a dependency
@@ -523,7 +568,15 @@ def _probe_av(path: Path, sf_error: str = "") -> AudioInfo:
             if duration <= 0 and next(container.decode(stream), None) is None:
                 raise AudioError(f"{path} holds no audio: its header describes {channels} channel(s) at {rate} Hz "
                                  "but not one sample follows (the recording stopped before it began)")
-            return AudioInfo(path, rate, channels, duration, str(stream.codec_context.name))
+            subtype = str(stream.codec_context.name)
+            if mpeg:
+                # as libsndfile gave them: the subtype by its name, the length a whole number of
+                # frames (FFmpeg, as mpg123, counts an MP3's frames from its Xing header when it has one)
+                codec = str(getattr(stream.codec_context.codec, "name", "") or subtype)
+                subtype = _MPEG_SUBTYPES.get(codec.removesuffix("float"), subtype)
+                if stream.duration and stream.time_base:
+                    duration = round(float(stream.duration * stream.time_base) * rate) / rate
+            return AudioInfo(path, rate, channels, duration, subtype)
     except AudioError:
         raise
     except Exception as exc:  # noqa: BLE001
