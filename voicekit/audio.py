@@ -3,7 +3,7 @@
 Everything after this module sees float32 mono at 16 kHz (``SAMPLE_RATE``). Files are decoded
 with soundfile (libsndfile: WAV, FLAC, OGG, 24-bit and float WAV…) and, for MPEG audio (MP3, MP2)
 and what libsndfile cannot read (M4A/AAC, Opus in MP4…), with PyAV; MPEG audio is probed with PyAV
-too, since libsndfile's mpg123 writes its notes straight to the terminal. Resampling is soxr's *streaming* resampler, so a
+too (by its name), since libsndfile's mpg123 writes its notes straight to the terminal. Resampling is soxr's *streaming* resampler, so a
 file read block by block gives the same samples as the file resampled whole.
 """
 
@@ -513,33 +513,14 @@ _OTHER_MAGIC = (b"RIFF", b"RIFX", b"RF64", b"fLaC", b"OggS", b"FORM", b".snd", b
 _MPEG_SUBTYPES = {"mp3": "MPEG_LAYER_III", "mp2": "MPEG_LAYER_II", "mp1": "MPEG_LAYER_I"}
 
 
-def _mpeg_frame_header(head: bytes) -> bool:
-    """Whether four bytes are an MPEG audio frame header, by the test libsndfile identifies MPEG
-    with: the 11-bit frame sync, then a version, a layer, a bitrate and a sample rate that are not
-    the reserved values (ISO/IEC 11172-3 2.4.1.3; ADTS AAC, whose layer bits are 00, is not)."""
-    return (len(head) >= 4 and head[0] == 0xFF and head[1] & 0xE0 == 0xE0 and head[1] & 0x18 != 0x08
-            and head[1] & 0x06 != 0 and head[2] & 0xF0 != 0xF0 and head[2] & 0x0C != 0x0C)
-
-
 def _is_mpeg_audio(path: Path) -> bool:
-    """Whether libsndfile would read ``path`` with mpg123: its content starts with an MPEG audio
-    frame (after any ID3v2 tags), or its name ends in .mp3 (…) and it starts with none of the
-    magic numbers of the other formats libsndfile reads (random bytes named .mp3: libsndfile
-    gives those to mpg123 by their extension)."""
+    """Whether ``path`` is named as MPEG audio (:data:`MPEG_SUFFIXES`) and starts with none of the
+    magic numbers of the other formats libsndfile reads (a WAV misnamed .mp3 stays libsndfile's).
+    An MP3 misnamed otherwise still reaches libsndfile, which knows it by its frames."""
+    if path.suffix.lower() not in MPEG_SUFFIXES:
+        return False
     with open(path, "rb") as f:
-        head = f.read(10)
-        first = head[:4]
-        pos = 0
-        for _ in range(8):   # ID3v2 tags (ID3v2.4 4.: a tag may follow a tag)
-            if len(head) < 10 or head[:3] != b"ID3" or any(b & 0x80 for b in head[6:10]):
-                break
-            size = head[6] << 21 | head[7] << 14 | head[8] << 7 | head[9]   # "syncsafe": 7 bits a byte
-            pos += 10 + size + (10 if head[5] & 0x10 else 0)   # the header, the tag, any footer
-            f.seek(pos)
-            head = f.read(10)
-    if _mpeg_frame_header(head[:4]):
-        return True
-    return path.suffix.lower() in MPEG_SUFFIXES and not first.startswith(_OTHER_MAGIC)
+        return not f.read(4).startswith(_OTHER_MAGIC)
 
 
 def _probe_av(path: Path, sf_error: str = "", mpeg: bool = False) -> AudioInfo:
