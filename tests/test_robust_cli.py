@@ -205,6 +205,85 @@ def test_a_damaged_or_foreign_store_in_out_is_kept_unless_overwrite(tmp_path, da
     assert MeetingStore(store).turns()  # replaced by the new meeting
 
 
+def _as_a_user_files_bind():
+    """The command prefix that runs voicekit bound by file permissions: nothing for a plain user;
+    for root (the tests' container), root without CAP_DAC_OVERRIDE / CAP_DAC_READ_SEARCH (``setpriv
+    --bounding-set``), which a 0555 folder or a 0444 file stops as it stops any other user. Skips
+    where neither is possible."""
+    if os.geteuid() != 0:
+        return []
+    prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
+    try:
+        probe = subprocess.run([*prefix, "true"], capture_output=True, timeout=30)
+    except OSError:
+        pytest.skip("setpriv is not installed: root ignores file permissions")
+    if probe.returncode != 0:
+        pytest.skip(f"setpriv cannot drop root's file-permission override here: {probe.stderr!r}")
+    return prefix
+
+
+def test_a_store_this_user_may_not_write_is_told_as_permissions_not_damage(tmp_path):
+    """User trial: `voicekit export OUT` as another user on a root-owned OUT said the store was
+    damaged ("not a meeting store voicekit can read (attempt to write a readonly database)",
+    and `sqlite3 … .recover`). SQLite opens a file it may not write read-only, and a WAL store
+    then fails even a read in a folder it may not write. Every command that opens the store says
+    what to make writable (or readable), and the meeting is left as it was."""
+    prefix = _as_a_user_files_bind()
+    out = tmp_path / "m"
+    assert _cli("replay", FALCON, "--out", out, "--quiet")[0] == 0
+    store = out / "meeting.sqlite"
+    before = store.read_bytes()
+    with MeetingStore(store) as kept:   # closed: no -wal/-shm left beside it, as after any command
+        turns = len(kept.turns())
+    assert turns == 3
+
+    def cli(*args):
+        p = subprocess.run([*prefix, sys.executable, "-m", "voicekit.cli", *map(str, args)], capture_output=True,
+                           text=True, timeout=600)
+        lines = p.stderr.strip().splitlines()
+        assert len(lines) <= 1 and "Traceback" not in p.stderr, p.stderr
+        return p.returncode, lines[0] if lines else ""
+
+    livekit = ("livekit", "--url", "ws://127.0.0.1:9", "--token", "t")
+    try:
+        # another user's OUT: neither the folder nor its files may be written
+        for path in out.iterdir():
+            path.chmod(0o444)
+        out.chmod(0o555)
+        assert cli("export", out) == (2, f"voicekit: error: cannot write {store} (read-only: permission denied): "
+                                         f"make the folder {out} writable, or copy the folder and export the copy")
+        for command in (("mic",), livekit):
+            assert cli(*command, "--out", out, "--append") == (
+                2, f"voicekit: error: cannot write to the output directory {out} (Permission denied): make it "
+                   "writable, or choose another --out")
+        # a writable folder, the store read-only: an export reads it; going on with it is refused at once
+        out.chmod(0o755)
+        for command in (("mic",), livekit):
+            rc, err = cli(*command, "--out", out, "--append")
+            assert rc == 2 and err.startswith(f"voicekit: error: cannot write {store} (read-only: permission "
+                                              "denied): make meeting.sqlite"), err
+            assert err.endswith(" writable, or record this session in another --out"), err
+        for path in out.glob("test.*"):
+            path.chmod(0o644)
+        assert cli("export", out) == (0, "")
+        assert len(json.loads((out / "test.json").read_text())["turns"]) == turns
+        rc, err = cli("export", out, "--drop-embeddings")
+        assert rc == 2 and err.startswith(f"voicekit: error: cannot write {store} (read-only: permission denied): "
+                                          "make meeting.sqlite"), err
+        # a store this user may not read
+        store.chmod(0o000)
+        assert cli("replay", FALCON, "--out", out, "--quiet") == (
+            2, f"voicekit: error: cannot read {store} (permission denied): make meeting.sqlite readable, or pass "
+               "--overwrite to replace it, or choose another --out")
+    finally:
+        out.chmod(0o755)
+        for path in out.iterdir():
+            path.chmod(0o644)
+    assert store.read_bytes() == before   # no command changed the meeting
+    with MeetingStore(store) as kept:
+        assert len(kept.turns()) == turns
+
+
 def test_a_compute_type_the_cpu_cannot_run_is_a_one_line_error(tmp_path):
     """CTranslate2 raised "Requested float16 compute type, but the target device or backend do not
     support efficient float16 computation", which ended as an internal error."""

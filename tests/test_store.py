@@ -246,3 +246,30 @@ def test_a_turn_with_impossible_times_is_refused_and_nothing_is_written(tmp_path
         with pytest.raises(ValueError, match="must be finite seconds"):
             store.commit(SpeakerTurn(speaker="Speaker A", text="hi", start=start, end=end))
         assert store.turns() == []
+
+
+def test_access_problem_tells_permissions_from_damage_and_a_full_disk(tmp_path):
+    """Only access is told as access: a damaged file and a full disk are not (the CLI names them
+    apart); a read-only file system and a file SQLite may not write are named with their fix."""
+    import errno
+
+    from voicekit.store import StoreAccess, access_problem
+
+    path = tmp_path / "meeting.sqlite"
+    path.write_bytes(b"garbage garbage! " * 100)
+    with pytest.raises(sqlite3.DatabaseError) as damaged:
+        sqlite3.connect(path).execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+    assert damaged.value.sqlite_errorname == "SQLITE_NOTADB"
+    assert access_problem(path, damaged.value) is None
+    assert access_problem(path, sqlite3.OperationalError("database or disk is full")) is None
+    assert access_problem(path, OSError(errno.ENOSPC, "No space left on device")) is None
+    assert access_problem(path, OSError(errno.EROFS, "Read-only file system")) == StoreAccess(
+        f"cannot write {path} (read-only file system)", f"mount the file system of {tmp_path} read-write")
+    # SQLite's own error for a store it opened read-only (mode=ro stands in for a file it may not write)
+    path.unlink()
+    MeetingStore(path).close()
+    with pytest.raises(sqlite3.OperationalError) as readonly:
+        sqlite3.connect(f"file:{path}?mode=ro", uri=True).execute("CREATE TABLE t (x)")
+    assert readonly.value.sqlite_errorname.startswith("SQLITE_READONLY")
+    access = access_problem(path, readonly.value)
+    assert access is not None and access.problem == f"cannot write {path} (read-only)"

@@ -37,6 +37,14 @@ def _plural(n: int, word: str) -> str:
 
 
 def _check_writable(out: Path) -> None:
+    """Make ``out`` and check that this user may write in it (a probe file, removed).
+
+    Raises:
+        CliError: ``out`` or a folder above it is a file; or it cannot be written, with the way
+            on: a folder this user may not write (EACCES, EPERM, EROFS) is named to make writable.
+    """
+    import errno
+
     try:
         out.mkdir(parents=True, exist_ok=True)
         probe = out / ".voicekit-write-test"
@@ -47,6 +55,9 @@ def _check_writable(out: Path) -> None:
         if a_file is not None:
             raise CliError(f"cannot write to the output directory {out}: {a_file} is a file, not a "
                            "directory; choose another --out") from exc
+        if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+            raise CliError(f"cannot write to the output directory {out} ({exc.strerror}): make it writable, "
+                           "or choose another --out") from exc
         raise CliError(f"cannot write to the output directory {out} ({exc.strerror}); "
                        "choose another --out") from exc
 

@@ -35,7 +35,8 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise CliError(f"{store_path} not found: give the --out directory of a voicekit replay, mic or livekit meeting")
     if args.num_speakers is not None and not args.refine:
         raise CliError("--num-speakers applies to the re-clustering: add --refine")
-    _check_readable_store(store_path, "export writes outputs only from a voicekit meeting")
+    _check_readable_store(store_path, "export writes outputs only from a voicekit meeting",
+                          access_way="copy the folder and export the copy")
     _lock_meeting_dir(out, fix="export it when that command has ended (it writes the outputs itself as it ends)")
     store = MeetingStore(store_path)
     meta = store.meta()

@@ -50,8 +50,46 @@ def _unreadable_store(store_path: Path) -> str | None:
             if tables:
                 conn.execute("SELECT COUNT(*) FROM turns").fetchone()
     except sqlite3.Error as exc:
-        return str(exc)
+        from voicekit.store import access_problem
+
+        return None if access_problem(store_path, exc) is not None else str(exc)   # no damage: access
     return None
+
+
+def _check_store_access(store_path: Path, way: str, write: bool = False) -> None:
+    """Refuse an existing ``store_path`` this user may not read (with ``write``: nor write), with
+    what to make readable or writable: SQLite says "attempt to write a readonly database" for a
+    store in a folder this user may not write, which is no damage (:func:`_check_readable_store`).
+
+    The store is opened as SQLite opens it for voicekit; ``write`` tries a write (its header's
+    ``user_version``, set to what it is) in a transaction that is rolled back.
+
+    Raises:
+        CliError: ``cannot write OUT/meeting.sqlite (read-only: permission denied): make the
+            folder OUT writable, or {way}`` (:func:`voicekit.store.access_problem`).
+    """
+    import contextlib
+    import sqlite3
+
+    from voicekit.store import access_problem
+
+    if not store_path.is_file() or store_path.stat().st_size == 0:
+        return
+    try:
+        uri = f"file:{store_path}?mode={'rw' if write else 'ro'}"
+        with contextlib.closing(sqlite3.connect(uri, uri=True, isolation_level=None)) as conn:
+            (version,) = conn.execute("PRAGMA user_version").fetchone()
+            if write:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    conn.execute(f"PRAGMA user_version = {int(version)}")
+                finally:
+                    with contextlib.suppress(sqlite3.Error):
+                        conn.execute("ROLLBACK")
+    except (sqlite3.Error, OSError) as exc:
+        access = access_problem(store_path, exc)
+        if access is not None:
+            raise CliError(f"{access.problem}: {access.remedy}, or {way}") from exc
 
 
 def _stored_meta(store_path: Path) -> dict:
@@ -64,12 +102,15 @@ def _stored_meta(store_path: Path) -> dict:
         return {}
 
 
-def _check_readable_store(store_path: Path, way: str) -> None:
-    """Refuse an existing ``store_path`` that is damaged or another program's database.
+def _check_readable_store(store_path: Path, way: str, access_way: str | None = None) -> None:
+    """Refuse an existing ``store_path`` that this user may not read (:func:`_check_store_access`),
+    or that is damaged or another program's database.
 
     Raises:
-        CliError: naming what is wrong, ``way`` (what the user can do), and SQLite's recovery.
+        CliError: naming what is wrong, ``way`` (what the user can do; ``access_way`` instead, if
+            given, when it is the access) and, for damage, SQLite's recovery.
     """
+    _check_store_access(store_path, access_way or way)
     damage = _unreadable_store(store_path)
     if damage is not None:
         raise CliError(f"{store_path} is not a meeting store voicekit can read ({damage}), so voicekit leaves it "
@@ -81,7 +122,7 @@ def _check_existing_meeting(store_path: Path, args: argparse.Namespace) -> None:
     capture, ``--append``) says what to do with it.
 
     Raises:
-        CliError: naming the way forward.
+        CliError: naming the way forward; with ``--append``, also a store this user may not write.
     """
     append = getattr(args, "append", None)
     if not args.overwrite:
@@ -93,6 +134,7 @@ def _check_existing_meeting(store_path: Path, args: argparse.Namespace) -> None:
                        "replace it" + (", --append to go on with it" if append is not None else "") +
                        ", or choose another --out")
     if append:
+        _check_store_access(store_path, "record this session in another --out", write=True)
         # export --refine re-clusters every turn from its kept windows: all sessions keep them, or none
         kept, keep = _has_embeddings(store_path), getattr(args, "keep_embeddings", None)
         if kept and not keep:

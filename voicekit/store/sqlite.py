@@ -8,8 +8,10 @@ refined label beside it.
 
 from __future__ import annotations
 
+import errno
 import json
 import math
+import os
 import sqlite3
 import time
 from collections.abc import Sequence
@@ -74,6 +76,86 @@ class StoreError(Exception):
     """The meeting store cannot be opened or written. The message names the fix."""
 
 
+@dataclass(frozen=True)
+class StoreAccess:
+    """Why this user may not read or write a meeting store: permissions or a read-only file
+    system, not damage (the file itself may be a whole meeting).
+
+    Attributes:
+        problem: what failed, ``cannot write OUT/meeting.sqlite (read-only: permission denied)``.
+        remedy: what gives access, ``make the folder OUT writable``.
+    """
+
+    problem: str
+    remedy: str
+
+
+_READ_ONLY_ERRNOS = (errno.EACCES, errno.EPERM, errno.EROFS)
+
+
+def _names(path: Path, files: list[Path]) -> str:
+    """``meeting.sqlite``, ``meeting.sqlite and its -wal, -shm files`` or ``meeting.sqlite-shm``:
+    which of a store's files ``files`` holds."""
+    extra = [p.name[len(path.name):] for p in files if p != path]
+    if path not in files:
+        return " and ".join(p.name for p in files)
+    return path.name + (f" and its {', '.join(extra)} file{'s' if len(extra) > 1 else ''}" if extra else "")
+
+
+def access_problem(path: str | Path, exc: BaseException) -> StoreAccess | None:
+    """Tell an error met opening or writing the SQLite store at ``path`` that is about access
+    (SQLite's ``SQLITE_READONLY*`` "attempt to write a readonly database", ``SQLITE_CANTOPEN``
+    "unable to open database file" for a file or folder this user may not read, ``SQLITE_PERM``;
+    an ``OSError`` EACCES / EPERM / EROFS) from damage and every other failure.
+
+    SQLite opens a file it may not write read-only without a word and fails on the first write,
+    which for a WAL store is the shared-memory file it makes beside it, so even a read fails in a
+    folder this user may not write: the folder, the store and its ``-wal``/``-shm`` files are
+    looked at (``os.access``, ``os.statvfs``) to say which one to fix.
+
+    Returns:
+        the problem and its remedy; None when ``exc`` is not about access (a damaged file, a full
+        disk, or a file SQLite cannot open although this user may read it).
+    """
+    path = Path(path)
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    text = str(exc).lower()
+    if isinstance(exc, OSError):
+        if exc.errno not in _READ_ONLY_ERRNOS:
+            return None
+        kind = "read-only fs" if exc.errno == errno.EROFS else "write"
+    elif name.startswith("SQLITE_READONLY") or "readonly database" in text:
+        kind = "write"
+    elif name.startswith(("SQLITE_CANTOPEN", "SQLITE_PERM")) or "unable to open database file" in text:
+        kind = "read"
+    else:
+        return None
+    folder = path.parent
+    files = [p for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm")) if p.exists()]
+    try:
+        if os.statvfs(folder).f_flag & os.ST_RDONLY:
+            kind = "read-only fs"
+    except OSError:
+        pass
+    if kind == "read-only fs":
+        return StoreAccess(f"cannot write {path} (read-only file system)",
+                           f"mount the file system of {folder} read-write")
+    if not os.access(folder, os.X_OK):
+        return StoreAccess(f"cannot read {path} (permission denied)", f"make the folder {folder} readable")
+    unreadable = [p for p in files if not os.access(p, os.R_OK)]
+    if unreadable:
+        return StoreAccess(f"cannot read {path} (permission denied)", f"make {_names(path, unreadable)} readable")
+    if kind == "read":
+        return None   # it may be read: SQLite failed for another reason
+    if not os.access(folder, os.W_OK):
+        return StoreAccess(f"cannot write {path} (read-only: permission denied)", f"make the folder {folder} writable")
+    unwritable = [p for p in files if not os.access(p, os.W_OK)]
+    if unwritable:
+        return StoreAccess(f"cannot write {path} (read-only: permission denied)",
+                           f"make {_names(path, unwritable)} writable")
+    return StoreAccess(f"cannot write {path} (read-only)", "make it and its folder writable")
+
+
 def _words_json(words: tuple[Word, ...]) -> str:
     return json.dumps([[w.start, w.end, w.text, round(w.probability, 4), w.speaker] for w in words],
                       ensure_ascii=False)
@@ -105,7 +187,8 @@ class MeetingStore:
         meeting_id: the meeting's id in the attribution register.
 
     Raises:
-        StoreError: when the directory is not writable or the file is not a voicekit store.
+        StoreError: when the directory or the file is not writable (the message says which to
+            make writable, :func:`access_problem`) or the file is not a voicekit store.
     """
 
     def __init__(self, path: str | Path, meeting_id: str = "default") -> None:
@@ -125,6 +208,9 @@ class MeetingStore:
                 raise StoreError(f"the meeting store {self.path} is damaged or not a voicekit store ({exc}): "
                                  f"voicekit leaves it as it is; `sqlite3 {self.path} .recover` may save its "
                                  "turns into a new database") from exc
+            access = access_problem(self.path, exc)
+            if access is not None:
+                raise StoreError(f"{access.problem}: {access.remedy}, or choose another --out") from exc
             raise StoreError(f"cannot open the meeting store {self.path} ({exc}); "   # cannot open or write it
                              "choose a writable --out directory") from exc
 
@@ -141,6 +227,9 @@ class MeetingStore:
 
     # --- meeting metadata -------------------------------------------------------------------
     def _write_error(self, exc: sqlite3.Error) -> StoreError:
+        access = access_problem(self.path, exc)
+        if access is not None:
+            return StoreError(f"{access.problem}: {access.remedy}")
         full = "full" in str(exc).lower()
         return StoreError(f"cannot write to the meeting store {self.path} ({exc})"
                           + ("; free disk space" if full else ""))
