@@ -744,6 +744,27 @@ def test_a_full_disk_while_writing_outputs_names_the_way_back(tmp_path, monkeypa
     assert len(json.loads((out / "stereo_diarization.json").read_text())["turns"]) == len(n)
 
 
+def test_a_folder_where_an_output_goes_is_named_and_the_other_outputs_are_written(tmp_path):
+    """`mkdir -p OUT/test.srt` before a replay: the error said "(Is a directory) … free space, then
+    run voicekit export OUT" (and export said the same, a loop), and test.vtt, test.txt were never
+    written. Now every other output is written and the fix is the folder's."""
+    out = tmp_path / "m"
+    (out / "test.srt").mkdir(parents=True)
+    message = (f"voicekit: error: cannot write {out / 'test.srt'} (Is a directory); test.json, test.rttm, test.vtt, "
+               f"test.txt are written and the 3 turns are safe in {out / 'meeting.sqlite'}: {out / 'test.srt'} is a "
+               f"folder: remove or rename it, then run `voicekit export {out}`")
+    rc, err = _cli("replay", FALCON, "--out", out, "--quiet")
+    assert (rc, err.strip()) == (2, message)
+    assert len(json.loads((out / "test.json").read_text())["turns"]) == 3
+    assert len((out / "test.txt").read_text().splitlines()) == 3
+    assert (out / "test.vtt").read_text().startswith("WEBVTT")
+    rc, err = _cli("export", out)
+    assert (rc, err.strip()) == (2, message)
+    (out / "test.srt").rmdir()
+    assert _cli("export", out) == (0, "")
+    assert (out / "test.srt").read_text().count(" --> ") >= 3
+
+
 # --- hostile speech and names, from audio and chat to what the model receives ----------------
 
 LINES = {  # what each person says (espeak-ng voices, one person per channel)

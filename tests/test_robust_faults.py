@@ -163,6 +163,47 @@ def test_a_full_disk_while_writing_outputs_leaves_the_earlier_outputs_and_no_par
     assert len(json.loads(after["m.json"])["turns"]) == 3  # written before the disk filled
 
 
+def test_a_folder_in_an_outputs_place_stops_only_that_output_and_names_the_fix(tmp_path):
+    """`mkdir OUT/m.srt`: every other output is still written, and the error's fix fits the errno
+    (it used to stop at m.srt, leave m.vtt and m.txt unwritten, and say "free space")."""
+    turns = [turn(start=float(3 * i)) for i in range(3)]
+    (tmp_path / "m.srt").mkdir()
+    with pytest.raises(OutputError) as caught:
+        write_all(turns, tmp_path, "m")
+    exc = caught.value
+    assert str(exc) == f"cannot write {tmp_path / 'm.srt'} (Is a directory)"
+    assert exc.remedy == f"{tmp_path / 'm.srt'} is a folder: remove or rename it"
+    assert [p.name for p in exc.written] == ["m.json", "m.rttm", "m.vtt", "m.txt"]
+    assert [(p.name, e.errno) for p, e in exc.failures] == [("m.srt", errno.EISDIR)]
+    assert len(json.loads((tmp_path / "m.json").read_text())["turns"]) == 3
+    assert (tmp_path / "m.txt").read_text().count("\n") == 3
+    assert (tmp_path / "m.vtt").read_text().count(" --> ") == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.json", "m.rttm", "m.srt", "m.txt", "m.vtt"]  # no .tmp
+
+
+@pytest.mark.parametrize("code, remedy", [
+    (errno.ENOSPC, "free space"),
+    (errno.EDQUOT, "free space"),
+    (errno.EROFS, "mount the file system of {dir} read-write"),
+    (errno.EACCES, "make m.srt, m.txt in {dir} writable"),   # their folder is writable here: the files are not
+    (errno.EIO, "fix that"),
+], ids=["ENOSPC", "EDQUOT", "EROFS", "EACCES", "EIO"])
+def test_an_outputs_fix_fits_its_errno(tmp_path, monkeypatch, code, remedy):
+    real = pathlib.Path.write_text
+
+    def failing(self, *a, **k):
+        if self.name in ("m.srt.tmp", "m.txt.tmp"):
+            raise OSError(code, errno.errorcode[code])
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(pathlib.Path, "write_text", failing)
+    with pytest.raises(OutputError) as caught:
+        write_all([turn()], tmp_path, "m")
+    assert str(caught.value) == f"cannot write m.srt, m.txt in {tmp_path} ({errno.errorcode[code]})"
+    assert caught.value.remedy == remedy.format(dir=tmp_path)
+    assert [p.name for p in caught.value.written] == ["m.json", "m.rttm", "m.vtt"]
+
+
 # --- a 50,000-turn meeting --------------------------------------------------------------------
 
 def test_export_of_50000_turns_runs_a_fixed_number_of_queries(tmp_path):

@@ -20,7 +20,59 @@ REFINED_SUFFIX = ".refined"  # <stem>.refined.<ext>: the outputs of the re-clust
 
 
 class OutputError(Exception):
-    """An output file cannot be written. The message names the file and the reason."""
+    """Output files cannot be written. The message names each file and the reason.
+
+    Attributes:
+        failures: each file that was not written, with the ``OSError`` that stopped it.
+        written: the files written all the same (each output is written on its own).
+    """
+
+    def __init__(self, message: str, failures: Sequence[tuple[Path, OSError]] = (),
+                 written: Sequence[Path] = ()) -> None:
+        super().__init__(message)
+        self.failures = list(failures)
+        self.written = list(written)
+
+    @property
+    def remedy(self) -> str:
+        """What makes the failed files writable, by their errno: ``free space`` (ENOSPC, EDQUOT);
+        ``OUT/x.srt is a folder: remove or rename it`` (EISDIR, or a folder in its place); ``make
+        the folder OUT writable`` (EACCES, EPERM; ``make x.srt, x.txt in OUT writable`` when the
+        folder is writable); ``mount the file system of OUT read-write`` (EROFS); else ``fix
+        that`` (the reason is in the message). Distinct ones are joined with ``; ``."""
+        remedies: dict[str, None] = {}
+        unwritable = []   # files in a writable folder that are not writable themselves: one remedy for all
+        for path, exc in self.failures:
+            remedy = _remedy(path, exc)
+            if remedy is None:
+                unwritable.append(path)
+            else:
+                remedies[remedy] = None
+        if unwritable:
+            remedies[f"make {_files(unwritable, unwritable[0].parent)} writable"] = None
+        return "; ".join(remedies) or "fix that"
+
+
+def _files(paths: Sequence[Path], out_dir: Path) -> str:
+    """``OUT/x.srt`` for one file, ``x.json, x.srt in OUT`` for several."""
+    return str(paths[0]) if len(paths) == 1 else f"{', '.join(p.name for p in paths)} in {out_dir}"
+
+
+def _remedy(path: Path, exc: OSError) -> str | None:
+    """What makes ``path`` writable after ``exc`` (:attr:`OutputError.remedy`); None for a file
+    that may not be written in a folder that may."""
+    import errno
+    import os
+
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return "free space"
+    if exc.errno == errno.EISDIR or path.is_dir():   # EEXIST / ENOTEMPTY: a folder too, not a file
+        return f"{path} is a folder: remove or rename it"
+    if exc.errno == errno.EROFS:
+        return f"mount the file system of {path.parent} read-write"
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return f"make the folder {path.parent} writable" if not os.access(path.parent, os.W_OK) else None
+    return "fix that"
 
 
 JSON_SCHEMA_VERSION = 1
@@ -320,19 +372,25 @@ def write_all(turns: Sequence[SpeakerTurn], out_dir: str | Path, stem: str, meta
     """Write every format to ``out_dir/<stem><suffix>.<ext>`` atomically (write, then rename).
 
     A file is replaced only once its new content is fully written: a full disk or a read-only
-    directory leaves every earlier output as it was, and no partial ``.tmp`` file.
+    directory leaves every earlier output as it was, and no partial ``.tmp`` file. Each file is
+    written on its own: one that cannot be written (a folder in its place, the disk full) does
+    not stop the others.
 
     Returns:
         the paths written.
 
     Raises:
-        OutputError: a file cannot be written (disk full, permissions); the message names it.
+        OutputError: once every file was tried, when some could not be written (disk full, a
+            folder in the way, permissions): the message names each with its reason, and the
+            error holds them (``failures``), the files written (``written``) and the fix
+            (``remedy``).
     """
     out_dir = Path(out_dir)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise OutputError(f"cannot create the output directory {out_dir} ({exc.strerror or exc})") from exc
+        raise OutputError(f"cannot create the output directory {out_dir} ({exc.strerror or exc})",
+                          [(out_dir, exc)]) from exc
     contents = {
         "json": json_text(to_json(turns, meta)),
         "rttm": to_rttm(turns, stem),
@@ -340,7 +398,8 @@ def write_all(turns: Sequence[SpeakerTurn], out_dir: str | Path, stem: str, meta
         "vtt": to_vtt(turns),
         "txt": to_text(turns),
     }
-    written = []
+    written: list[Path] = []
+    failures: list[tuple[Path, OSError]] = []
     for ext, text in contents.items():
         path = output_path(out_dir, stem, ext, suffix)
         tmp = path.with_name(path.name + ".tmp")
@@ -350,6 +409,13 @@ def write_all(turns: Sequence[SpeakerTurn], out_dir: str | Path, stem: str, meta
         except OSError as exc:
             with contextlib.suppress(OSError):
                 tmp.unlink(missing_ok=True)
-            raise OutputError(f"cannot write {path} ({exc.strerror or exc})") from exc
+            failures.append((path, exc))
+            continue
         written.append(path)
+    if failures:
+        by_reason: dict[str, list[Path]] = {}
+        for path, exc in failures:
+            by_reason.setdefault(str(exc.strerror or exc), []).append(path)
+        message = "; ".join(f"cannot write {_files(paths, out_dir)} ({reason})" for reason, paths in by_reason.items())
+        raise OutputError(message, failures, written) from failures[0][1]
     return written

@@ -427,15 +427,24 @@ def _interrupt_note(pipes, verb: str) -> tuple[float, str]:  # noqa: ANN001
 
 
 def _write_outputs(turns, out: Path, stem: str, meta: dict, suffix: str = "") -> list[Path]:  # noqa: ANN001
-    """:func:`voicekit.outputs.write_all`, its failure told as one line with the way back."""
+    """:func:`voicekit.outputs.write_all`, its failure told as one line with the way back.
+
+    Raises:
+        CliError: some outputs could not be written (every other one is): ``cannot write OUT/x.srt
+            (Is a directory); x.json, … are written and the 3 turns are safe in OUT/meeting.sqlite:
+            OUT/x.srt is a folder: remove or rename it, then run `voicekit export OUT``` (the fix
+            by its errno, :attr:`voicekit.outputs.OutputError.remedy`).
+    """
     from voicekit.outputs import OutputError, write_all
 
     try:
         return write_all(turns, out, stem, meta, suffix=suffix)
     except OutputError as exc:
         n = len(turns)
-        raise CliError(f"{exc}; the {_plural(n, 'turn')} {'is' if n == 1 else 'are'} safe in "
-                       f"{out / 'meeting.sqlite'}: free space, then run `voicekit export {out}`") from exc
+        done = exc.written
+        others = f"{', '.join(p.name for p in done)} {'is' if len(done) == 1 else 'are'} written and " if done else ""
+        raise CliError(f"{exc}; {others}the {_plural(n, 'turn')} {'is' if n == 1 else 'are'} safe in "
+                       f"{out / 'meeting.sqlite'}: {exc.remedy}, then run `voicekit export {out}`") from exc
 
 
 def _fresh_store(out: Path, append: bool):
