@@ -119,3 +119,28 @@ def test_late_hangover_ends_a_long_utterance_at_its_first_short_pause():
     assert p.closed_at - p.end > 2.0
     assert u.duration >= third and abs(u.closed_at - u.end - (0.3 - EndpointerOptions().pad)) < 0.04
     assert (plain[0].start, len(plain[0].samples)) == (late[0].start, len(late[0].samples))  # 5.3 s: unchanged
+
+
+def test_a_short_word_before_a_pause_opens_the_utterance():
+    """A user trial: "ask" in jfk.flac's "ask not what your country…" is two bursts of Silero
+    probability over 0.5 (3.33-3.42 s and 3.62-3.71 s), each shorter than the 0.25 s of speech
+    that opens an utterance, with 0.35-0.5 between them; the utterance opened at "not" (3.84 s)
+    and the word was lost. As Silero's own segmenter does, frames down to the threshold - 0.15
+    now go on with a run that a frame over the threshold started."""
+    from _pipeline_support import components
+
+    x = load_audio(EVAL / "faster_whisper" / "jfk.flac")
+
+    def starts(**kw):
+        ep = Endpointer(SileroVad(), EndpointerOptions(**kw))
+        return [(round(u.start, 2), u) for u in [*ep.push(x), *ep.flush()]]
+
+    before = starts(neg_threshold=0.5)   # every frame of the opening run over the threshold
+    now = starts()
+    assert [s for s, _ in before][1] > 3.7 and 3.0 < [s for s, _ in now][1] < 3.33, (before, now)
+    u = now[1][1]
+    words = components().transcriber.transcribe(u.samples, u.start, speech=u.speech, frame_seconds=u.frame_seconds)
+    text = "".join(w.text for w in words).lower()
+    assert text.lstrip(" ,.").startswith("ask not"), text
+    with pytest.raises(ValueError, match="neg_threshold"):
+        EndpointerOptions(threshold=0.5, neg_threshold=0.6)

@@ -153,6 +153,11 @@ def make_vad(name: str):
     return SileroVad() if kind == "silero" else WebRtcVad(level)
 
 
+NEG_THRESHOLD_MARGIN = 0.15
+"""How far below the threshold a run of speech that opens an utterance may dip
+(:attr:`EndpointerOptions.neg_threshold`): Silero's ``get_speech_timestamps`` default."""
+
+
 @dataclass(frozen=True)
 class EndpointerOptions:
     """Options of the endpointer (all durations in seconds).
@@ -162,6 +167,13 @@ class EndpointerOptions:
             Silero's own; 0.3 finds more far-field meeting speech, lowering pooled DER on the
             evaluation files, but cost the acceptance file one word of WER: docs/accuracy.md).
         min_speech: speech shorter than this does not open an utterance (default 0.25).
+        neg_threshold: once a frame at or above ``threshold`` starts a run of speech, frames at or
+            above this probability go on with it toward ``min_speech`` (None: ``threshold - 0.15``,
+            at least 0.01, as Silero's own ``get_speech_timestamps``: snakers4/silero-vad,
+            ``utils_vad.py``; ``threshold`` itself: every frame of the run must reach it, as
+            before 2026-12-04, when "ask", two 0.09 s bursts over 0.5 at the start of jfk.flac's
+            second sentence, opened no utterance and was lost: docs/accuracy.md). Only the run that
+            opens an utterance uses it: the silence that closes one is counted below ``threshold``.
         hangover: silence that closes an utterance (default 0.6).
         pad: audio kept before the first and after the last speech frame (default 0.2).
         max_utterance: an utterance is closed at this length even while speech goes on, at the
@@ -184,6 +196,7 @@ class EndpointerOptions:
 
     threshold: float = 0.5
     min_speech: float = 0.25
+    neg_threshold: float | None = None
     hangover: float = 0.6
     pad: float = 0.2
     max_utterance: float = 10.0
@@ -193,6 +206,9 @@ class EndpointerOptions:
     def __post_init__(self) -> None:
         if not 0.0 < self.threshold < 1.0:
             raise ValueError(f"threshold is a speech probability between 0 and 1, got {self.threshold}")
+        if self.neg_threshold is not None and not 0.0 < self.neg_threshold <= self.threshold:
+            raise ValueError(f"neg_threshold goes on with a run of speech below the threshold: between 0 and the "
+                             f"threshold ({self.threshold}), got {self.neg_threshold}")
         if not 0.05 <= self.hangover <= 5.0:
             raise ValueError(f"hangover is the silence in seconds that ends an utterance (0.05-5), got {self.hangover}")
         if not 1.0 <= self.max_utterance <= 30.0:
@@ -278,6 +294,8 @@ class Endpointer:
         self.frames = FrameBuffer(vad.frame_samples)
         self.frame_seconds = vad.frame_samples / SAMPLE_RATE
         fs = self.frame_seconds
+        neg = self.opt.neg_threshold
+        self._neg_threshold = max(self.opt.threshold - NEG_THRESHOLD_MARGIN, 0.01) if neg is None else neg
         self._pad_frames = max(0, round(self.opt.pad / fs))
         self._min_speech_frames = max(1, round(self.opt.min_speech / fs))
         self._hangover_frames = max(1, round(self.opt.hangover / fs))
@@ -322,7 +340,8 @@ class Endpointer:
             self.speech_seconds += self.frame_seconds
         if self._active is None:
             self._history.append((frame, prob))
-            self._speech_run = self._speech_run + 1 if is_speech else 0
+            goes_on = self._speech_run > 0 and prob >= self._neg_threshold
+            self._speech_run = self._speech_run + 1 if (is_speech or goes_on) else 0
             if self._speech_run >= self._min_speech_frames:
                 self._active = list(self._history)
                 self._active_start_frame = self._frame_index - len(self._active)
