@@ -623,6 +623,23 @@ def test_a_flac_that_breaks_off_mid_stream_keeps_what_came_before(tmp_path, caps
     assert "United Kingdom" in doc["turns"][0]["text"]
 
 
+def test_a_stereo_flac_that_breaks_off_replays_per_channel_as_far_as_it_goes(tmp_path, capsys):
+    """--per-channel compares the channels before the replay (same_channels, the first 30 s): on
+    a FLAC that breaks off within them that check raised the decoder's error, exit 2 and no
+    outputs, while the same file without --per-channel is transcribed as far as it goes (exit 1)."""
+    flac = tmp_path / "stereo.flac"
+    sf.write(flac, sf.read(STEREO)[0], 16000)
+    data = flac.read_bytes()
+    cut = tmp_path / "cut.flac"
+    cut.write_bytes(data[: len(data) * 2 // 3])
+    from voicekit.audio import same_channels
+
+    assert same_channels(cut) == []                     # two people: compared over what the file held
+    assert main(["replay", str(cut), "--out", str(tmp_path / "o"), "--per-channel", "--quiet"]) == 1
+    assert "is truncated (the decoder stopped: " in capsys.readouterr().err
+    assert (tmp_path / "o" / "cut.json").exists()
+
+
 def test_an_mp3_cut_short_is_flagged(tmp_path, capfd):
     """An MP3 cut in half decodes without an error, but its Xing header counts the frames of 4.0 s:
     it ended with exit 0 and no word; now it is flagged as truncated. libsndfile's mpg123 also

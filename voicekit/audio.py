@@ -696,14 +696,20 @@ def same_channels(path: str | Path, raw: RawPcm | None = None, seconds: float = 
         empty for a mono recording, or when the start is silent.
 
     Raises:
-        AudioError: as :func:`read_native_blocks`.
+        AudioError: as :func:`read_native_blocks`, when no audio came out before the decoder
+            failed (a file that breaks off later is compared over what it held: the replay
+            transcribes a truncated recording as far as it goes).
     """
     parts, n = [], 0
-    for block, rate in read_native_blocks(path, block_seconds=1.0, raw=raw):
-        parts.append(block)
-        n += len(block)
-        if n >= seconds * rate:
-            break
+    try:
+        for block, rate in read_native_blocks(path, block_seconds=1.0, raw=raw):
+            parts.append(block)
+            n += len(block)
+            if n >= seconds * rate:
+                break
+    except AudioError:
+        if not parts:
+            raise
     if not parts or parts[0].shape[1] < 2:
         return []
     x = np.concatenate(parts).astype(np.float64)
