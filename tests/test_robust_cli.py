@@ -996,3 +996,25 @@ def test_export_refine_of_a_meeting_with_no_turns_says_so(tmp_path, capsys):
     assert main(["export", str(tmp_path), "--refine"]) == 2
     assert "this meeting has no turns (no speech was transcribed), so there is nothing to refine" in capsys.readouterr().err
     assert main(["export", str(tmp_path)]) == 0
+
+
+@pytest.mark.parametrize("code, fix", [(errno.EACCES, "make the folder {parent} writable"),
+                                       (errno.EROFS, "mount the file system of {parent} read-write")])
+def test_an_output_directory_that_cannot_be_made_names_the_folder_above(tmp_path, monkeypatch, code, fix):
+    """`--out parent/new` in a folder this user may not write: mkdir fails on parent, and the
+    message said "make it writable" of the folder that does not exist (and the same for a
+    read-only file system, which no chmod fixes)."""
+    from voicekit.cli.common import CliError, _check_writable
+
+    out = tmp_path / "new" / "out"
+    real_mkdir = pathlib.Path.mkdir
+
+    def mkdir(self, *a, **kw):
+        if self == out:
+            raise OSError(code, os.strerror(code), str(out))
+        return real_mkdir(self, *a, **kw)
+
+    monkeypatch.setattr(pathlib.Path, "mkdir", mkdir)
+    with pytest.raises(CliError) as exc:
+        _check_writable(out)
+    assert f": {fix.format(parent=tmp_path)}, or choose another --out" in str(exc.value), exc.value

@@ -56,7 +56,11 @@ def _check_writable(out: Path) -> None:
             raise CliError(f"cannot write to the output directory {out}: {a_file} is a file, not a "
                            "directory; choose another --out") from exc
         if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-            raise CliError(f"cannot write to the output directory {out} ({exc.strerror}): make it writable, "
+            # the folder to fix: out itself, or the nearest one above it that exists (mkdir failed there)
+            folder = next((p for p in (out, *out.parents) if p.is_dir()), out)
+            fix = (f"mount the file system of {folder} read-write" if exc.errno == errno.EROFS else
+                   "make it writable" if folder == out else f"make the folder {folder} writable")
+            raise CliError(f"cannot write to the output directory {out} ({exc.strerror}): {fix}, "
                            "or choose another --out") from exc
         raise CliError(f"cannot write to the output directory {out} ({exc.strerror}); "
                        "choose another --out") from exc
