@@ -1018,3 +1018,39 @@ def test_an_output_directory_that_cannot_be_made_names_the_folder_above(tmp_path
     with pytest.raises(CliError) as exc:
         _check_writable(out)
     assert f": {fix.format(parent=tmp_path)}, or choose another --out" in str(exc.value), exc.value
+
+
+def _encoded(samples, rate, bit_rate, fmt, codec, **options):
+    import io
+
+    import av
+
+    buf = io.BytesIO()
+    with av.open(buf, "w", format=fmt, options=options) as c:
+        s = c.add_stream(codec, rate=rate, layout="mono")
+        s.bit_rate = bit_rate
+        frame = av.AudioFrame.from_ndarray(samples.astype(np.float32)[None, :], format="flt", layout="mono")
+        frame.sample_rate = rate
+        for packet in [*s.encode(frame), *s.encode(None)]:
+            c.mux(packet)
+    return buf.getvalue()
+
+
+def test_a_whole_recording_whose_length_is_estimated_is_not_flagged_truncated(tmp_path):
+    """An ADTS .aac, or an MP3 without a Xing/Info frame, says nothing of its length: FFmpeg
+    estimates it from the bitrate (43.1 s for 42.0 s of AAC; 212.5 s for an MP3 whose first frames
+    are 16 kbit/s silence). Both complete files were flagged truncated, exit 1."""
+    from voicekit.audio import probe
+    from voicekit.sources import FileSource
+
+    speech = load_audio(EVAL / "pyaudioanalysis" / "diarizationExample.wav")[: 16000 * 12]
+    aac = _file(tmp_path / "whole.aac", _encoded(speech, 16000, 64000, "adts", "aac"))
+    mp3 = _file(tmp_path / "joined.mp3",
+                _encoded(np.zeros(16000 * 3), 16000, 16000, "mp3", "libmp3lame", write_xing="0", id3v2_version="0")
+                + _encoded(speech, 16000, 128000, "mp3", "libmp3lame", write_xing="0", id3v2_version="0"))
+    for path in (aac, mp3):
+        assert probe(path).estimated, path
+        source = FileSource(path)
+        held = sum(len(b) for b in source) / 16000
+        assert held > 11 and source.truncated is None, (path, held, probe(path).duration, source.truncated)
+    assert not probe(EVAL / "faster_whisper" / "hotwords.mp3").estimated   # its Info frame counts its frames

@@ -46,6 +46,9 @@ class AudioInfo:
             stopped without closing the file: its header declares less audio than follows, often
             none), the length in seconds the header declares; ``duration`` is what the file
             holds, and all of it is decoded. None otherwise.
+        estimated: ``duration`` is FFmpeg's estimate from the file size and the bitrate, since
+            nothing in the file counts its length (ADTS AAC, an MP3 without a Xing/Info/VBRI
+            frame): a file that decodes to less is not known to be truncated.
     """
 
     path: Path
@@ -55,6 +58,7 @@ class AudioInfo:
     subtype: str
     declared_duration: float | None = None
     unfinalized_duration: float | None = None
+    estimated: bool = False
 
 
 class PcmNormalizer:
@@ -523,6 +527,23 @@ def _is_mpeg_audio(path: Path) -> bool:
         return not f.read(4).startswith(_OTHER_MAGIC)
 
 
+# FFmpeg formats whose length is estimated from the bitrate (AVFMT_DURATION_FROM_BITRATE)
+_ESTIMATED_LENGTH_FORMATS = ("aac", "ac3", "eac3", "dts", "mp2", "mp1")
+
+
+def _mpeg_frames_counted(path: Path) -> bool:
+    """Whether an MP3's first frame is a Xing/Info/VBRI frame, which counts its frames (else
+    its length is estimated from the bitrate of its first frame)."""
+    with open(path, "rb") as f:
+        head = f.read(10)
+        start = 0
+        if head[:3] == b"ID3" and len(head) == 10:   # an ID3v2 tag first: its size is syncsafe
+            start = 10 + (head[6] << 21 | head[7] << 14 | head[8] << 7 | head[9])
+        f.seek(start)
+        first = f.read(4096)
+    return any(tag in first[:200] for tag in (b"Xing", b"Info", b"VBRI"))
+
+
 def _probe_av(path: Path, sf_error: str = "", mpeg: bool = False) -> AudioInfo:
     try:
         import av
@@ -550,6 +571,9 @@ def _probe_av(path: Path, sf_error: str = "", mpeg: bool = False) -> AudioInfo:
                 raise AudioError(f"{path} holds no audio: its header describes {channels} channel(s) at {rate} Hz "
                                  "but not one sample follows (the recording stopped before it began)")
             subtype = str(stream.codec_context.name)
+            # elementary streams with no length of their own: FFmpeg estimates it from the bitrate
+            estimated = (container.format.name in _ESTIMATED_LENGTH_FORMATS
+                         or (container.format.name == "mp3" and not _mpeg_frames_counted(path)))
             if mpeg:
                 # as libsndfile gave them: the subtype by its name, the length a whole number of
                 # frames (FFmpeg, as mpg123, counts an MP3's frames from its Xing header when it has one)
@@ -557,7 +581,7 @@ def _probe_av(path: Path, sf_error: str = "", mpeg: bool = False) -> AudioInfo:
                 subtype = _MPEG_SUBTYPES.get(codec.removesuffix("float"), subtype)
                 if stream.duration and stream.time_base:
                     duration = round(float(stream.duration * stream.time_base) * rate) / rate
-            return AudioInfo(path, rate, channels, duration, subtype)
+            return AudioInfo(path, rate, channels, duration, subtype, estimated=estimated)
     except AudioError:
         raise
     except Exception as exc:  # noqa: BLE001

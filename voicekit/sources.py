@@ -180,7 +180,8 @@ class FileSource:
             return
         declared = self.info.duration
         short = declared - self.decoded_seconds
-        if self.truncated is None and short > max(TRUNCATION_MARGIN_SECONDS, TRUNCATION_MARGIN_SHARE * declared):
+        if (self.truncated is None and not self.info.estimated
+                and short > max(TRUNCATION_MARGIN_SECONDS, TRUNCATION_MARGIN_SHARE * declared)):
             self.truncated = Truncation(self.decoded_seconds, declared)
             log.warning("%s ends at %.1f s, but its header declares %.1f s: it is truncated", self.path,
                         self.decoded_seconds, declared)
