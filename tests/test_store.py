@@ -273,3 +273,21 @@ def test_access_problem_tells_permissions_from_damage_and_a_full_disk(tmp_path):
     assert readonly.value.sqlite_errorname.startswith("SQLITE_READONLY")
     access = access_problem(path, readonly.value)
     assert access is not None and access.problem == f"cannot write {path} (read-only)"
+
+
+@pytest.mark.parametrize("folder", ["q?x", "h#1", "p%41"])
+def test_a_store_in_a_folder_named_with_uri_characters_is_the_one_checked(tmp_path, monkeypatch, folder):
+    """The CLI's store checks open the store by SQLite URI: unquoted, `out?x/meeting.sqlite`
+    opened (and, its ?mode= lost, created) the file `out` beside it and checked nothing."""
+    from voicekit.cli.meeting import _check_store_access, _unreadable_store
+
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / folder / "meeting.sqlite"
+    path.parent.mkdir()
+    with MeetingStore(path) as store:
+        store.set_meta(a=1)
+    _check_store_access(path, "x", write=True)
+    assert _unreadable_store(path) is None
+    assert sorted(p.name for p in tmp_path.iterdir()) == [folder]       # no stray file beside it
+    path.write_bytes(b"not a database" * 100)
+    assert _unreadable_store(path) is not None                          # the damage is seen

@@ -33,6 +33,13 @@ def _committed_turns(store_path: Path) -> int:
     return rows[0][0] if rows else 0
 
 
+def _store_uri(store_path: Path, mode: str) -> str:
+    """The SQLite URI that opens ``store_path`` in ``mode`` (``ro``/``rw``): percent-encoded, so a
+    folder named with ``?``, ``#`` or ``%`` is that folder (unquoted, ``out?x/meeting.sqlite``
+    opened, and created, the file ``out``)."""
+    return f"{store_path.resolve().as_uri()}?mode={mode}"
+
+
 def _unreadable_store(store_path: Path) -> str | None:
     """Why an existing file at ``store_path`` is not a meeting store voicekit may start over
     without ``--overwrite`` (damaged, or another program's database), or None: it is absent, empty
@@ -43,7 +50,7 @@ def _unreadable_store(store_path: Path) -> str | None:
     if not store_path.is_file() or store_path.stat().st_size == 0:
         return None
     try:
-        with contextlib.closing(sqlite3.connect(f"file:{store_path}?mode=ro", uri=True)) as conn:
+        with contextlib.closing(sqlite3.connect(_store_uri(store_path, "ro"), uri=True)) as conn:
             tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
             if tables and "turns" not in tables:
                 return "a database without voicekit's tables"
@@ -76,7 +83,7 @@ def _check_store_access(store_path: Path, way: str, write: bool = False) -> None
     if not store_path.is_file() or store_path.stat().st_size == 0:
         return
     try:
-        uri = f"file:{store_path}?mode={'rw' if write else 'ro'}"
+        uri = _store_uri(store_path, "rw" if write else "ro")
         with contextlib.closing(sqlite3.connect(uri, uri=True, isolation_level=None)) as conn:
             (version,) = conn.execute("PRAGMA user_version").fetchone()
             if write:
