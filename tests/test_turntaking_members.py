@@ -140,9 +140,10 @@ def test_a_member_key_without_its_colon_is_refused_not_made_a_member(tmp_path):
         with pytest.raises(MembersError, match=re.escape(fix)):
             load_members(path)
     # the shorthand, a quoted name that starts with the word, and names that only begin like a key
-    path.write_text('members:\n  - Iris\n  - name: "name Elena"\n  - Nameless Nina\n  - Named\n',
+    path.write_text('members:\n  - Iris\n  - name: "name Elena"\n  - Nameless Nina\n  - Named\n  - Name Tag Bot\n',
                     encoding="utf-8")
-    assert [m.name for m in load_members(path).members] == ["Iris", "name Elena", "Nameless Nina", "Named"]
+    assert [m.name for m in load_members(path).members] == ["Iris", "name Elena", "Nameless Nina", "Named",
+                                                            "Name Tag Bot"]
 
 
 def test_members_file_bad_yaml(tmp_path):

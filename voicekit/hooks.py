@@ -51,11 +51,11 @@ log = logging.getLogger(__name__)
 def _script_folder_importable(path: Path):
     """Make ``path``'s folder importable, as ``python path`` does: first in ``sys.path`` while the
     block runs (the script's own imports), then at its end (a hook's imports at run time), where
-    no file of that folder can shadow a module imported later by voicekit or a library. A folder
+    no file of that folder can shadow an installed module imported later by voicekit or a library. A folder
     already on ``sys.path`` (the current one under ``python -m``, or a hook's loaded before) is
     left where it is; a script that fails to load leaves ``sys.path`` as it was."""
     folder = str(path.resolve().parent)
-    on_path = {os.path.abspath(entry or os.curdir) for entry in sys.path if isinstance(entry, str)}
+    on_path = {os.path.realpath(entry or os.curdir) for entry in sys.path if isinstance(entry, str)}
     if folder in on_path:
         yield
         return
@@ -186,8 +186,9 @@ class HookRunner:
         import NAMES`` finds ``helpers.py`` beside it. While the script loads, the folder comes
         first in ``sys.path`` (a sibling wins over an installed module of the same name, as with
         ``python script.py``); afterwards it stays at the end of ``sys.path``, so imports the hook
-        makes when it runs still find its siblings but a file in that folder never shadows a
-        module that voicekit or a library imports later. A folder already on ``sys.path`` is
+        makes when it runs still find its siblings but a file in that folder never shadows an
+        installed module that voicekit or a library imports later (it can stand in for one that
+        is not installed). A folder already on ``sys.path`` is
         left where it is.
 
         Raises:

@@ -332,6 +332,12 @@ class Endpointer:
         if self._active is not None:
             yield self._close(len(self._active) - max(0, self._silence_run - self._pad_frames))
 
+    def _run_after(self, run: int, prob: float) -> int:
+        """The length in frames of the run of speech that may open an utterance, after a frame of
+        speech probability ``prob``: a frame over the threshold starts or extends it, one over
+        ``neg_threshold`` extends it, any other ends it."""
+        return run + 1 if prob >= self.opt.threshold or (run > 0 and prob >= self._neg_threshold) else 0
+
     def _frame(self, frame: np.ndarray) -> Iterator[Utterance]:
         prob = float(self.vad(frame))
         is_speech = prob >= self.opt.threshold
@@ -340,8 +346,7 @@ class Endpointer:
             self.speech_seconds += self.frame_seconds
         if self._active is None:
             self._history.append((frame, prob))
-            goes_on = self._speech_run > 0 and prob >= self._neg_threshold
-            self._speech_run = self._speech_run + 1 if (is_speech or goes_on) else 0
+            self._speech_run = self._run_after(self._speech_run, prob)
             if self._speech_run >= self._min_speech_frames:
                 self._active = list(self._history)
                 self._active_start_frame = self._frame_index - len(self._active)
@@ -394,9 +399,7 @@ class Endpointer:
             for item in tail[-self._history.maxlen:]:
                 self._history.append(item)
             run = 0
-            for _, p in reversed(self._history):
-                if p < self.opt.threshold:
-                    break
-                run += 1
+            for _, p in self._history:
+                run = self._run_after(run, p)
             self._speech_run = run
         return utt

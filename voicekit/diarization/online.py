@@ -354,8 +354,9 @@ class OnlineDiarizer:
     def _forget_unused(self, known: int, owners: list[int]) -> None:
         """Drop the speakers opened in this utterance that own no piece (their change did not
         fall on a word gap) and label the others by first appearance with the next free labels
-        (:attr:`labels`), rewriting ``owners``: labels stay "Speaker A, B, C…" in order of first
-        appearance, without gaps."""
+        (:attr:`labels`), rewriting ``owners``: a diarizer of its own gives "Speaker A, B, C…"
+        without gaps; diarizers that share :attr:`labels` each take the next free one as they
+        open a speaker."""
         kept = [i for i in dict.fromkeys(owners) if i >= known]
         remap = {old: known + new for new, old in enumerate(kept)}
         self.speakers = self.speakers[:known] + [self.speakers[i] for i in kept]

@@ -254,8 +254,8 @@ def _check_not_a_key_typo(text: str, where: str) -> None:
     colon missing (``name Elena``), or run into its value (``name:Elena``, ``name=Elena``):
     YAML made the line one string, which would become a member named "name Elena"."""
     m = _KEY_TYPO.match(text)
-    if m is None:
-        return
+    if m is None or (not m.group(2).strip() and m.group(1) != m.group(1).lower()):
+        return   # (a capital and a blank: a name, "Name Tag Bot"; YAML's keys are lowercase)
     key, sep, value = m.group(1).lower(), m.group(2), (m.group(3) or "").strip()
     if ":" in sep:
         what = "with no blank after its colon" if not sep[-1].isspace() else "written as one string"
