@@ -30,6 +30,21 @@ def texts(turns, participants=()):
 
 # --- A4 / A5 ----------------------------------------------------------------------------------
 
+def test_a11_no_two_diarization_labels_read_alike():
+    """A live trial: with labels shared by two room microphones, "Speaker L" was ranked as a
+    look-alike of "Speaker I" (capital I and lowercase l share a skeleton) and read "Speaker L (2)"
+    in the decisions and the store. The allocator gives no label with an L (nor RN, which reads
+    as M); no two of the first 3000 labels it gives read alike."""
+    from voicekit.turns import SpeakerLabels, speaker_label
+
+    assert reads_alike("Speaker I", "Speaker L") and reads_alike("Speaker M", "Speaker RN")
+    labels = SpeakerLabels()
+    given = [labels.take() for _ in range(3000)]
+    assert given[:12] == [speaker_label(i) for i in range(11)] + ["Speaker M"]
+    keys = [name_keys(g) for g in given]
+    assert len({k[0] for k in keys}) == len({k[1] for k in keys}) == len(given) == len(set(given))
+
+
 def test_a4_sender_name_first_stripped_then_participant_record():
     alice = Participant("u-alice", "Alice", channels=("chat",))
     assert resolve_name(turn("  Ally  ", participant_id="u-alice", channel="chat"), [alice]) == "Ally"

@@ -160,11 +160,20 @@ def next_speaker_index(labels: Iterable[str]) -> int:
     return max((i for i in map(speaker_index, labels) if i is not None), default=-1) + 1
 
 
+_LOOK_ALIKE_LETTERS = ("L", "RN")   # "Speaker L" reads as "Speaker I", "Speaker RN" as "Speaker M" (A11)
+
+
 class SpeakerLabels:
     """Hands out "Speaker A", "Speaker B"… in order of first appearance, to one diarizer or to
     every diarizer of one meeting (a LiveKit room with two room microphones: one allocator for
     both lanes, so that two voices never share a label in the transcript, the store or what the
     model receives). Thread-safe: each lane diarizes in its own thread.
+
+    No label with the letter L or the letters RN is given: ICU's confusables give capital I and
+    lowercase l one skeleton, and "rn" the skeleton of "m", so "Speaker L" reads as "Speaker I"
+    and "Speaker RN" as "Speaker M" under attribution A11, which would rank the second of two
+    different voices "(2)". No other two labels read alike (``tests/test_attribution_names.py``
+    checks the first 3000).
 
     Args:
         taken: labels already used (a resumed meeting's live and refined labels): new labels come
@@ -181,8 +190,10 @@ class SpeakerLabels:
             self._next = max(self._next, next_speaker_index(labels))
 
     def take(self) -> str:
-        """The next free label."""
+        """The next free label (none with an L: see the class)."""
         with self._lock:
+            while any(c in speaker_label(self._next)[len("Speaker "):] for c in _LOOK_ALIKE_LETTERS):
+                self._next += 1
             label = speaker_label(self._next)
             self._next += 1
             return label
