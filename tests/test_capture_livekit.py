@@ -796,6 +796,44 @@ def test_a_resumed_meeting_goes_on_in_meeting_time_with_new_lanes(tmp_path, monk
     assert not set(after) & set(before) and after[0] == f"Speaker {chr(ord('A') + len(set(before)))}"
 
 
+def test_a_resumed_meeting_keeps_its_named_participants_registered(tmp_path, monkeypatch):
+    """A live trial: after `voicekit livekit --append`, `--members --explain` read a returning
+    participant as "Diane (2)" (the store said "Diane"): the stored turns were ranked at the join,
+    before any lane, so the stored Diane was an unregistered source and the returning, registered
+    Diane a second one. The resumed bot now registers the stored sessions' named people."""
+    _sdk_or_skip()
+    from voicekit.attribution import Participant
+    from voicekit.cli import speak_decisions
+    from voicekit.store import MeetingStore
+    from voicekit.turns import SpeakerTurn
+
+    def said(speaker, channel, pid, start, name=None):  # noqa: ANN001, ANN202
+        meta = {"participant_id": pid, "sender_name": name or speaker}
+        return SpeakerTurn(speaker=speaker, text="Iris, what do you think?", start=start, end=start + 2.0,
+                           channel=channel, metadata=meta)
+
+    store = MeetingStore(tmp_path / "meeting.sqlite")
+    diane = Participant(id="diane", display_name="Diane", channels=("r/1",))
+    store.commit(said("Diane", "r/1", "diane", 0.0), (diane,))
+    store.commit(said("Speaker A", "r/2", "room", 3.0), (diane,))
+    store.set_meta(duration=6.0)
+    store.close()
+    bot, store = _offline_bot(tmp_path, monkeypatch, resume=True)
+    assert bot.participants() == (diane,)   # the room microphone, shared by many, is not one
+    members = tmp_path / "members.yaml"
+    members.write_text("members:\n  - name: Iris\n", encoding="utf-8")
+    back = Participant(id="diane", display_name="Diane", channels=("r/3",))   # her lane of session 2
+    for stored_registered, expected in ((True, "Diane"), (False, "Diane (2)")):
+        lanes: list = []   # no lane yet when the stored turns are ranked; hers once she is back
+        decide = speak_decisions(members, participants=lambda s=stored_registered, lanes=lanes: (
+            *(bot.participants() if s else ()), *lanes))
+        decide.seed(store.turns())
+        lanes.append(back)
+        decide(said("Diane", "r/3", "diane", 10.0))
+        assert decide.steps[-1].label.text == expected, stored_registered
+    store.close()
+
+
 def test_disconnect_reasons_say_what_happened():
     """The room's `disconnected` event: a closed room is the meeting's normal end (not lost); a
     duplicate identity names --identity; an unknown reason is a lost connection. A disconnect that

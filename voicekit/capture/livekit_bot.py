@@ -47,7 +47,7 @@ from voicekit.hooks import HookRunner
 from voicekit.pipeline import Components, MeetingAborted, Pipeline, PipelineOptions, SingleSpeaker
 from voicekit.sources import LiveFeed
 from voicekit.store import MeetingStore
-from voicekit.turns import SpeakerLabels, SpeakerTurn
+from voicekit.turns import SpeakerLabels, SpeakerTurn, is_speaker_label
 from voicekit.voiceprints import VoiceIdentifier, Voiceprint
 
 log = logging.getLogger(__name__)
@@ -315,6 +315,7 @@ class LiveKitBot:
         self._commit_lock = threading.Lock()
         self._next_lane = 1
         self.start_time = 0.0  # meeting time (s) of the join
+        self._stored_participants: tuple[Participant, ...] = ()
         # one allocator for every room-microphone lane: two voices never share a "Speaker X", and a
         # resumed meeting's labels are never given to a new room speaker
         self.speaker_labels = SpeakerLabels()
@@ -324,6 +325,12 @@ class LiveKitBot:
             numbers = [int(n) for t in stored for n in [t.channel.rpartition("/")[2]] if n.isdigit()]
             self._next_lane = max(numbers, default=0) + 1
             self.speaker_labels.reserve(store.speaker_labels())
+            # the named people of the stored sessions stay registered participants (A11): one who
+            # comes back keeps the bare name, in the store and in the turn-taking decisions
+            self._stored_participants = tuple(dict.fromkeys(
+                Participant(id=t.metadata["participant_id"], display_name=t.speaker, channels=(t.channel,))
+                for t in stored if t.metadata.get("participant_id") and not is_speaker_label(t.speaker)
+                and not t.speaker.startswith("@")))
         self._loop: asyncio.AbstractEventLoop | None = None
 
     # --- connection -----------------------------------------------------------------------
@@ -437,9 +444,11 @@ class LiveKitBot:
     def participants(self) -> tuple[Participant, ...]:
         """One registered participant per lane of a named person (not a room microphone, which
         many people share): ``id`` the LiveKit identity, the display name, the lane's channel
-        (attribution.md A11: a LiveKit identity keeps the bare name against look-alikes)."""
-        return tuple(Participant(id=lane.identity, display_name=lane.name, channels=(lane.channel,))
-                     for lane in self.all_lanes() if lane.name and not lane.room_mic)
+        (attribution.md A11: a LiveKit identity keeps the bare name against look-alikes); with
+        ``resume``, also one per named person's lane of the stored sessions."""
+        return self._stored_participants + tuple(
+            Participant(id=lane.identity, display_name=lane.name, channels=(lane.channel,))
+            for lane in self.all_lanes() if lane.name and not lane.room_mic)
 
     def all_lanes(self) -> list[Lane]:
         """Every lane of the meeting, in the order they opened: those open or ended in

@@ -229,8 +229,9 @@ def cmd_livekit(args: argparse.Namespace) -> int:
     options = _options(args)
     hooks = _hooks(args, err)
     bot = None   # (below) every lane's registered participants: the room's named people, matched voices
-    decide = _turn_taking(args, hooks, lambda: () if bot is None else tuple(dict.fromkeys(
-        p for lane in bot.all_lanes() if lane.pipeline is not None for p in lane.pipeline.participants())),
+    decide = _turn_taking(args, hooks, lambda: () if bot is None else tuple(dict.fromkeys([
+        *bot.participants(),   # (before any lane: a resumed meeting's named people)
+        *(p for lane in bot.all_lanes() if lane.pipeline is not None for p in lane.pipeline.participants())])),
         channels=True)
     voices = _voice_list(args)
     if args.enrol_voices and not args.room_mic:
@@ -249,8 +250,6 @@ def cmd_livekit(args: argparse.Namespace) -> int:
     # --overwrite: the old meeting is set aside until the room is joined (a failed join keeps it)
     aside = _SetAside(store_path) if store_path.exists() and not args.append else None
     store = MeetingStore(store_path)
-    if decide is not None and args.append:
-        decide.seed(store.turns())   # the stored meeting's names rank first, as in the store
     meta = {"source": f"livekit:{url}", "stem": args.stem, "model": args.model, "vad": args.vad}
     # the broadcaster of --session joins ``live`` once the room is joined; on_turn runs on the lanes' threads
     on_turn, live = _live_sink(_with_decisions(
@@ -262,6 +261,10 @@ def cmd_livekit(args: argparse.Namespace) -> int:
     bot = LiveKitBot(url, token, options, components=components, store=store, hooks=hooks, on_turn=on_turn,
                      room_mics=args.room_mic or (), voices=voices, resume=args.append,
                      on_status=lambda message: err.print(message, style="dim", markup=False))
+    if decide is not None and args.append:
+        # the stored meeting's names rank first, as in the store, with its named participants
+        # registered (bot.participants): a returning participant keeps their bare name
+        decide.seed(store.turns())
 
     async def main() -> bool:
         """Join, then wait for Ctrl-C, --seconds or a lost connection. False: stopped while joining."""
