@@ -324,3 +324,15 @@ def test_speaker_index_inverts_speaker_label():
     assert all(speaker_index(speaker_label(i)) == i for i in range(800))
     assert [speaker_index(x) for x in ("Diane", "Speaker ", "Speaker a", "Speaker A1")] == [None] * 4
     assert next_speaker_index(["Speaker B", "Diane", "Speaker AA"]) == 27 and next_speaker_index(["Diane"]) == 0
+
+
+def test_labels_given_back_by_a_rolled_back_utterance_are_given_first():
+    """A diarizer that rolls an utterance back (Ctrl-C inside it) gives its new labels back to the
+    allocator it shares with other lanes: the next speaker of any lane takes the lowest, so no
+    letter is skipped and none is given twice."""
+    from voicekit.turns import SpeakerLabels
+
+    labels = SpeakerLabels(["Speaker A"])
+    assert [labels.take(), labels.take(), labels.take()] == ["Speaker B", "Speaker C", "Speaker D"]
+    labels.give_back(["Speaker D", "Speaker C"])
+    assert [labels.take(), labels.take(), labels.take()] == ["Speaker C", "Speaker D", "Speaker E"]

@@ -183,15 +183,24 @@ class SpeakerLabels:
     def __init__(self, taken: Iterable[str] = ()) -> None:
         self._lock = threading.Lock()
         self._next = next_speaker_index(taken)
+        self._returned: list[str] = []   # given back by a rolled-back utterance: given first
 
     def reserve(self, labels: Iterable[str]) -> None:
         """Never give ``labels``, nor any "Speaker X" before the last of them, again."""
         with self._lock:
             self._next = max(self._next, next_speaker_index(labels))
 
+    def give_back(self, labels: Iterable[str]) -> None:
+        """Take back labels a diarizer took for an utterance it rolled back (Ctrl-C inside it):
+        :meth:`take` gives them first, lowest first, so no letter is skipped."""
+        with self._lock:
+            self._returned = sorted({*self._returned, *labels}, key=speaker_index)
+
     def take(self) -> str:
         """The next free label (none with an L: see the class)."""
         with self._lock:
+            if self._returned:
+                return self._returned.pop(0)
             while any(c in speaker_label(self._next)[len("Speaker "):] for c in _LOOK_ALIKE_LETTERS):
                 self._next += 1
             label = speaker_label(self._next)

@@ -199,10 +199,6 @@ class OnlineDiarizer:
         self.speakers: list[SpeakerState] = []
         self.history: list[tuple[int, WindowEmbeddings]] = []
         self._resumed: dict[str, SpeakerState] = {}  # the evidence resume() gave each stored speaker
-        self._spare: list[str] = []  # labels taken for an utterance that was rolled back: given first
-
-    def _new_label(self) -> str:
-        return self._spare.pop(0) if self._spare else self.labels.take()
 
     def resume(self, turns: Sequence[SpeakerTurn],
                embeddings: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]] = (),
@@ -361,7 +357,7 @@ class OnlineDiarizer:
         remap = {old: known + new for new, old in enumerate(kept)}
         self.speakers = self.speakers[:known] + [self.speakers[i] for i in kept]
         for state in self.speakers[known:]:
-            state.label = self._new_label()
+            state.label = self.labels.take()
         owners[:] = [remap.get(i, i) for i in owners]
 
     def process(self, utt: Utterance, words: list[Word]) -> tuple[list[Word], list[Piece]]:
@@ -384,10 +380,9 @@ class OnlineDiarizer:
             return self._process(utt, words)
         except BaseException:
             del self.history[n_history:]
-            # labels the rolled-back utterance took go to the next new speakers: no gap in the letters
+            # labels the rolled-back utterance took go to the next new speaker: no gap in the letters
             before = {s.label for s in speakers}
-            taken = [s.label for s in self.speakers if s.label and s.label not in before]
-            self._spare = sorted({*self._spare, *taken}, key=speaker_index)
+            self.labels.give_back(s.label for s in self.speakers if s.label and s.label not in before)
             self.speakers = speakers
             raise
 

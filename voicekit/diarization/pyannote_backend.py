@@ -40,7 +40,7 @@ from voicekit.audio import SAMPLE_RATE
 from voicekit.devices import require_torch_device, torch_precision
 from voicekit.diarization.online import DiarizerOptions, Piece
 from voicekit.models import ModelError
-from voicekit.turns import SpeakerLabels, SpeakerTurn, Word, speaker_index
+from voicekit.turns import SpeakerLabels, SpeakerTurn, Word
 from voicekit.vad import Utterance
 
 DEFAULT_PIPELINE = "pyannote/speaker-diarization-community-1"
@@ -350,17 +350,15 @@ class _Names:
     def __init__(self, labels: SpeakerLabels | None) -> None:
         self.labels = labels if labels is not None else SpeakerLabels()
         self.names: dict[object, str] = {}
-        self._spare: list[str] = []  # taken by a rolled-back utterance: given first
 
     def __call__(self, raw: object) -> str:
         if raw not in self.names:
-            self.names[raw] = self._spare.pop(0) if self._spare else self.labels.take()
+            self.names[raw] = self.labels.take()
         return self.names[raw]
 
     def restore(self, names: dict[object, str]) -> None:
-        """Go back to ``names`` (a rolled-back utterance); the labels taken since are given next."""
-        taken = set(self.names.values()) - set(names.values())
-        self._spare = sorted({*self._spare, *taken}, key=speaker_index)
+        """Go back to ``names`` (a rolled-back utterance); the labels taken since are given back."""
+        self.labels.give_back(set(self.names.values()) - set(names.values()))
         self.names = names
 
 
