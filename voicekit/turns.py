@@ -197,7 +197,7 @@ class SpeakerLabels:
             self._returned = sorted({*self._returned, *labels}, key=speaker_index)
 
     def take(self) -> str:
-        """The next free label (none with an L: see the class)."""
+        """The next free label (none with an L or RN: see the class)."""
         with self._lock:
             if self._returned:
                 return self._returned.pop(0)
