@@ -45,6 +45,21 @@ def test_a11_no_two_diarization_labels_read_alike():
     assert len({k[0] for k in keys}) == len({k[1] for k in keys}) == len(given) == len(set(given))
 
 
+def test_a11_refined_and_per_channel_labels_skip_look_alikes():
+    """The refinement named a cluster that matched no live speaker with the first free label, and
+    a per-channel recording its twelfth channel with ``speaker_label(11)``: both could be
+    "Speaker L", which reads as "Speaker I". Both now skip the look-alikes too."""
+    from voicekit.turns import free_labels, speaker_index, speaker_label
+
+    live = [speaker_label(i) for i in range(11)]            # Speaker A … Speaker K
+    free = free_labels(live)
+    assert [next(free) for _ in range(2)] == ["Speaker M", "Speaker N"]
+    free = free_labels(["Speaker B", "Speaker Q"])
+    assert [next(free) for _ in range(3)] == ["Speaker A", "Speaker C", "Speaker D"]
+    assert next(free_labels(speaker_label(i) for i in range(speaker_index("Speaker AL")))) == "Speaker AM"
+    assert next(free_labels(speaker_label(i) for i in range(speaker_index("Speaker RN")))) == "Speaker RO"
+
+
 def test_a4_sender_name_first_stripped_then_participant_record():
     alice = Participant("u-alice", "Alice", channels=("chat",))
     assert resolve_name(turn("  Ally  ", participant_id="u-alice", channel="chat"), [alice]) == "Ally"

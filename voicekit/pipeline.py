@@ -26,7 +26,7 @@ from voicekit.diarization.refine import refine_turns
 from voicekit.hooks import HookRunner
 from voicekit.store import MeetingStore
 from voicekit.stt import SttOptions, Transcriber
-from voicekit.turns import SpeakerLabels, SpeakerTurn, Word, extend_to_speech, speaker_label, words_to_turns
+from voicekit.turns import SpeakerLabels, SpeakerTurn, Word, extend_to_speech, words_to_turns
 from voicekit.vad import Endpointer, EndpointerOptions, Utterance, make_vad
 from voicekit.voiceprints import VoiceIdentifier
 
@@ -588,7 +588,8 @@ def run_per_channel(source: Iterable[np.ndarray], n_channels: int, options: Pipe
     """A recording with one person per channel: each channel is a speaker, no diarization.
 
     Each channel runs through its own VAD, endpointer and STT (models shared); channel ``c``'s
-    turns have the speaker :func:`~voicekit.turns.speaker_label` (``c``) and the channel ``<channel>/<c>``.
+    turns have the ``c``-th label of :class:`~voicekit.turns.SpeakerLabels` ("Speaker A", "Speaker B"…,
+    none with an L or RN) and the channel ``<channel>/<c>``.
     The channels advance block by block together, so turns are committed in about time order.
 
     Args:
@@ -619,10 +620,11 @@ def run_per_channel(source: Iterable[np.ndarray], n_channels: int, options: Pipe
             on_turn(turn)
 
     pipes = [] if pipes is None else pipes
+    labels = SpeakerLabels()
     for c in range(n_channels):
         pipe = Pipeline(options, components, hooks=hooks, store=store, on_turn=collect,
                         realtime_clock=realtime_clock)
-        pipe.diarizer = SingleSpeaker(speaker_label(c))
+        pipe.diarizer = SingleSpeaker(labels.take())
         pipe.start(f"{channel}/{c}")
         pipes.append(pipe)
     t0 = time.monotonic()

@@ -8,11 +8,12 @@ Times are seconds from the start of the meeting, as float. Records are immutable
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import re
 import string
 import threading
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -163,6 +164,21 @@ def next_speaker_index(labels: Iterable[str]) -> int:
 _LOOK_ALIKE_LETTERS = ("L", "RN")   # "Speaker L" reads as "Speaker I", "Speaker RN" as "Speaker M" (A11)
 
 
+def reads_like_another(label: str) -> bool:
+    """True for a "Speaker X" label that attribution A11 would read as another label: one with
+    the letter L or the letters RN (see :class:`SpeakerLabels`). Never given to a speaker."""
+    letters = label[len("Speaker "):] if label.startswith("Speaker ") else ""
+    return any(c in letters for c in _LOOK_ALIKE_LETTERS)
+
+
+def free_labels(used: Iterable[str]) -> Iterator[str]:
+    """The "Speaker X" labels not in ``used``, in order from "Speaker A", skipping those that
+    :func:`reads_like_another`: where a refinement names a cluster that matches no live speaker."""
+    used = set(used)
+    return (label for label in map(speaker_label, itertools.count())
+            if label not in used and not reads_like_another(label))
+
+
 class SpeakerLabels:
     """Hands out "Speaker A", "Speaker B"… in order of first appearance, to one diarizer or to
     every diarizer of one meeting (a LiveKit room with two room microphones: one allocator for
@@ -201,7 +217,7 @@ class SpeakerLabels:
         with self._lock:
             if self._returned:
                 return self._returned.pop(0)
-            while any(c in speaker_label(self._next)[len("Speaker "):] for c in _LOOK_ALIKE_LETTERS):
+            while reads_like_another(speaker_label(self._next)):
                 self._next += 1
             label = speaker_label(self._next)
             self._next += 1

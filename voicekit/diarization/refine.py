@@ -30,7 +30,7 @@ from scipy.cluster.vq import kmeans2
 from scipy.optimize import linear_sum_assignment
 
 from voicekit.diarization.encoder import WindowEmbeddings
-from voicekit.turns import SpeakerTurn, speaker_label
+from voicekit.turns import SpeakerTurn, free_labels
 
 
 def spectral_clusters(vectors: np.ndarray, num_speakers: int | None = None, min_speakers: int = 1,
@@ -220,7 +220,8 @@ def refine_turns(turns: Sequence[SpeakerTurn], windows: Sequence[WindowEmbedding
 
     Returns:
         ``{turn_id: [refined label per word]}``; labels reuse the live label of the speaker each
-        cluster shares most speech with, and a cluster with no live match gets the next free label.
+        cluster shares most speech with, and a cluster with no live match gets the next free label
+        (:func:`voicekit.turns.free_labels`: never one with an L or RN).
     """
     if not turns or not windows:
         return {t.turn_id: [t.speaker] * len(t.words) for t in turns}
@@ -245,14 +246,10 @@ def refine_turns(turns: Sequence[SpeakerTurn], windows: Sequence[WindowEmbedding
         clusters = np.array([target.get(int(c), int(c)) for c in clusters])
         word_cluster, matched = _label_words(turns, starts, ends, clusters, live_labels)
     name = dict(matched)
-    used = set(name.values()) | set(live_labels)
-    next_index = 0
+    free = free_labels(set(name.values()) | set(live_labels))
     for cluster in sorted({c for labels in word_cluster.values() for c in labels}):
         if cluster not in name:
-            while speaker_label(next_index) in used:
-                next_index += 1
-            name[cluster] = speaker_label(next_index)
-            used.add(name[cluster])
+            name[cluster] = next(free)
     return {t.turn_id: snap_to_clause_ends(t, [name[c] for c in word_cluster[t.turn_id]]) for t in turns}
 
 
