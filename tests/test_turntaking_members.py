@@ -146,6 +146,26 @@ def test_a_member_key_without_its_colon_is_refused_not_made_a_member(tmp_path):
                                                             "Name Tag Bot"]
 
 
+def test_a_key_without_its_colon_folded_into_the_value_above_is_refused(tmp_path):
+    """Indented deeper than its member's keys, `aliases Addy` is not a YAML error: YAML folds it
+    into the plain value above, and the member was named "Ada aliases Addy". It is refused with
+    the line and the fix; instructions, prose wrapped over lines, may still hold such words."""
+    path = tmp_path / "members.yaml"
+    path.write_text("members:\n  - name: Ada\n      aliases Addy\n  - name: Bob\n", encoding="utf-8")
+    with pytest.raises(MembersError) as caught:
+        load_members(path)
+    assert str(caught.value) == ("line 3: 'aliases Addy' was read as part of the value above it ('Ada' became "
+                                 "'Ada aliases Addy'): a key needs its colon and a blank, `aliases: Addy`")
+    path.write_text("- name: Ada\n  answer_only:\n    - Bob\n      name Carol\n", encoding="utf-8")
+    with pytest.raises(MembersError, match=r"^line 4: 'name Carol' .* `name: Carol`$"):
+        load_members(path)
+    path.write_text('- name: Ada\n  instructions: Be brief,\n    name the speaker.\n  aliases: ["Ada\n    name B"]\n'
+                    '- name: Ada\n    Lovelace\n', encoding="utf-8")
+    ada, lovelace = load_members(path).members
+    assert ada.instructions == "Be brief, name the speaker." and ada.aliases == ("Ada name B",)
+    assert lovelace.name == "Ada Lovelace"
+
+
 def test_members_file_bad_yaml(tmp_path):
     path = tmp_path / "members.yaml"
     path.write_text("members: [unclosed", encoding="utf-8")

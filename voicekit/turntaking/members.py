@@ -379,4 +379,34 @@ def load_members(path: str | Path) -> RoomConfig:
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise MembersError(f"not valid YAML{where}: {problem}") from None
+    _check_no_key_folded(text)
     return parse_members(data)
+
+
+def _check_no_key_folded(text: str) -> None:
+    """Raise :class:`MembersError` when a line that reads as a member key with its colon missing
+    (``instructions Be brief``) sits indented under another key's value: YAML folds it into that
+    plain (unquoted) value, so ``name: Ada`` would become a member named "Ada instructions Be
+    brief". Instructions, and quoted or block (``|``, ``>``) values, may hold such lines: prose
+    wraps at will."""
+    import yaml
+
+    stack = [yaml.compose(text, Loader=yaml.SafeLoader)]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, yaml.ScalarNode):
+            if node.style is None and node.end_mark.line > node.start_mark.line:
+                source = text[node.start_mark.index:node.end_mark.index].splitlines()
+                for n, line in enumerate(source[1:], start=node.start_mark.line + 2):
+                    m = _KEY_TYPO.match(line)
+                    if m is not None and m.group(1).islower():
+                        raise MembersError(
+                            f"line {n}: {line.strip()!r} was read as part of the value above it "
+                            f"({source[0].strip()!r} became {node.value!r}): a key needs its colon and a "
+                            f"blank, `{m.group(1)}: {(m.group(3) or '…').strip()}`")
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            # instructions are prose, wrapped over lines at will ("Be brief,\n name the speaker")
+            stack.extend(v for key, value in node.value
+                         for v in ((key,) if getattr(key, "value", None) == "instructions" else (key, value)))
