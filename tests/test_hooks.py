@@ -88,6 +88,32 @@ def test_raising_and_slow_hooks_are_logged_and_the_turn_goes_on(caplog):
     assert "database down" in caplog.text and "timed out" in caplog.text
 
 
+def test_a_failing_hooks_traceback_is_logged_at_debug_with_the_line_that_raised(tmp_path, caplog):
+    """--debug (DEBUG logging) shows where a hook script failed, not only the exception's name:
+    the WARNING line names the exception, a DEBUG record carries the traceback into the script."""
+    script = tmp_path / "lookup.py"
+    script.write_text("NAMES = {}\n"
+                      "def on_transcription(turn):\n"
+                      "    return NAMES[turn.speaker]\n"
+                      "def on_speak_decision(decision):\n"
+                      "    raise OSError('disk gone')\n")
+    hooks = HookRunner()
+    hooks.load_script(script)
+    caplog.set_level("DEBUG", logger="voicekit.hooks")
+    assert hooks.run(turn()).text == turn().text
+    hooks.emit(HookTrigger.ON_SPEAK_DECISION, turn())
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warned == [
+        "hook lookup.py:on_transcription failed on the turn at 3.10 s (KeyError: 'Speaker A'); "
+        "the turn is committed unchanged",
+        "on_speak_decision hook lookup.py:on_speak_decision failed (OSError: disk gone); ignored"]
+    traced = [r for r in caplog.records if r.levelname == "DEBUG" and r.exc_info]
+    assert [r.getMessage() for r in traced] == ["traceback of hook lookup.py:on_transcription:",
+                                              "traceback of hook lookup.py:on_speak_decision:"]
+    assert 'lookup.py", line 3, in on_transcription' in caplog.text
+    assert 'lookup.py", line 5, in on_speak_decision' in caplog.text
+
+
 def test_a_hook_that_calls_sys_exit_is_a_failed_hook_not_the_end_of_the_meeting(tmp_path, caplog):
     """sys.exit() inside a hook (a script's habit) raises SystemExit in the hook's thread: it is
     that hook's failure, the turn goes on unchanged, and the async hooks' loop survives it."""

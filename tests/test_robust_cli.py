@@ -892,6 +892,9 @@ def test_ctrl_c_while_models_load_is_one_line_and_leaves_nothing(tmp_path, monke
     (["replay", FALCON, "--num-speakers", "abc"], "argument --num-speakers: invalid int value: 'abc'",
      "voicekit replay"),
     (["replay"], "the following arguments are required: audio", "voicekit replay"),
+    # a missing subcommand: the error names the ones there are (argparse said "required: action")
+    (["voices"], "missing the action, one of: list, delete, enrol", "voicekit voices"),
+    ([], "missing the command, one of: replay, export, eval, models, voices, devices, mic, livekit", "voicekit"),
     (["export", "out", "--nosuch"], "unrecognized arguments: --nosuch", "voicekit export"),
     (["replay", FALCON, "--nosuch", "x"], "unrecognized arguments: --nosuch x", "voicekit replay"),
     # the shell split an unquoted names map at its spaces: the error shows the quoted form

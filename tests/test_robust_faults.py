@@ -121,6 +121,34 @@ def _fill_after(store: MeetingStore, pages: int) -> None:
     store.conn.execute(f"PRAGMA max_page_count = {count + pages}")
 
 
+@pytest.mark.parametrize("where", ["sqlite", "mkdir"])
+def test_a_full_disk_when_the_store_is_created_says_to_free_space(tmp_path, monkeypatch, where):
+    """A full disk met while the store is created (SQLite's SQLITE_FULL on its first write, or
+    ENOSPC making the --out folder) is no permission problem: the error says to free space, not
+    to pick a writable folder."""
+    import sqlite3
+
+    import voicekit.store.sqlite as store_module
+
+    if where == "sqlite":
+        class FullDisk:
+            def execute(self, sql, *args):
+                raise sqlite3.OperationalError("database or disk is full")
+        monkeypatch.setattr(store_module.sqlite3, "connect", lambda *a, **k: FullDisk())
+        path = tmp_path / "meeting.sqlite"
+    else:
+        def no_space(self, *a, **k):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        monkeypatch.setattr(store_module.Path, "mkdir", no_space)
+        path = tmp_path / "out" / "meeting.sqlite"
+    with pytest.raises(StoreError) as caught:
+        MeetingStore(path)
+    message = str(caught.value)
+    assert message.startswith(f"cannot create the meeting store {path} (")
+    assert message.endswith(f"): free disk space on {path.parent}, or choose an --out on another disk")
+    assert "writable" not in message
+
+
 def test_a_full_disk_under_the_store_is_reported_and_every_committed_turn_is_kept(tmp_path):
     store = MeetingStore(tmp_path / "meeting.sqlite")
     store.commit(turn(start=0.0))

@@ -297,13 +297,15 @@ class HookRunner:
             except concurrent.futures.TimeoutError:
                 self._fail_event(hook, trigger, payload, f"timed out after {self.timeout:g} s")
             except Exception as exc:  # noqa: BLE001 - a broken hook never breaks the room
-                self._fail_event(hook, trigger, payload, _reason(exc))
+                self._fail_event(hook, trigger, payload, _reason(exc), exc)
         return results
 
-    def _fail_event(self, hook: _Hook, trigger: HookTrigger, payload: Any, reason: str) -> None:
+    def _fail_event(self, hook: _Hook, trigger: HookTrigger, payload: Any, reason: str,
+                    exc: BaseException | None = None) -> None:
         start = getattr(payload, "start", None)
         self.failures.append((hook.name, start if isinstance(start, (int, float)) else None, reason))
         log.warning("%s hook %s failed (%s); ignored", trigger.value, hook.name, reason)
+        _log_traceback(hook, exc)
 
     def run(self, turn: SpeakerTurn) -> SpeakerTurn | None:
         """Apply persistent names, then every ``ON_TRANSCRIPTION`` hook.
@@ -338,7 +340,7 @@ class HookRunner:
                 self._fail(hook, turn, f"timed out after {self.timeout:g} s")
                 continue
             except Exception as exc:  # noqa: BLE001 - a broken hook never loses a turn
-                self._fail(hook, turn, _reason(exc))
+                self._fail(hook, turn, _reason(exc), exc=exc)
                 continue
             if result is None:
                 continue
@@ -365,9 +367,10 @@ class HookRunner:
         return turn
 
     def _fail(self, hook: _Hook, turn: SpeakerTurn, reason: str,
-              kept: str = "the turn is committed unchanged") -> None:
+              kept: str = "the turn is committed unchanged", exc: BaseException | None = None) -> None:
         self.failures.append((hook.name, turn.start, reason))
         log.warning("hook %s failed on the turn at %.2f s (%s); %s", hook.name, turn.start, reason, kept)
+        _log_traceback(hook, exc)
 
     def close(self) -> None:
         """Stop the async hooks' event loop; hooks still running are abandoned (their threads
@@ -450,6 +453,14 @@ async def _awaited(fn: Callable[[Any], Any], payload: Any) -> Any:
         return await fn(payload)
     except SystemExit as exc:
         raise _HookExited(_reason(exc)) from None
+
+
+def _log_traceback(hook: _Hook, exc: BaseException | None) -> None:
+    """The traceback of a hook that raised, at DEBUG (``--debug`` shows it): the WARNING line
+    names the exception, this shows the line of the hook's code that raised it. A timeout, a
+    skipped call or an invalid result has no traceback."""
+    if exc is not None and not isinstance(exc, _HookExited):
+        log.debug("traceback of hook %s:", hook.name, exc_info=exc)
 
 
 def _reason(exc: BaseException) -> str:

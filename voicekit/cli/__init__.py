@@ -60,6 +60,9 @@ class _Parser(argparse.ArgumentParser):
     code 2, without the usage block. Subcommand parsers are made of this class too."""
 
     def error(self, message: str) -> NoReturn:
+        for action in self._actions:   # a missing subcommand: name the ones there are
+            if isinstance(action.choices, dict) and message == f"the following arguments are required: {action.dest}":
+                message = f"missing the {action.dest}, one of: {', '.join(action.choices)}"
         self.exit(2, f"voicekit: error: {message}; `{self.prog} --help` lists the options\n")
 
 

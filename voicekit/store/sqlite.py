@@ -93,6 +93,14 @@ class StoreAccess:
 _READ_ONLY_ERRNOS = (errno.EACCES, errno.EPERM, errno.EROFS)
 
 
+def _disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` says the disk (or the user's quota) is full: SQLite's ``SQLITE_FULL``
+    ("database or disk is full"), or an ``OSError`` ENOSPC / EDQUOT."""
+    if isinstance(exc, OSError):
+        return exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    return getattr(exc, "sqlite_errorname", "") == "SQLITE_FULL" or "disk is full" in str(exc).lower()
+
+
 def _names(path: Path, files: list[Path]) -> str:
     """``meeting.sqlite``, ``meeting.sqlite and its -wal, -shm files`` or ``meeting.sqlite-shm``:
     which of a store's files ``files`` holds."""
@@ -188,7 +196,8 @@ class MeetingStore:
 
     Raises:
         StoreError: when the directory or the file is not writable (the message says which to
-            make writable, :func:`access_problem`) or the file is not a voicekit store.
+            make writable, :func:`access_problem`), the disk is full (it says to free space), or
+            the file is not a voicekit store.
     """
 
     def __init__(self, path: str | Path, meeting_id: str = "default") -> None:
@@ -211,6 +220,9 @@ class MeetingStore:
             access = access_problem(self.path, exc)
             if access is not None:
                 raise StoreError(f"{access.problem}: {access.remedy}, or choose another --out") from exc
+            if _disk_full(exc):
+                raise StoreError(f"cannot create the meeting store {self.path} ({exc}): free disk space "
+                                 f"on {self.path.parent}, or choose an --out on another disk") from exc
             raise StoreError(f"cannot open the meeting store {self.path} ({exc}); "   # cannot open or write it
                              "choose a writable --out directory") from exc
 
@@ -230,9 +242,8 @@ class MeetingStore:
         access = access_problem(self.path, exc)
         if access is not None:
             return StoreError(f"{access.problem}: {access.remedy}")
-        full = "full" in str(exc).lower()
         return StoreError(f"cannot write to the meeting store {self.path} ({exc})"
-                          + ("; free disk space" if full else ""))
+                          + ("; free disk space" if _disk_full(exc) else ""))
 
     def set_meta(self, **values: Any) -> None:
         """Store meeting metadata (JSON-serialisable values).
