@@ -34,9 +34,12 @@ def members(tmp_path: Path) -> Path:
 
 
 def turn(speaker: str, text: str, start: float, name: str | None = None, channel: str = "replay",
-         turn_id: int | None = None) -> SpeakerTurn:
-    """A committed pipeline turn: diarization label, text, times, sender_name stamped by hooks."""
-    meta = {"sender_name": name} if name is not None else {}
+         turn_id: int | None = None, unnamed: bool = False) -> SpeakerTurn:
+    """A committed pipeline turn: diarization label, text, times; ``sender_name`` is ``name`` (a
+    rename by --speaker-names or a hook), else the label, stamped as the pipeline stamps it
+    (``turns.speaker_turns``). ``unnamed``: no sender_name, as an unnamed LiveKit participant's
+    lane commits its turns (``livekit_bot``)."""
+    meta = {} if unnamed else {"sender_name": name if name is not None else speaker}
     return SpeakerTurn(speaker=speaker, text=text, start=start, end=start + 1.5, channel=channel,
                        metadata=meta, turn_id=turn_id)
 
@@ -72,13 +75,36 @@ def test_explain_in_a_livekit_room_opens_each_block_with_the_lane(members: Path)
     out = io.StringIO()
     on_turn = speak_decisions(members, explain=True, out=out, channels=True)
     on_turn(turn("Diane", "Iris, can you sketch the lobby?", 0.0, "Diane", channel="standup/1"))
-    on_turn(turn("Speaker A", "Sounds good to me.", 2.0, channel="standup/2"))
+    on_turn(turn("@standup/2", "Sounds good to me.", 2.0, channel="standup/2", unnamed=True))
     assert out.getvalue().splitlines() == [
         "standup/1      0.00s  Diane: Iris, can you sketch the lobby?",
         "                     [mention] -> Iris",
-        "standup/2      2.00s  Speaker A: Sounds good to me.",
+        "standup/2      2.00s  @standup/2: Sounds good to me.",
         "                     [continuation] -> Iris (Elena excluded by speak policy)",
     ]
+
+
+def test_an_unnamed_participant_reads_as_its_channel_label_and_matches_no_name(tmp_path: Path):
+    """A trial: an unnamed LiveKit participant's turn (no sender_name, speaker ``@standup/2``)
+    was labelled with the name "@standup/2" (shown "standup/2") in the decisions, while the store
+    and the model read the channel label: a channel label has no name and never matches a name
+    (A4, A6; T15), not even a member's answer_only entry spelt like it."""
+    from voicekit.store import MeetingStore
+
+    path = tmp_path / "members.yaml"
+    path.write_text("floor: always\nmembers:\n  - name: Iris\n    answer_only: ['@standup/2', standup/2]\n"
+                    "  - name: Elena\n", encoding="utf-8")
+    lane = turn("@standup/2", "and so my fellow americans", 19.1, channel="standup/2", unnamed=True)
+    out = io.StringIO()
+    on_turn = speak_decisions(path, explain=True, out=out, channels=True)
+    on_turn(lane)
+    (step,) = on_turn.steps
+    store = MeetingStore(tmp_path / "meeting.sqlite")
+    assert (step.label.name, step.label.text) == (None, store.labels([store.commit(lane)])[0].text)
+    assert step.label.text == "@standup/2"
+    assert step.decision.responders == ("Elena",) and step.decision.excluded == ("Iris",)
+    assert out.getvalue().splitlines()[0] == "standup/2     19.10s  @standup/2: and so my fellow americans"
+    store.close()
 
 
 def test_labels_come_from_attribution_sender_name_rank_and_channel(members: Path):

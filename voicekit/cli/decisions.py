@@ -24,9 +24,10 @@ def speak_decisions(members: str | Path, *, explain: bool = False, out: TextIO |
                     ) -> "Callable[[SpeakerTurn], None]":
     """An ``on_turn`` callback that runs the turn-taking ladder on every committed turn.
 
-    Each turn is labelled as attribution does (``voicekit.attribution``): the speaker's name is
-    ``turn.sender_name`` (a rename from ``--speaker-names`` or a hook, else the diarization label
-    ``Speaker A``), the channel ``turn.channel``, and the rank against look-alike names is fixed
+    Each turn is labelled as the store labels it (``voicekit.attribution``): the speaker's name is
+    ``metadata["sender_name"]`` (a rename from ``--speaker-names`` or a hook, else the diarization
+    label ``Speaker A`` that the pipeline stamps; an unnamed LiveKit participant has none and reads
+    as its channel label), the channel ``turn.channel``, and the rank against look-alike names is fixed
     in an in-memory author register when the turn arrives (A11, A12). The turn and its label go
     through :func:`voicekit.turntaking.replay.replay_room` with one :class:`TurnTaker` for the
     whole meeting and no director or model (T9: T4 is skipped; the chosen members are recorded
@@ -77,9 +78,10 @@ def speak_decisions(members: str | Path, *, explain: bool = False, out: TextIO |
     register_ids = itertools.count(1)  # every committed turn joins the register (A12), a person's or not
 
     def record(turn: "SpeakerTurn", known: tuple) -> "SpeakerLabel | None":
-        named = turn.replace(metadata={**turn.metadata, "sender_name": turn.sender_name})
+        # the turn as the store commits it: one without a sender_name (an unnamed LiveKit
+        # participant) reads as its channel label, never as a name (A4, A6)
         with meeting_lock(conn):
-            return register.record_turn(conn, next(register_ids), named, known)
+            return register.record_turn(conn, next(register_ids), turn, known)
 
     def seed(earlier: "Sequence[SpeakerTurn]") -> None:
         """Rank a resumed meeting's stored turns first (``--append``), deciding nothing: a
