@@ -220,3 +220,42 @@ def test_an_empty_answer_only_list_is_refused_not_read_as_everyone():
     with pytest.raises(MembersError, match="answer_only lists nobody; list the names"):
         parse_members({"members": [{"name": "Iris", "answer_only": []}]})
     assert parse_members({"members": [{"name": "Iris"}]}).members[0].speak_policy is None
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    # a misspelt 'name' said only "'name' is required", never naming the misspelt key
+    ({"members": [{"nmae": "Iris"}]}, "member #1: unknown key 'nmae' (did you mean 'name'?"),
+    ({"members": [{"name": 42}]}, "member #1: 'name' must be text, got 42: quote it, e.g. name: \"42\""),
+    ({"members": [{"name": "  "}]}, "member #1: 'name' is empty: give the member a name"),
+    # YAML's true was read as 1, 25.5 as 25 and "25" as 25, without a word
+    ({"members": ["Iris"], "continuation": {"max_chars": True}},
+     "continuation: max_chars must be a whole number of characters, 0 or more, got True (a YAML boolean)"),
+    ({"members": ["Iris"], "continuation": {"max_chars": 25.5}},
+     "continuation: max_chars must be a whole number of characters, 0 or more, got 25.5"),
+    ({"members": ["Iris"], "continuation": {"max_words": "3"}},
+     "continuation: max_words must be a whole number of words, 0 or more, got '3' (text: write the number"),
+    # Python's "could not convert string to float: '5s'" named neither the key nor the fix
+    ({"members": ["Iris"], "director": {"timeout_s": "5s"}},
+     "director: timeout_s must be a number of seconds, 0 or more, got '5s' (text: write the number without "
+     "quotes or a unit)"),
+    # "two members have the same name" did not say which
+    ({"members": ["Iris", "Elena", "Iris"]},
+     "members #1 'Iris' and #3 'Iris' have the same name: give each member a name of its own"),
+    # a Cyrillic І: the two members' views would show one label for both (A11's look-alike keys)
+    ({"members": ["Iris", "\u0406ris"]},
+     "members #1 'Iris' and #2 '\u0406ris' have names that read alike: give each member a name of its own"),
+    ({"members": [{"name": "Iris", "aliases": ["D\u043ec"]}, {"name": "Elena", "aliases": ["doc"]}]},
+     "name 'doc' is used by both 'Iris' and 'Elena' (as 'D\u043ec', which reads alike)"),
+])
+def test_a_wrong_name_or_number_is_refused_naming_the_key_and_the_fix(data, message):
+    """A trial of members.yaml mistakes: each is one error that names the member or key and the fix."""
+    with pytest.raises(MembersError) as info:
+        parse_members(data)
+    assert message in str(info.value)
+
+
+def test_numbers_and_look_alike_free_names_still_load():
+    room = parse_members({"members": ["Iris", {"name": "Elena", "aliases": ["Doc", "DOC"]}],
+                          "continuation": {"max_chars": 40, "max_words": 0}, "director": {"timeout_s": 2}})
+    assert (room.continuation_max_chars, room.continuation_max_words, room.director_timeout_s) == (40, 0, 2.0)
+    assert room.members[1].aliases == ("Doc", "DOC")

@@ -175,20 +175,22 @@ def validate_members(members: Sequence[Member]) -> tuple[Member, ...]:
     """Check a member list and return it as a tuple.
 
     Raises:
-        MembersError: if the list is empty, a name or alias is blank, two members share a
-            name or alias (case-insensitive, after NFC), or a member's name could pass for
-            something attribution writes: a role a model knows (``User``, ``Assistant``…,
-            attribution A7), a channel label (a leading ``@``, A6) or a diarization label
-            (``Speaker B`` in any case or look-alike spelling, ``SPEAKER_01``:
-            :func:`voicekit.turns.label_read_in`).
+        MembersError: if the list is empty, a name or alias is blank, two members share a name
+            or alias or have ones that read alike (attribution A11's look-alike keys: case,
+            NFKC, confusables, so ``Iris`` and ``Іris`` with a Cyrillic І; their views would show
+            two members by one label), or a member's name could pass for something attribution
+            writes: a role a model knows (``User``, ``Assistant``…, attribution A7), a channel
+            label (a leading ``@``, A6) or a diarization label (``Speaker B`` in any case or
+            look-alike spelling, ``SPEAKER_01``: :func:`voicekit.turns.label_read_in`).
     """
     from voicekit.attribution import display_name, reads_like_role
+    from voicekit.attribution._unicode import reads_alike
     from voicekit.turns import label_read_in
 
     if not members:
         raise MembersError("a room needs at least one member")
-    owner: dict[str, str] = {}
-    for m in members:
+    seen: list[tuple[str, int]] = []   # (a call name, the index of its member)
+    for i, m in enumerate(members):
         if label_read_in(m.name) is not None:   # "Speaker B", "Spеaker B", "SPEAKER_01"; not "Speaker Bob"
             raise MembersError(f"member {m.name!r}: the name reads like the diarization label of a person in "
                                "the room (Speaker A, Speaker B…), which the transcript and --explain show beside "
@@ -201,13 +203,16 @@ def validate_members(members: Sequence[Member]) -> tuple[Member, ...]:
         for n in m.call_names:
             if not n or not n.strip():
                 raise MembersError(f"member {m.name!r}: empty name or alias")
-            key = _nfc(n.strip()).casefold()
-            if owner.get(key, m.name) != m.name:
-                raise MembersError(f"name {n!r} is used by both {owner[key]!r} and {m.name!r}")
-            owner[key] = m.name
-    names = [_nfc(m.name.strip()).casefold() for m in members]
-    if len(set(names)) != len(names):
-        raise MembersError("two members have the same name")
+            for other, j in seen:
+                if j != i and reads_alike(n.strip(), other):
+                    if n == m.name and other == members[j].name:
+                        same = "the same name" if _nfc(n.strip()) == _nfc(other) else "names that read alike"
+                        raise MembersError(f"members #{j + 1} {other!r} and #{i + 1} {n!r} have {same}: "
+                                           "give each member a name of its own")
+                    raise MembersError(f"name {n!r} is used by both {members[j].name!r} and {m.name!r}"
+                                       + ("" if _nfc(n.strip()).casefold() == _nfc(other).casefold()
+                                          else f" (as {other!r}, which reads alike)"))
+            seen.append((n.strip(), i))
     return tuple(members)
 
 
@@ -302,8 +307,14 @@ def parse_members(data: Any) -> RoomConfig:
             word = "yes/on/true" if name else "no/off/false"
             raise MembersError(f"member #{i + 1}: YAML read the name as the boolean {name} (an unquoted {word}, "
                                f"any case): quote it, e.g. name: \"{'Yes' if name else 'No'}\"")
-        if not isinstance(name, str) or not name.strip():
+        if name is None:   # a misspelt 'name:' is the likelier cause than a member left unnamed
+            _check_keys(raw, _MEMBER_KEYS, f"member #{i + 1}")
             raise MembersError(f"member #{i + 1}: 'name' is required")
+        if not isinstance(name, str):
+            raise MembersError(f"member #{i + 1}: 'name' must be text, got {name!r}: quote it, e.g. "
+                               f"name: \"{name}\"")
+        if not name.strip():
+            raise MembersError(f"member #{i + 1}: 'name' is empty: give the member a name")
         _check_keys(raw, _MEMBER_KEYS, f"member {name.strip()!r}")
         instructions = raw.get("instructions", "") or ""
         if not isinstance(instructions, str):
@@ -338,12 +349,9 @@ def parse_members(data: Any) -> RoomConfig:
         raise MembersError("'continuation' and 'director' must be mappings")
     _check_keys(cont, _CONTINUATION_KEYS, "continuation")
     _check_keys(director, _DIRECTOR_KEYS, "director")
-    try:
-        max_chars = int(cont.get("max_chars", 25))
-        max_words = int(cont.get("max_words", 3))
-        timeout_s = float(director.get("timeout_s", 5.0))
-    except (TypeError, ValueError) as exc:
-        raise MembersError(f"bad number in members file: {exc}") from None
+    max_chars = _number(cont, "max_chars", 25, "continuation", "a whole number of characters")
+    max_words = _number(cont, "max_words", 3, "continuation", "a whole number of words")
+    timeout_s = float(_number(director, "timeout_s", 5.0, "director", "a number of seconds"))
     if min(max_chars, max_words) < 0:
         raise MembersError(f"continuation: max_chars and max_words must be 0 or more, got {max_chars} and "
                            f"{max_words}")
@@ -356,6 +364,24 @@ def parse_members(data: Any) -> RoomConfig:
         continuation_max_words=max_words,
         director_timeout_s=timeout_s,
     )
+
+
+def _number(mapping: Mapping, key: str, default: int | float, where: str, what: str) -> Any:
+    """``mapping[key]`` (``default`` when absent), a YAML number: an int where ``default`` is an
+    int, an int or a float where it is a float.
+
+    Raises:
+        MembersError: for a boolean (YAML's ``true`` would count as 1), a string (``"5s"``,
+            ``"25"``) or, for a whole number, a fraction (``25.5`` would lose its ``.5``).
+    """
+    value = mapping.get(key, default)
+    whole = isinstance(default, int)
+    if isinstance(value, bool) or not isinstance(value, int if whole else (int, float)):
+        hint = " (a YAML boolean)" if isinstance(value, bool) else ""
+        if isinstance(value, str):
+            hint = " (text: write the number without quotes or a unit)"
+        raise MembersError(f"{where}: {key} must be {what}, 0 or more, got {value!r}{hint}")
+    return value
 
 
 def load_members(path: str | Path) -> RoomConfig:
