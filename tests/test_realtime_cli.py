@@ -240,16 +240,35 @@ def test_session_instructions_from_a_file_reach_the_session_update(tmp_path):
 
     from voicekit.cli import main
 
-    prompt = tmp_path / "iris.txt"
-    prompt.write_text("You are Iris, the meeting's note taker.\nAnswer in one sentence.", encoding="utf-8")
+    prompt = tmp_path / "iris.txt"   # an editor's final newline is no part of the instructions
+    prompt.write_text("You are Iris, the meeting's note taker.\nAnswer in one sentence.\n", encoding="utf-8")
     out = tmp_path / "out"
     assert main(["replay", str(EVAL / "picovoice_falcon" / "test.wav"), "--out", str(out), "--quiet",
                  "--session", "local", "--session-instructions", str(prompt)]) == 0
     first = json.loads((out / "session.jsonl").read_text(encoding="utf-8").splitlines()[0])
     assert first["type"] == "session.update"
-    assert first["session"]["instructions"] == prompt.read_text(encoding="utf-8")
+    assert first["session"]["instructions"] == "You are Iris, the meeting's note taker.\nAnswer in one sentence."
     assert main(["replay", str(EVAL / "picovoice_falcon" / "test.wav"), "--out", str(tmp_path / "o2"),
                  "--session", "local", "--session-instructions", "  "]) == 2
+
+
+@pytest.mark.parametrize("value", ["iris.tx", "prompts/iris", "Be brief.", "Concise"])
+def test_session_instructions_that_name_no_file_are_refused_when_they_read_as_a_path(tmp_path, capsys, value):
+    """A trial: `--session-instructions instr.tx` (a typo of instr.txt) was sent to the model as
+    the instructions "instr.tx". A value with no blank and a '/' or a file suffix must name a
+    file; other text is the instructions themselves."""
+    from voicekit.cli.session import _instructions
+
+    if value in ("iris.tx", "prompts/iris"):
+        with pytest.raises(CliError, match=f"^--session-instructions {value}: no such file; name an existing "
+                                           r"file, or give the instructions as text \(in quotes\)$"):
+            _instructions(value)
+    else:
+        assert _instructions(value) == value
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n", encoding="utf-8")
+    with pytest.raises(CliError, match=f"^--session-instructions file {empty} is empty"):
+        _instructions(str(empty))
 
 
 def _unwritable_logs(tmp_path):

@@ -287,5 +287,6 @@ def _session_args(p: argparse.ArgumentParser) -> None:
                    help="at the end, how long to wait for the session to take what is queued (default 10)")
     g.add_argument("--session-instructions", default=None, metavar="TEXT|FILE",
                    help="the session's instructions (the assistant's system prompt: OpenAI's session "
-                        "instructions, Gemini's system_instruction), as text or a UTF-8 file; the "
+                        "instructions, Gemini's system_instruction), as text or a UTF-8 file (a value "
+                        "with a '/' or a suffix such as .txt must be a file); the "
                         "attribution note never goes here (docs/attribution.md A9)")

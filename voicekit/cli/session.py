@@ -54,14 +54,7 @@ def _make_session(args: argparse.Namespace, out: Path, echo: bool = True):
         out / "session.jsonl" if args.session == "local" else None)
     if log_path is not None:
         _check_session_log(log_path)
-    instructions = args.session_instructions
-    if instructions is not None and "\n" not in instructions and Path(instructions).is_file():
-        try:
-            instructions = Path(instructions).read_text(encoding="utf-8-sig")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise CliError(f"--session-instructions {instructions}: cannot read it as UTF-8 text ({exc})") from exc
-    if instructions is not None and not instructions.strip():
-        raise CliError("--session-instructions is empty: give the assistant's instructions, or leave it out")
+    instructions = _instructions(args.session_instructions)
     try:
         return make_session(args.session, model=args.session_model, base_url=args.session_base_url,
                             log_path=str(log_path) if args.session == "local" and log_path else None,
@@ -69,6 +62,35 @@ def _make_session(args: argparse.Namespace, out: Path, echo: bool = True):
                             instructions=instructions)
     except ValueError as exc:
         raise CliError(f"--session {args.session}: {exc}") from exc
+
+
+def _instructions(value: str | None) -> str | None:
+    """The text of ``--session-instructions``: ``value`` itself, or the UTF-8 file it names, with
+    the blank lines and spaces around it removed (an editor's final newline is no instruction).
+
+    Raises:
+        CliError: an empty value or file; a file that cannot be read as UTF-8; a value that
+            reads as a path (no blank, and a ``/`` or a file suffix such as ``.txt``) to no
+            file: a mistyped file name would otherwise be sent as the instructions.
+    """
+    import re
+
+    if value is None:
+        return None
+    if "\n" not in value and Path(value).is_file():
+        try:
+            text = Path(value).read_text(encoding="utf-8-sig")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CliError(f"--session-instructions {value}: cannot read it as UTF-8 text ({exc})") from exc
+    elif not re.search(r"\s", value) and ("/" in value or os.sep in value or re.search(r"\.[A-Za-z]\w{0,4}$", value)):
+        raise CliError(f"--session-instructions {value}: no such file; name an existing file, or give the "
+                       "instructions as text (in quotes)")
+    else:
+        text = value
+    if not text.strip():
+        raise CliError(f"--session-instructions {'file ' + value + ' ' if text is not value else ''}is empty: "
+                       "give the assistant's instructions, or leave it out")
+    return text.strip()
 
 
 def _check_session_log(path: Path) -> None:
