@@ -252,7 +252,8 @@ def test_session_instructions_from_a_file_reach_the_session_update(tmp_path):
                  "--session", "local", "--session-instructions", "  "]) == 2
 
 
-@pytest.mark.parametrize("value", ["iris.tx", "prompts/iris", "Be brief.", "Concise"])
+@pytest.mark.parametrize("value", ["iris.tx", "prompts/iris", "Be brief.", "Concise",
+                                   "You are Iris, the note taker. " * 10])   # one line, no file name (ENAMETOOLONG)
 def test_session_instructions_that_name_no_file_are_refused_when_they_read_as_a_path(tmp_path, capsys, value):
     """A trial: `--session-instructions instr.tx` (a typo of instr.txt) was sent to the model as
     the instructions "instr.tx". A value with no blank and a '/' or a file suffix must name a
@@ -264,7 +265,7 @@ def test_session_instructions_that_name_no_file_are_refused_when_they_read_as_a_
                                            r"file, or give the instructions as text \(in quotes\)$"):
             _instructions(value)
     else:
-        assert _instructions(value) == value
+        assert _instructions(value) == value.strip()
     empty = tmp_path / "empty.txt"
     empty.write_text("\n\n", encoding="utf-8")
     with pytest.raises(CliError, match=f"^--session-instructions file {empty} is empty"):

@@ -121,30 +121,44 @@ def _fill_after(store: MeetingStore, pages: int) -> None:
     store.conn.execute(f"PRAGMA max_page_count = {count + pages}")
 
 
-@pytest.mark.parametrize("where", ["sqlite", "mkdir"])
-def test_a_full_disk_when_the_store_is_created_says_to_free_space(tmp_path, monkeypatch, where):
-    """A full disk met while the store is created (SQLite's SQLITE_FULL on its first write, or
-    ENOSPC making the --out folder) is no permission problem: the error says to free space, not
-    to pick a writable folder."""
+@pytest.mark.parametrize("where", ["sqlite", "mkdir", "shm", "io error with space left"])
+def test_a_full_disk_when_the_store_is_opened_says_to_free_space(tmp_path, monkeypatch, where):
+    """A full disk met while the store is opened (SQLite's SQLITE_FULL on its first write, ENOSPC
+    making the --out folder, or SQLite's "disk I/O error" when the database fits and its 32 KiB
+    -shm file does not: a review, on a 64 KiB tmpfs with 8-32 KiB free) is no permission problem:
+    the error says to free space, not to pick a writable folder. An I/O error with space left
+    is not called a full disk."""
+    import os
     import sqlite3
 
     import voicekit.store.sqlite as store_module
 
-    if where == "sqlite":
-        class FullDisk:
-            def execute(self, sql, *args):
-                raise sqlite3.OperationalError("database or disk is full")
-        monkeypatch.setattr(store_module.sqlite3, "connect", lambda *a, **k: FullDisk())
-        path = tmp_path / "meeting.sqlite"
-    else:
+    path = tmp_path / "meeting.sqlite"
+    error = sqlite3.OperationalError("database or disk is full")
+    if where in ("shm", "io error with space left"):
+        error = sqlite3.OperationalError("disk I/O error")
+        error.sqlite_errorname = "SQLITE_IOERR_SHMSIZE"
+        free = 16 * 1024 if where == "shm" else 10 * store_module.FULL_BYTES
+        real = os.statvfs(tmp_path)
+        monkeypatch.setattr(store_module.os, "statvfs", lambda p: os.statvfs_result(
+            (real.f_bsize, 1024, real.f_blocks, free // 1024, free // 1024, *real[5:])))
+    if where == "mkdir":
         def no_space(self, *a, **k):
             raise OSError(errno.ENOSPC, "No space left on device")
         monkeypatch.setattr(store_module.Path, "mkdir", no_space)
         path = tmp_path / "out" / "meeting.sqlite"
+    else:
+        class FullDisk:
+            def execute(self, sql, *args):
+                raise error
+        monkeypatch.setattr(store_module.sqlite3, "connect", lambda *a, **k: FullDisk())
     with pytest.raises(StoreError) as caught:
         MeetingStore(path)
     message = str(caught.value)
-    assert message.startswith(f"cannot create the meeting store {path} (")
+    if where == "io error with space left":
+        assert "free disk space" not in message and "disk I/O error" in message
+        return
+    assert message.startswith(f"cannot open the meeting store {path} (")
     assert message.endswith(f"): free disk space on {path.parent}, or choose an --out on another disk")
     assert "writable" not in message
 

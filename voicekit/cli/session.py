@@ -77,7 +77,11 @@ def _instructions(value: str | None) -> str | None:
 
     if value is None:
         return None
-    if "\n" not in value and Path(value).is_file():
+    try:
+        is_file = "\n" not in value and Path(value).is_file()
+    except OSError:   # ENAMETOOLONG: a long one-line prompt, no file name
+        is_file = False
+    if is_file:
         try:
             text = Path(value).read_text(encoding="utf-8-sig")
         except (OSError, UnicodeDecodeError) as exc:

@@ -93,12 +93,28 @@ class StoreAccess:
 _READ_ONLY_ERRNOS = (errno.EACCES, errno.EPERM, errno.EROFS)
 
 
-def _disk_full(exc: BaseException) -> bool:
-    """Whether ``exc`` says the disk (or the user's quota) is full: SQLite's ``SQLITE_FULL``
-    ("database or disk is full"), or an ``OSError`` ENOSPC / EDQUOT."""
+FULL_BYTES = 1 << 20
+"""Free space under which an I/O error of SQLite's counts as a full disk (bytes)."""
+
+
+def _disk_full(exc: BaseException, folder: Path) -> bool:
+    """Whether ``exc`` says the disk (or the user's quota) under ``folder`` is full: SQLite's
+    ``SQLITE_FULL`` ("database or disk is full"), an ``OSError`` ENOSPC / EDQUOT, or an I/O
+    error of SQLite's while less than :data:`FULL_BYTES` are free there (SQLite says "disk I/O
+    error", ``SQLITE_IOERR_SHMSIZE``, when the database file fits but its 32 KiB ``-shm`` does
+    not)."""
     if isinstance(exc, OSError):
         return exc.errno in (errno.ENOSPC, errno.EDQUOT)
-    return getattr(exc, "sqlite_errorname", "") == "SQLITE_FULL" or "disk is full" in str(exc).lower()
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    if name == "SQLITE_FULL" or "disk is full" in str(exc).lower():
+        return True
+    if name.startswith("SQLITE_IOERR") or "disk i/o error" in str(exc).lower():
+        try:
+            fs = os.statvfs(folder)
+        except OSError:
+            return False
+        return fs.f_bavail * fs.f_frsize < FULL_BYTES
+    return False
 
 
 def _names(path: Path, files: list[Path]) -> str:
@@ -220,8 +236,8 @@ class MeetingStore:
             access = access_problem(self.path, exc)
             if access is not None:
                 raise StoreError(f"{access.problem}: {access.remedy}, or choose another --out") from exc
-            if _disk_full(exc):
-                raise StoreError(f"cannot create the meeting store {self.path} ({exc}): free disk space "
+            if _disk_full(exc, self.path.parent):
+                raise StoreError(f"cannot open the meeting store {self.path} ({exc}): free disk space "
                                  f"on {self.path.parent}, or choose an --out on another disk") from exc
             raise StoreError(f"cannot open the meeting store {self.path} ({exc}); "   # cannot open or write it
                              "choose a writable --out directory") from exc
@@ -243,7 +259,7 @@ class MeetingStore:
         if access is not None:
             return StoreError(f"{access.problem}: {access.remedy}")
         return StoreError(f"cannot write to the meeting store {self.path} ({exc})"
-                          + ("; free disk space" if _disk_full(exc) else ""))
+                          + ("; free disk space" if _disk_full(exc, self.path.parent) else ""))
 
     def set_meta(self, **values: Any) -> None:
         """Store meeting metadata (JSON-serialisable values).

@@ -176,9 +176,9 @@ def validate_members(members: Sequence[Member]) -> tuple[Member, ...]:
 
     Raises:
         MembersError: if the list is empty, a name or alias is blank, two members share a name
-            or alias or have ones that read alike (attribution A11's look-alike keys: case,
-            NFKC, confusables, so ``Iris`` and ``Іris`` with a Cyrillic І; their views would show
-            two members by one label), or a member's name could pass for something attribution
+            or alias (case-insensitive, after NFC, as mentions match: T6), two members' names
+            read alike (attribution A11's look-alike keys: case, NFKC, confusables, so ``Iris``
+            and ``Іris`` with a Cyrillic І; the views show a member by its name), or a member's name could pass for something attribution
             writes: a role a model knows (``User``, ``Assistant``…, attribution A7), a channel
             label (a leading ``@``, A6) or a diarization label (``Speaker B`` in any case or
             look-alike spelling, ``SPEAKER_01``: :func:`voicekit.turns.label_read_in`).
@@ -204,14 +204,15 @@ def validate_members(members: Sequence[Member]) -> tuple[Member, ...]:
             if not n or not n.strip():
                 raise MembersError(f"member {m.name!r}: empty name or alias")
             for other, j in seen:
-                if j != i and reads_alike(n.strip(), other):
-                    if n == m.name and other == members[j].name:
-                        same = "the same name" if _nfc(n.strip()) == _nfc(other) else "names that read alike"
-                        raise MembersError(f"members #{j + 1} {other!r} and #{i + 1} {n!r} have {same}: "
-                                           "give each member a name of its own")
-                    raise MembersError(f"name {n!r} is used by both {members[j].name!r} and {m.name!r}"
-                                       + ("" if _nfc(n.strip()).casefold() == _nfc(other).casefold()
-                                          else f" (as {other!r}, which reads alike)"))
+                if j == i:
+                    continue
+                if n == m.name and other == members[j].name and reads_alike(n.strip(), other):
+                    # the views show a member by its name: two that read alike would be one label
+                    same = "the same name" if _nfc(n.strip()) == _nfc(other) else "names that read alike"
+                    raise MembersError(f"members #{j + 1} {other!r} and #{i + 1} {n!r} have {same}: "
+                                       "give each member a name of its own")
+                if _nfc(n.strip()).casefold() == _nfc(other).casefold():   # a mention (T6) would call both
+                    raise MembersError(f"name {n!r} is used by both {members[j].name!r} and {m.name!r}")
             seen.append((n.strip(), i))
     return tuple(members)
 
@@ -372,10 +373,13 @@ def _number(mapping: Mapping, key: str, default: int | float, where: str, what: 
 
     Raises:
         MembersError: for a boolean (YAML's ``true`` would count as 1), a string (``"5s"``,
-            ``"25"``) or, for a whole number, a fraction (``25.5`` would lose its ``.5``).
+            ``"25"``) or, for a whole number, a fraction (``25.5`` would lose its ``.5``; ``25.0``
+            is 25).
     """
     value = mapping.get(key, default)
     whole = isinstance(default, int)
+    if whole and isinstance(value, float) and value.is_integer():   # 25.0 is 25
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int if whole else (int, float)):
         hint = " (a YAML boolean)" if isinstance(value, bool) else ""
         if isinstance(value, str):
