@@ -316,3 +316,20 @@ def test_a14_policy_reads_name_without_rank():
     taker = TurnTaker([Member("Iris", speak_policy=answer_only(["Alice"])), Member("Elena")])
     decisions = [taker.decide(t.text, lab) for t, lab in zip(window, labels)]
     assert [d.responders for d in decisions] == [("Iris",), ("Iris",), ()]
+
+
+def test_a7_a_person_named_like_an_ai_member_reads_as_a_participant_in_the_session():
+    """A trial: with `--members` (a member Iris) and a person renamed "Iris", --explain showed
+    "Iris (a participant)" while the session got `Iris: "…"`, though the runtime note tells the
+    model that "(a participant)" marks a person named like an AI member. The session is given
+    the members' names and aliases: the label is marked there too, also in the note on bare lines."""
+    iris = SpeakerLabel("IRIS", None, "mic")
+    bob = SpeakerLabel("Bob", None, "mic")
+    rt = RealtimeAttribution(reserved=("Iris", "Elena", "Dr. Park"))
+    rt.item(turn("IRIS", "one"), iris)
+    parts = [p["text"] for p in rt.item(turn("Bob", "two"), bob)["content"]]
+    assert parts[0] == 'Bob: "two"'
+    assert parts[2].endswith('said by the speaker labelled "IRIS (a participant)".]')
+    assert rt.line(turn("IRIS", "three"), iris) == 'IRIS (a participant): "three"'
+    assert rt.line(turn("Dr Park", "four"), SpeakerLabel("dr. park", 2, "mic")) == 'dr. park (a participant) (2): "four"'
+    assert RealtimeAttribution(already_sent=[bob]).line(turn("IRIS", "five"), iris) == 'IRIS: "five"'

@@ -218,6 +218,24 @@ def test_a_hook_script_on_the_command_line_receives_speak_decisions(members: Pat
     assert "telephone-band" not in err  # a wideband recording gets no speaker-count hint
 
 
+def test_a_person_named_like_a_member_reads_the_same_in_explain_and_in_the_session(members: Path, tmp_path: Path,
+                                                                                    capsys):
+    """A trial: with --members (a member Iris) and --speaker-names "Speaker B=Iris", --explain
+    showed "Iris (a participant)" and the local session got `Iris: "…"`. Both now mark her."""
+    import json
+
+    falcon = ROOT.parent / "shared" / "eval" / "picovoice_falcon" / "test.wav"
+    out = tmp_path / "out"
+    assert main(["replay", str(falcon), "--out", str(out), "--members", str(members), "--explain",
+                 "--speaker-names", "Speaker B=Iris", "--session", "local"]) == 0
+    explained = [line for line in capsys.readouterr().out.splitlines() if "s  Iris" in line]
+    assert len(explained) == 1 and "s  Iris (a participant): " in explained[0], explained
+    sent = [part["text"] for line in (out / "session.jsonl").read_text(encoding="utf-8").splitlines()
+            for event in [json.loads(line)] if event.get("type") == "conversation.item.create"
+            for part in event["item"]["content"] if part["text"].startswith(("Iris", "Speaker B"))]
+    assert len(sent) == 1 and sent[0].startswith('Iris (a participant): "'), sent
+
+
 def test_an_on_speak_decision_hook_without_members_is_reported_unused(tmp_path: Path, capsys):
     script = tmp_path / "decisions.py"
     script.write_text("def on_speak_decision(decision):\n    print(decision)\n", encoding="utf-8")

@@ -171,11 +171,15 @@ class RealtimeAttribution:
         assistant_id: the agent the session speaks as (see ``turn_role``).
         already_sent: labels of speakers the session already holds (a summary it was given, a
             history it was seeded with).
+        reserved: the names and aliases of the meeting's AI members: a person whose name reads
+            alike one is labelled ``Iris (a participant)``, as in the members' own views
+            (:meth:`SpeakerLabel.text_beside`; turn-taking T12) and as the runtime note says.
     """
 
     def __init__(self, assistant_id: str | None = None,
-                 already_sent: Iterable[SpeakerLabel] = ()) -> None:
+                 already_sent: Iterable[SpeakerLabel] = (), reserved: Iterable[str] = ()) -> None:
         self.assistant_id = assistant_id
+        self.reserved = tuple(reserved)
         self._speakers = distinct_speakers(already_sent)
         self.labelled = False
         self.note_sent = False
@@ -208,14 +212,14 @@ class RealtimeAttribution:
         self._speakers.add(label.speaker_key)
         if len(self._speakers) >= 2:
             self.labelled = True
+        text = label.text_beside(self.reserved)
         if not self.labelled:
             content = unlabelled_content(turn)
-            self._bare = (self._bare[0] + 1, label.text)
+            self._bare = (self._bare[0] + 1, text)
         elif isinstance(parts, list):
-            content = [{"type": "input_text", "text": f"{label.text}:"}] + _parts(parts, True)
+            content = [{"type": "input_text", "text": f"{text}:"}] + _parts(parts, True)
         else:
-            content = [{"type": "input_text",
-                        "text": label_lines(label.text, replace_mark_copies(turn.text))}]
+            content = [{"type": "input_text", "text": label_lines(text, replace_mark_copies(turn.text))}]
         if self.labelled and not self.note_sent:
             content.insert(1, {"type": "input_text", "text": RUNTIME_NOTE})
             if self._bare[0]:   # who said the lines the session got bare: the one person until now

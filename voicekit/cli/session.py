@@ -174,7 +174,22 @@ def _start_session(args: argparse.Namespace, session, store_path: Path):  # noqa
             fh.flush()
         on_event = write_event
     session_id = f"{args.session}:{args.session_model or 'default'}"
-    return Broadcaster(session, store_path, session_id=session_id, on_event=on_event).start()
+    return Broadcaster(session, store_path, session_id=session_id, on_event=on_event,
+                       reserved_names=_member_names(args)).start()
+
+
+def _member_names(args: argparse.Namespace) -> tuple[str, ...]:
+    """The names and aliases of the ``--members`` file's AI members (none without it, or when it
+    cannot be loaded: the turn-taking decisions report that)."""
+    from voicekit.turntaking import MembersError, load_members
+
+    if not getattr(args, "members", None):
+        return ()
+    try:
+        room = load_members(args.members)
+    except (OSError, MembersError):
+        return ()
+    return tuple(name for m in room.members for name in m.call_names)
 
 
 def _close_session(broadcaster, args: argparse.Namespace, err) -> tuple[bool, bool]:  # noqa: ANN001

@@ -79,6 +79,9 @@ class Broadcaster:
             :meth:`close`, on its caller's thread), so a session log records a provider it never
             reached.
         meeting_id: the author register's meeting id.
+        reserved_names: the names and aliases of the meeting's AI members (``--members``): a
+            person whose name reads alike one is labelled ``Iris (a participant)``, as
+            ``--explain`` and the members' views show them (:class:`RealtimeAttribution`).
         history_on_reconnect: after a dropped connection, the new provider conversation is first
             sent again the last this many items the old one had taken (default 100; 0: none), so
             the model keeps the meeting's recent context; a new run on a store an earlier run fed
@@ -97,8 +100,10 @@ class Broadcaster:
                  queue_size: int = 256, backoff_initial: float = 0.5, backoff_max: float = 30.0,
                  reply_when: Callable[[SpeakerTurn], bool] | None = None,
                  on_event: Callable[[SessionEvent], None] | None = None,
-                 meeting_id: str = "default", history_on_reconnect: int = 100) -> None:
+                 meeting_id: str = "default", history_on_reconnect: int = 100,
+                 reserved_names: Sequence[str] = ()) -> None:
         self.session = session
+        self.reserved_names = tuple(reserved_names)
         # (item, key, labelled): what the provider conversation took, for a reconnect's resend
         self._history: collections.deque[tuple[dict[str, Any], str, bool]] = collections.deque(
             maxlen=max(0, history_on_reconnect))
@@ -293,7 +298,8 @@ class Broadcaster:
                 if self.stats["connects"]:
                     self.stats["reconnects"] += 1
                 self.stats["connects"] += 1
-                self._attr = RealtimeAttribution(self.assistant_id, already_sent=self._sent_speakers)
+                self._attr = RealtimeAttribution(self.assistant_id, already_sent=self._sent_speakers,
+                                                 reserved=self.reserved_names)
                 self._dropped_conn = False
                 self._accepted = 0
                 self.connected.set()
