@@ -334,8 +334,11 @@ def test_a_name_for_a_label_only_refinement_found_is_not_reported_unmatched(name
     assert "Speaker B matched" not in err and "Speaker B, Speaker Z matched" not in err
     doc = json.loads((out / "sample.refined.json").read_text())
     assert {t["name"] for t in doc["turns"] if t["speaker"] == "Speaker B"} == {"Sheila"}
-    # the refinement summary names a named speaker as the outputs do
-    assert "Speaker A → Speaker B (Sheila)" in err
+    # the refinement summary names a named speaker as the outputs do, and a moved turn by its
+    # start as the transcript shows it (it said "#2 Speaker A → …": a store id the user never sees)
+    moved = re.findall(r"the turn at (\d\d:\d\d:\d\d\.\d) Speaker A → Speaker B \(Sheila\)", err)
+    live_lines = (out / "sample.txt").read_text(encoding="utf-8")
+    assert moved and all(f"[{m} → " in live_lines for m in moved), (moved, err)
 
 
 def test_overwrite_removes_the_replaced_meetings_outputs_and_nothing_else(named_refined, tmp_path):

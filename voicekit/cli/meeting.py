@@ -369,11 +369,15 @@ def _unmatched_names(named: set[str], store) -> str | None:  # noqa: ANN001 - Me
 
 
 def _refined_summary(store) -> str:  # noqa: ANN001 - MeetingStore
-    """One line on a refinement: speakers found, live turns whose main speaker changed (a speaker
-    with a persistent name is shown with it, as the outputs show it)."""
+    """One line on a refinement: speakers found, live turns whose main speaker changed, each by
+    its start time as the transcript shows it (a speaker with a persistent name is shown with it,
+    as the outputs show it)."""
+    from voicekit.outputs import clock
+
     live, refined = store.turns(), store.turns(refined=True)
     changed = store.changed_turns()
     names = store.speaker_names(refined=True)
+    starts = {t.turn_id: t.start for t in live}
 
     def shown(label: str) -> str:
         return f"{label} ({names[label]})" if label in names else label
@@ -382,7 +386,8 @@ def _refined_summary(store) -> str:  # noqa: ANN001 - MeetingStore
     return (f"refined: {_plural(len({t.speaker for t in refined}), 'speaker')} "
             f"(live: {len({t.speaker for t in live})}); {len(changed)} of {_plural(len(live), 'live turn')} "
             "moved to another speaker by most of their words"
-            + (": " + ", ".join(f"#{tid} {shown(a)} → {shown(b)}" for tid, a, b in changed[:6])
+            + (": " + ", ".join(f"the turn at {clock(starts[tid], digits=1)} {shown(a)} → {shown(b)}"
+                                for tid, a, b in changed[:6])
                + (" …" if len(changed) > 6 else "") if changed else "")
             + (f", {in_part} more in part" if in_part > 0 else "")
             + (f"; the .refined files hold {_plural(len(refined), 'turn')}: a live turn whose words go to "
