@@ -360,6 +360,35 @@ def test_overwrite_removes_the_replaced_meetings_outputs_and_nothing_else(named_
     store.close()
 
 
+def test_a_new_meeting_never_writes_over_a_users_file_of_its_output_names(tmp_path, capsys):
+    """A trial: `replay dev00.wav --out mynotes --stem standup` replaced the user's own
+    mynotes/standup.txt with the transcript, without a word (a foreign meeting.sqlite was
+    protected, the files beside it were not). Refused unless --overwrite; a meeting of no turns
+    may write its own outputs again."""
+    falcon = eval_file("test").audio
+    out = tmp_path / "mynotes"
+    out.mkdir()
+    (out / "standup.txt").write_text("Minutes I typed by hand\n", encoding="utf-8")
+    assert main(["replay", str(falcon), "--out", str(out), "--stem", "standup", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert f"{out} holds standup.txt, which this meeting would write over and no meeting there wrote: pass " \
+           "--overwrite to replace it, or choose another --out or --stem" in err
+    assert sorted(p.name for p in out.iterdir()) == ["standup.txt"]
+    assert (out / "standup.txt").read_text(encoding="utf-8") == "Minutes I typed by hand\n"
+    assert main(["replay", str(falcon), "--out", str(out), "--stem", "minutes", "--quiet"]) == 0
+    assert (out / "standup.txt").read_text(encoding="utf-8") == "Minutes I typed by hand\n"
+    # a meeting that committed no turns wrote its outputs, and may write them again
+    silent = tmp_path / "silence.wav"
+    import numpy as np
+    import soundfile as sf
+    sf.write(silent, np.zeros(16000 * 3, dtype=np.float32), 16000)
+    quiet = tmp_path / "quiet"
+    assert main(["replay", str(silent), "--out", str(quiet), "--quiet"]) == 0
+    assert main(["replay", str(silent), "--out", str(quiet), "--quiet"]) == 0
+    assert main(["replay", str(falcon), "--out", str(quiet), "--stem", "silence", "--quiet",
+                 "--overwrite"]) == 0
+
+
 def test_replay_never_appends_to_a_meeting(named_refined, capsys):
     # a replay is never resumed: another recording's times would restart at 0 s and its speakers at
     # Speaker A, the same recording's turns would be stored twice

@@ -69,8 +69,8 @@ def cmd_mic(args: argparse.Namespace) -> int:
     _lock_meeting_dir(out)  # until the command returns: a second command into this --out is refused
     if args.seconds is not None and args.seconds <= 0:
         raise CliError(f"--seconds must be positive, got {args.seconds}")
-    _check_existing_meeting(out / "meeting.sqlite", args)   # before the device: a wrong option comes first
     stem = _meeting_stem(out / "meeting.sqlite", args)
+    _check_existing_meeting(out / "meeting.sqlite", args, stem)   # before the device: a wrong option comes first
     session = _make_session(args, out, echo=False)  # a missing API key stops here: nothing written, no device
     hooks = _hooks(args, err)
     pipe = None   # the pipeline (below), whose matched voices are the registered participants
@@ -238,7 +238,7 @@ def cmd_livekit(args: argparse.Namespace) -> int:
         err.print("[yellow]--enrol-voices enrols the named speakers of a room-microphone lane, and no --room-mic "
                   "is given: only a participant that marks itself voicekit.room_mic=true can give one "
                   "(the named participants' lanes are not diarized)[/yellow]")
-    _check_existing_meeting(out / "meeting.sqlite", args)
+    _check_existing_meeting(out / "meeting.sqlite", args, args.stem)
     if args.token:
         claims = check_token(token)   # a fragment or an expired token: one line now, not after the models load
         _check_token_options(args, claims)

@@ -124,17 +124,28 @@ def _check_readable_store(store_path: Path, way: str, access_way: str | None = N
                        f"as it is: {way} (`sqlite3 {store_path} .recover` may save the turns of a damaged store)")
 
 
-def _check_existing_meeting(store_path: Path, args: argparse.Namespace) -> None:
+def _check_existing_meeting(store_path: Path, args: argparse.Namespace, stem: str) -> None:
     """Refuse to start over a meeting already in ``--out`` unless ``--overwrite`` (or, for live
-    capture, ``--append``) says what to do with it.
+    capture, ``--append``) says what to do with it; and, when ``--out`` holds no meeting, to
+    write over files of the new meeting's output names (``<stem>.txt``…) that no meeting there
+    wrote: the user's own notes, or the outputs of a meeting whose store was removed.
 
     Raises:
         CliError: naming the way forward; with ``--append``, also a store this user may not write.
     """
+    from voicekit.outputs import output_paths
+
     append = getattr(args, "append", None)
     if not args.overwrite:
         _check_readable_store(store_path, "pass --overwrite to replace it, or choose another --out")
     if not store_path.exists() or not _committed_turns(store_path):
+        ours = store_path.exists() and _stored_meta(store_path).get("stem") == stem   # a meeting of no turns
+        taken = [p for p in output_paths(store_path.parent, stem) if p.is_file()]   # (a folder: see outputs)
+        if taken and not (args.overwrite or ours):
+            names = ", ".join(p.name for p in taken)
+            raise CliError(f"{store_path.parent} holds {names}, which this meeting would write over and no meeting "
+                           f"there wrote: pass --overwrite to replace {'it' if len(taken) == 1 else 'them'}, "
+                           "or choose another --out or --stem")
         return
     if not (append or args.overwrite):
         raise CliError(f"{store_path.parent} already holds a meeting ({store_path.name}); pass --overwrite to "

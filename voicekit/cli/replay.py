@@ -108,7 +108,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     decide = _turn_taking(args, hooks, lambda: pipe.participants() if pipe is not None else ())
     session = _make_session(args, out)  # a missing API key stops here: nothing written, no model loaded
     store_path = out / "meeting.sqlite"
-    _check_existing_meeting(store_path, args)
+    _check_existing_meeting(store_path, args, stem)
     if not args.quiet:
         err.print(f"[dim]loading models ({args.model}, {_diarizer_name(options)})…[/dim]")
     components = Components.load(options)  # before the store: a missing model leaves no meeting
