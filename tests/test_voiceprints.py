@@ -175,6 +175,26 @@ def test_identifier_waits_for_evidence_and_keeps_a_name(library):
     assert [p.id for p in ident.participants] == ["voice:Marcus"]
 
 
+def test_a_voice_whose_name_the_user_gave_another_label_names_no_one(library, caplog):
+    """A trial: `replay trn09.wav --voices --speaker-names "Speaker A=Fay"` with Fay enrolled: the
+    library named Speaker B "Fay" too, and every output showed two people as one Fay. A voice of
+    a name given to another label (NFC, case-folded, as voice names compare) names no one, the
+    speaker is not named by a lesser match, and a warning says so, once."""
+    vector, _ = speech_of("dev01", "MEE009")   # Marcus's voice
+    ident = VoiceIdentifier(library.voices())
+    b = SpeakerState("Speaker B", vector.astype(np.float64), 10.0)
+    for _ in range(2):
+        assert ident.update([b], named={"Speaker A": "MARCUS"}) == []
+    assert ident.matches == {}
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warned) == 1 and warned[0].startswith("Speaker B sounds like Marcus of the voice library (similarity 0.9")
+    assert warned[0].endswith("a name given to Speaker A: Speaker B is not named Marcus (check which label is Marcus)")
+    # the user's own label is never named, and another name leaves the voice free
+    assert ident.update([SpeakerState("Speaker A", vector.astype(np.float64), 10.0)], named={"Speaker A": "Diane"}) == []
+    [m] = ident.update([b], named={"Speaker A": "Diane"})
+    assert (m.label, m.voice.name) == ("Speaker B", "Marcus")
+
+
 def _overlap(turn, segments) -> float:
     return sum(max(0.0, min(turn.end, e) - max(turn.start, s)) for s, e in segments)
 

@@ -335,7 +335,7 @@ class Pipeline:
                 emb = history[-1][1]
                 self.store.add_embeddings(utt.index, emb.starts, emb.ends, emb.vectors)
             if self.voices is not None:
-                for m in self.voices.update(getattr(self.diarizer, "speakers", ()), skip=self.hooks.names):
+                for m in self.voices.update(getattr(self.diarizer, "speakers", ()), named=self.hooks.names):
                     log.info("%s is %s (voiceprint similarity %.3f after %.1f s of speech)",
                              m.label, m.voice.name, m.similarity, m.seconds)
             if self.realtime_clock:

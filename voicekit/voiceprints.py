@@ -465,18 +465,27 @@ class VoiceIdentifier:
         self.threshold = threshold
         self.min_seconds = min_seconds
         self.matches: dict[str, Match] = {}
+        self._declined: set[tuple[str, str]] = set()   # (label, voice name) warned about
 
-    def update(self, speakers: Iterable[SpeakerLike], skip: Iterable[str] = ()) -> list[Match]:
+    def update(self, speakers: Iterable[SpeakerLike], skip: Iterable[str] = (),
+               named: Mapping[str, str] | None = None) -> list[Match]:
         """Compare the speakers not yet named with the voices not yet given to a label.
 
         Args:
             speakers: the live speakers (``OnlineDiarizer.speakers``).
-            skip: labels never to name (e.g. labels the user named).
+            skip: labels never to name.
+            named: the names the user or a hook gave, label -> name (``HookRunner.names``): those
+                labels are never named, and a voice of one of those names (as voice names
+                compare: NFC, case-folded) is given to no other label, which would show two
+                people as one. A speaker whose closest voice is such a name stays unnamed (not
+                named by a lesser match), with a warning once.
 
         Returns:
             the new matches of this call (also added to :attr:`matches`).
         """
-        skipped = set(skip)
+        named = dict(named or {})
+        skipped = set(skip) | set(named)
+        given = {_name_key(n): label for label, n in named.items()}
         taken = {m.voice.name for m in self.matches.values()}
         new: list[Match] = []
         for s in speakers:
@@ -484,6 +493,13 @@ class VoiceIdentifier:
                 continue
             free = [v for v in self.voices if v.name not in taken]
             voice, sim = best_match(s.centroid, free, self.threshold)
+            if voice is not None and _name_key(voice.name) in given:
+                if (s.label, voice.name) not in self._declined:
+                    self._declined.add((s.label, voice.name))
+                    log.warning("%s sounds like %s of the voice library (similarity %.3f), a name given to %s: "
+                                "%s is not named %s (check which label is %s)", s.label, voice.name, sim,
+                                given[_name_key(voice.name)], s.label, voice.name, voice.name)
+                continue
             if voice is not None:
                 m = Match(s.label, voice, round(sim, 4), round(float(s.seconds), 2))
                 self.matches[s.label] = m
