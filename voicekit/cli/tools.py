@@ -62,7 +62,7 @@ def cmd_models(args: argparse.Namespace) -> int:
         0, or 1 when a file does not match its sha256 (``--verify``); a model that is not
         installed is listed as "not available", not a failure (``base`` is optional).
     """
-    from voicekit.models import MANIFEST, ModelError, join_base, model_path, verify
+    from voicekit.models import MANIFEST, ModelError, join_base, model_path, reinstall_command, verify
 
     joined_note = {"joined": "joined its two halves into this cache (145 MB, done once)",
                    "rejoined": "joined again from its packages: the cached model.bin did not match its sha256"}
@@ -83,15 +83,16 @@ def cmd_models(args: argparse.Namespace) -> int:
                     join_base(force=True)
                     ok = verify(name)
                     print(f"    sha256 MISMATCH in the joined cache {path}: rejoined it from the packages; "
-                          + ("sha256 now ok" if all(ok.values()) else f"still wrong: reinstall: {entry['install']}"))
+                          + ("sha256 now ok" if all(ok.values()) else f"still wrong: reinstall: {reinstall_command(entry)}"))
                     bad += not all(ok.values())
                     continue
                 bad += not all(ok.values())
                 print("    sha256 " + ("ok" if all(ok.values()) else
                                       "MISMATCH: " + ", ".join(f for f, good in ok.items() if not good)
-                                      + f"; reinstall: {entry['install']}"))
+                                      + f"; reinstall: {reinstall_command(entry)}"))
         except ModelError as exc:
             print(f"    not available: {exc}")
+            bad += bool(args.verify)   # nothing to check is no passed check
     return 1 if bad else 0
 
 
