@@ -160,6 +160,11 @@ def test_export_rebuilds_the_same_outputs(replayed, tmp_path):
     assert main(["export", str(replayed)]) == 0
     after = {p.name: p.read_bytes() for p in replayed.iterdir() if p.suffix in (".json", ".srt", ".vtt", ".txt", ".rttm")}
     assert after == before
+    # the store file given for its folder (a trial: "OUT/meeting.sqlite/meeting.sqlite not found")
+    for name in before:
+        (replayed / name).unlink()
+    assert main(["export", str(replayed / "meeting.sqlite")]) == 0
+    assert {p.name: p.read_bytes() for p in replayed.iterdir() if p.name in before} == before
 
 
 def test_speaker_names_rename_live_and_follow_the_speaker_in_refined_outputs(replayed_two):
@@ -396,7 +401,8 @@ def test_replay_never_appends_to_a_meeting(named_refined, capsys):
     before = (out / "meeting.sqlite").read_bytes()
     with pytest.raises(SystemExit) as exit_:
         main(["replay", str(eval_file("test").audio), "--out", str(out), "--append"])
-    assert exit_.value.code == 2 and "unrecognized arguments: --append" in capsys.readouterr().err
+    assert exit_.value.code == 2 and "unrecognized arguments: --append (--append goes on with a live meeting: " \
+        "voicekit mic|livekit --append; a replay always starts a meeting of its own" in capsys.readouterr().err
     assert (out / "meeting.sqlite").read_bytes() == before
 
 

@@ -64,6 +64,9 @@ def _fifo(path):
 
 CASES = [
     ("missing file", lambda t: [t / "nope.wav"], "no such file; check the path"),
+    # a trial: "https:/example.com/a.wav: no such file" (a slash lost, no word of what to do)
+    ("an address", lambda t: ["https://example.com/a.wav"], "https://example.com/a.wav is an address, not a "
+     "file: voicekit replays a recording on disk; download it first (curl -O URL)"),
     ("directory", lambda t: [t], "is a directory; give an audio file"),
     ("text renamed .wav", lambda t: [_file(t / "notes.wav", b"meeting notes\n" * 50)],
      "is not an audio file: it holds text"),

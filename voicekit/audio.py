@@ -375,6 +375,11 @@ def _check_path(path: Path) -> None:
     if str(path) == "-":
         raise AudioError(f"'-' (standard input) is not a recording file: {piped}")
     if not path.exists():
+        text = str(path)
+        if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:/", text):   # Path made "https://x" "https:/x"
+            scheme = text.split(":", 1)[0]
+            raise AudioError(f"{scheme}://{text.split(':/', 1)[1].lstrip('/')} is an address, not a file: "
+                             "voicekit replays a recording on disk; download it first (curl -O URL)")
         raise AudioError(f"{path}: no such file; check the path")
     if path.is_dir():
         raise AudioError(f"{path} is a directory; give an audio file (WAV, FLAC, OGG, MP3, M4A)")

@@ -98,7 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra:  # (what the subcommand did not take reaches the top parser: name the subcommand's help)
-        parser.exit(2, f"voicekit: error: unrecognized arguments: {' '.join(extra)}{_quote_hint(args, extra)}; "
+        parser.exit(2, f"voicekit: error: unrecognized arguments: {' '.join(extra)}{_quote_hint(args, extra)}"
+                       f"{_append_hint(args, extra)}; "
                        f"`voicekit {args.command} --help` lists the options\n")
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
@@ -127,6 +128,14 @@ def _quote_hint(args: argparse.Namespace, extra: list[str]) -> str:
     if not any("=" in e for e in rest):
         return ""
     return f" (quote a names map that holds spaces: --speaker-names \"{' '.join([names, *rest])}\")"
+
+
+def _append_hint(args: argparse.Namespace, extra: list[str]) -> str:
+    """Where ``--append`` belongs, when a command that does not take it was given it."""
+    if "--append" not in extra:
+        return ""
+    return (" (--append goes on with a live meeting: voicekit mic|livekit --append; a replay always starts "
+            "a meeting of its own: choose another --out, or --overwrite to replace the one there)")
 
 
 def _dispatch(args: argparse.Namespace) -> int:

@@ -30,6 +30,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     from voicekit.store import MeetingStore
 
     out = Path(args.dir)
+    if out.name == "meeting.sqlite" and out.is_file():   # the store itself: its folder is the meeting
+        out = out.parent
     store_path = out / "meeting.sqlite"
     if not store_path.is_file():
         raise CliError(f"{store_path} not found: give the --out directory of a voicekit replay, mic or livekit meeting")
