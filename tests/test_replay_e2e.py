@@ -257,6 +257,16 @@ def test_export_refines_later_from_kept_embeddings(tmp_path, capsys):
     assert (later / "sample.refined.rttm").read_text() == (now / "sample.refined.rttm").read_text()
     a.close()
     b.close()
+    # a count forced once can be given back to the estimate (a trial: a plain --refine kept the
+    # forced one, and nothing said how to go back)
+    estimated = (later / "sample.refined.rttm").read_text()
+    assert main(["export", str(later), "--refine", "--num-speakers", "1"]) == 0
+    assert {line.split()[7] for line in (later / "sample.refined.rttm").read_text().splitlines()} == {"Speaker_A"}
+    capsys.readouterr()
+    assert main(["export", str(later), "--refine"]) == 0
+    assert "pass --num-speakers N, or auto, to re-cluster" in capsys.readouterr().out
+    assert main(["export", str(later), "--refine", "--num-speakers", "auto"]) == 0
+    assert (later / "sample.refined.rttm").read_text() == estimated
     assert main(["export", str(later), "--drop-embeddings"]) == 0
     store = MeetingStore(later / "meeting.sqlite")
     assert store.embeddings() == [] and store.has_refined()

@@ -25,6 +25,16 @@ def _unfinished_note(store, out: Path, meta: dict) -> float:  # noqa: ANN001
     return end
 
 
+def _count_or_auto(value: str) -> int | str:
+    """``--num-speakers`` of export: a whole number, or ``auto``."""
+    if value.strip().lower() == "auto":
+        return "auto"
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of speakers or auto, got {value!r}") from None
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     from voicekit.outputs import REFINED_SUFFIX
     from voicekit.store import MeetingStore
@@ -50,15 +60,16 @@ def cmd_export(args: argparse.Namespace) -> int:
     stale = store.unrefined_turns() if store.has_refined() else 0
     redo = bool(stale) and _has_embeddings(store_path)
     try:
+        count = None if args.num_speakers == "auto" else args.num_speakers
         if args.refine and (args.num_speakers is not None or not store.has_refined() or redo):
             if redo:
                 print(f"the stored refinement lacks the {_plural(stale, 'turn')} committed since: re-clustering "
-                      "the whole meeting" + ("" if args.num_speakers else " (--num-speakers N sets the count)"))
-            _refine_stored(store, args.num_speakers)
+                      "the whole meeting" + ("" if count else " (--num-speakers N sets the count)"))
+            _refine_stored(store, count)
             print(_refined_summary(store))
         elif args.refine:
-            print("using the refinement already stored" + (" (pass --num-speakers N to re-cluster from the "
-                                                            "kept embeddings)" if store.embeddings() else ""))
+            print("using the refinement already stored" + (" (pass --num-speakers N, or auto, to re-cluster from "
+                                                            "the kept embeddings)" if store.embeddings() else ""))
         if args.drop_embeddings:
             print(f"deleted the speaker embeddings of {_plural(store.drop_embeddings(), 'utterance')}")
         written = _write_outputs(store.turns(), out, stem, meta)
@@ -89,8 +100,9 @@ def _export_parser(sub) -> None:  # noqa: ANN001
                         "--num-speakers is given, else use the refinement stored (live labels are never "
                         "changed); without --refine, "
                         "<stem>.refined.* are rewritten only where a refinement is stored")
-    p.add_argument("--num-speakers", type=int, default=None,
-                   help="with --refine: re-cluster into this many speakers (needs the kept embeddings); a "
+    p.add_argument("--num-speakers", type=_count_or_auto, default=None, metavar="N|auto",
+                   help="with --refine: re-cluster into this many speakers, or with the count estimated "
+                        "again (auto: after an earlier --num-speakers) (needs the kept embeddings); a "
                         "cluster with under 2 s of speech joins the most alike one, so a meeting with "
                         "fewer voices ends with fewer")
     p.add_argument("--drop-embeddings", action="store_true",
