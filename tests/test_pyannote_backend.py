@@ -147,6 +147,17 @@ def test_load_errors_name_the_fix(tmp_path, monkeypatch):
     assert torch.equal(torch.random.get_rng_state(), state), "writing checkpoints reseeded the caller's torch generator"
     with pytest.raises(ModelError, match="`plda` must be an existing directory"):
         PyannoteModels(str(tmp_path / "noplda"))
+    # a trial: an empty folder, and checkpoints that are random bytes, got the plda advice
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ModelError, match=r"^pyannote pipeline '.*empty' holds no config.yaml: give the directory"):
+        PyannoteModels(str(tmp_path / "empty"))
+    write_random_pipeline(tmp_path / "bytes", embedding)
+    for checkpoint in (tmp_path / "bytes").rglob("pytorch_model.bin"):
+        checkpoint.write_bytes(b"m" + bytes(range(256)) * 8)
+    with pytest.raises(ModelError) as info:
+        PyannoteModels(str(tmp_path / "bytes"))
+    assert "a checkpoint its config.yaml names is not a PyTorch checkpoint" in str(info.value), info.value
+    assert "plda" not in str(info.value)
     # pyannote.audio missing
     monkeypatch.setitem(sys.modules, "pyannote.audio", None)
     with pytest.raises(ModelError, match="install_pyannote.sh"):

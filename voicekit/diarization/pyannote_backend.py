@@ -184,6 +184,9 @@ class PyannoteModels:
         if not local.exists() and not _is_hub_name(source):
             raise ModelError(f"pyannote pipeline {source!r}: no such file or directory; give a directory "
                              "holding config.yaml and its checkpoints, or a Hugging Face name")
+        if local.is_dir() and not (local / "config.yaml").is_file():
+            raise ModelError(f"pyannote pipeline {source!r} holds no config.yaml: give the directory of a "
+                             "pyannote pipeline (config.yaml beside its checkpoints), or a Hugging Face name")
         target = str(local) if local.exists() else source
         try:
             with hub_offline(), warnings.catch_warnings():
@@ -213,6 +216,11 @@ class PyannoteModels:
     @staticmethod
     def _load_error(source: str, is_local: bool, exc: BaseException | None) -> str:
         why = f" ({type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''})" if exc else ""
+        if is_local and exc is not None and (type(exc).__name__ == "UnpicklingError" or "load key" in str(exc)):
+            return (f"pyannote pipeline {source!r} does not load{why}: a checkpoint its config.yaml names is "
+                    "not a PyTorch checkpoint (damaged, cut short, or another kind of file); check or fetch "
+                    "again the checkpoint files (pytorch_model.bin…) under the segmentation and embedding "
+                    "entries of its config.yaml")
         if is_local:
             return (f"pyannote pipeline {source!r} does not load{why}; its config.yaml must name checkpoints "
                     "that exist locally ($model/… subfolders or paths); `plda` must be an existing directory "
