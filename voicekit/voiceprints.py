@@ -467,13 +467,11 @@ class VoiceIdentifier:
         self.matches: dict[str, Match] = {}
         self._declined: set[tuple[str, str]] = set()   # (label, voice name) warned about
 
-    def update(self, speakers: Iterable[SpeakerLike], skip: Iterable[str] = (),
-               named: Mapping[str, str] | None = None) -> list[Match]:
+    def update(self, speakers: Iterable[SpeakerLike], named: Mapping[str, str] | None = None) -> list[Match]:
         """Compare the speakers not yet named with the voices not yet given to a label.
 
         Args:
             speakers: the live speakers (``OnlineDiarizer.speakers``).
-            skip: labels never to name.
             named: the names the user or a hook gave, label -> name (``HookRunner.names``): those
                 labels are never named, and a voice of one of those names (as voice names
                 compare: NFC, case-folded) is given to no other label, which would show two
@@ -484,12 +482,11 @@ class VoiceIdentifier:
             the new matches of this call (also added to :attr:`matches`).
         """
         named = dict(named or {})
-        skipped = set(skip) | set(named)
         given = {_name_key(n): label for label, n in named.items()}
         taken = {m.voice.name for m in self.matches.values()}
         new: list[Match] = []
         for s in speakers:
-            if s.label in self.matches or s.label in skipped or s.seconds < self.min_seconds:
+            if s.label in self.matches or s.label in named or s.seconds < self.min_seconds:
                 continue
             free = [v for v in self.voices if v.name not in taken]
             voice, sim = best_match(s.centroid, free, self.threshold)

@@ -27,6 +27,7 @@ from voicekit.attribution.labels import (
     one_line,
     label_lines,
     quote_line,
+    reads_alike,
     reads_like_role,
     resolve_name,
     source_key,
@@ -61,7 +62,7 @@ from voicekit.attribution.views import (
 __all__ = [
     "AGENT", "ASSISTANT", "EVENT", "INSTRUCTION", "PERSON", "ROLE_KEY", "OTHER_QUOTE_MARKS",
     "Participant", "SpeakerLabel", "display_name", "find_participant", "label_lines", "one_line",
-    "quote_line", "reads_like_role", "resolve_name", "source_key", "turn_role",
+    "quote_line", "reads_alike", "reads_like_role", "resolve_name", "source_key", "turn_role",
     "EARLIER_MARK", "MARK_PLACEHOLDER", "RUNTIME_MARK", "RUNTIME_MARKS", "RUNTIME_NOTE", "SUMMARY_MARK",
     "earlier_lines_note", "replace_mark_copies", "AuthorRegister", "meeting_lock", "rank_labels", "Compaction",
     "Summarizer", "Summary", "compact", "summarize", "transcript_lines", "PARTS_KEY",

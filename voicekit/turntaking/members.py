@@ -178,13 +178,13 @@ def validate_members(members: Sequence[Member]) -> tuple[Member, ...]:
         MembersError: if the list is empty, a name or alias is blank, two members share a name
             or alias (case-insensitive, after NFC, as mentions match: T6), two members' names
             read alike (attribution A11's look-alike keys: case, NFKC, confusables, so ``Iris``
-            and ``Іris`` with a Cyrillic І; the views show a member by its name), or a member's name could pass for something attribution
-            writes: a role a model knows (``User``, ``Assistant``…, attribution A7), a channel
-            label (a leading ``@``, A6) or a diarization label (``Speaker B`` in any case or
-            look-alike spelling, ``SPEAKER_01``: :func:`voicekit.turns.label_read_in`).
+            and ``Іris`` with a Cyrillic І; the views show a member by its name), or a member's
+            name could pass for something attribution writes: a role a model knows (``User``,
+            ``Assistant``…, attribution A7), a channel label (a leading ``@``, A6) or a
+            diarization label (``Speaker B`` in any case or look-alike spelling, ``SPEAKER_01``:
+            :func:`voicekit.turns.label_read_in`).
     """
-    from voicekit.attribution import display_name, reads_like_role
-    from voicekit.attribution._unicode import reads_alike
+    from voicekit.attribution import display_name, reads_alike, reads_like_role
     from voicekit.turns import label_read_in
 
     if not members:
