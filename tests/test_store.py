@@ -291,3 +291,26 @@ def test_a_store_in_a_folder_named_with_uri_characters_is_the_one_checked(tmp_pa
     assert sorted(p.name for p in tmp_path.iterdir()) == [folder]       # no stray file beside it
     path.write_bytes(b"not a database" * 100)
     assert _unreadable_store(path) is not None                          # the damage is seen
+
+
+def test_another_programs_database_is_never_written_into(tmp_path):
+    """A trial of the Python API: MeetingStore(path) on another application's SQLite file added
+    voicekit's tables beside its own and switched it to WAL; the docstring promised a StoreError.
+    It is refused and left byte for byte as it was (an empty database is a new store)."""
+    from voicekit.store import StoreError
+
+    path = tmp_path / "app.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE users(id, name)")
+    conn.execute("INSERT INTO users VALUES (1, 'Diane')")
+    conn.commit()
+    conn.close()
+    before = path.read_bytes()
+    with pytest.raises(StoreError, match=r"app.sqlite is another SQLite database \(tables: users\), not a "
+                                         r"voicekit meeting store: voicekit leaves it as it is; give a new path"):
+        MeetingStore(path)
+    assert path.read_bytes() == before and not (tmp_path / "app.sqlite-wal").exists()
+    empty = tmp_path / "empty.sqlite"
+    sqlite3.connect(empty).close()
+    with MeetingStore(empty) as store:
+        assert store.turns() == []

@@ -223,6 +223,11 @@ class MeetingStore:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.conn = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None,
                                         check_same_thread=False)
+            tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if tables and "turns" not in tables:   # another program's database: never written into
+                self.conn.close()
+                raise StoreError(f"{self.path} is another SQLite database (tables: {', '.join(sorted(tables))}), "
+                                 "not a voicekit meeting store: voicekit leaves it as it is; give a new path")
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
             self.conn.executescript(SCHEMA)
