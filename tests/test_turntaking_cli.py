@@ -245,6 +245,18 @@ def test_an_on_speak_decision_hook_without_members_is_reported_unused(tmp_path: 
     assert "decisions.py:on_speak_decision will not be called: speak decisions are made only with" in err
 
 
+def test_the_room_a_members_file_holds_decides_as_the_file_does(members: Path):
+    """A trial of the Python API: speak_decisions(load_members(path)) raised a TypeError from
+    pathlib; the RoomConfig is taken as it is."""
+    from voicekit.turntaking import load_members
+
+    by_path, by_room = speak_decisions(members), speak_decisions(load_members(members))
+    for decide in (by_path, by_room):
+        decide(turn("Speaker A", "Iris, can you sketch the lobby?", 0.0, "Diane"))
+        decide(turn("Speaker B", "The budget worries me a great deal this quarter.", 2.0, "Sheila"))
+    assert by_room.summary() == by_path.summary() == ("2 turns decided: fallback=1, mention=1; answered: Iris 2")
+
+
 def test_bad_members_file_is_a_cli_error(tmp_path: Path):
     with pytest.raises(CliError, match="cannot read"):
         speak_decisions(tmp_path / "missing.yaml")

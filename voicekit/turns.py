@@ -45,8 +45,10 @@ class SpeakerTurn:
         speaker: the diarization label, "Speaker A", "Speaker B"… in order of first appearance.
             It never changes once the turn has been emitted.
         text: the turn's text (words joined, stripped).
-        start: start time in seconds (first word's start).
-        end: end time in seconds (last word's end).
+        start: start time in seconds: its first word's start, or earlier where the VAD heard
+            its speech begin (a turn is widened to its speech, never past a neighbour's).
+        end: end time in seconds: its last word's end, or later where the VAD heard its speech
+            go on.
         words: the words with their times and probabilities.
         channel: where the audio came from: ``"replay"`` for a replayed file, ``"mic"``, or a
             LiveKit lane such as ``"room1/2"``.

@@ -16,9 +16,10 @@ if TYPE_CHECKING:
     from voicekit.attribution import Participant, SpeakerLabel
     from voicekit.hooks import HookRunner
     from voicekit.turns import SpeakerTurn
+    from voicekit.turntaking import RoomConfig
 
 
-def speak_decisions(members: str | Path, *, explain: bool = False, out: TextIO | None = None,
+def speak_decisions(members: "str | Path | RoomConfig", *, explain: bool = False, out: TextIO | None = None,
                     channels: bool = False, hooks: "HookRunner | None" = None,
                     participants: "Callable[[], Sequence[Participant]] | None" = None,
                     ) -> "Callable[[SpeakerTurn], None]":
@@ -34,7 +35,8 @@ def speak_decisions(members: str | Path, *, explain: bool = False, out: TextIO |
     as having answered, so continuation and least-recent order behave as in a meeting).
 
     Args:
-        members: a ``members.yaml`` file (see ``docs/turn-taking.md``).
+        members: a ``members.yaml`` file (see ``docs/turn-taking.md``), or the room it holds
+            (:func:`voicekit.turntaking.load_members`).
         explain: print each turn with its decision and rung (``format_step``) to ``out``.
         out: where ``explain`` prints (default: stdout at call time).
         channels: open each printed block with the turn's channel (``voicekit livekit``, whose
@@ -58,11 +60,11 @@ def speak_decisions(members: str | Path, *, explain: bool = False, out: TextIO |
     import threading
 
     from voicekit.attribution import AuthorRegister, meeting_lock
-    from voicekit.turntaking import MembersError, TurnTaker, load_members
+    from voicekit.turntaking import MembersError, RoomConfig, TurnTaker, load_members
     from voicekit.turntaking.replay import format_step, replay_room, summarize_steps
 
     try:
-        room = load_members(members)
+        room = members if isinstance(members, RoomConfig) else load_members(members)
     except OSError as exc:
         raise CliError(f"--members {members}: cannot read it ({exc.strerror or exc})") from exc
     except MembersError as exc:
