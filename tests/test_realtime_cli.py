@@ -49,6 +49,17 @@ def test_missing_api_key_is_a_clear_error(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []  # nothing written
 
 
+def test_make_session_refuses_a_base_url_for_the_local_session(tmp_path):
+    """A trial of the Python API: make_session("local", base_url=…) was accepted without a word
+    (the command line refuses the pair): a local session reaches no server."""
+    from voicekit.realtime import make_session
+
+    with pytest.raises(ValueError, match="base_url 'http://x' is a provider's address: a local session reaches no "
+                                         "server"):
+        make_session("local", base_url="http://x", log_path=str(tmp_path / "s.jsonl"))
+    assert make_session("local", log_path=str(tmp_path / "s.jsonl")).name == "local"
+
+
 def test_session_log_that_is_a_folder_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     args = build_parser().parse_args(["replay", "m.wav", "--session", "openai", "--session-log", str(tmp_path)])

@@ -15,18 +15,22 @@ __all__ = ["Broadcaster", "DeliveryLog", "LocalSession", "ProviderError", "Realt
 def make_session(kind: str, *, model: str | None = None, base_url: str | None = None,
                  log_path: str | None = None, instructions: str | None = None,
                  echo=print) -> RealtimeSession:
-    """A session adapter by name: ``local`` (default), ``openai`` or ``gemini``.
+    """A session adapter by name: ``local`` (no provider: it logs what a provider would be sent),
+    ``openai`` or ``gemini``.
 
     API keys come from the provider's usual environment variable (``OPENAI_API_KEY``;
     ``GEMINI_API_KEY`` or ``GOOGLE_API_KEY``). For ``openai`` a ``ws://``/``wss://`` base URL is
     the WebSocket base, an ``http(s)://`` one the API base.
 
     Raises:
-        ValueError: an unknown ``kind``, no API key for ``openai`` / ``gemini``, or a ``gemini``
-            base URL that is not ``https://`` or ``wss://`` (Gemini Live is reached over TLS only).
+        ValueError: an unknown ``kind``, no API key for ``openai`` / ``gemini``, a ``gemini``
+            base URL that is not ``https://`` or ``wss://`` (Gemini Live is reached over TLS only),
+            or a base URL for ``local``, which reaches no server.
         ImportError: ``openai`` / ``gemini`` without the ``voicekit[realtime]`` extra installed.
     """
     if kind == "local":
+        if base_url is not None:
+            raise ValueError(f"base_url {base_url!r} is a provider's address: a local session reaches no server")
         return LocalSession(log_path, echo=echo, instructions=instructions, model=model)
     if kind == "openai":
         from voicekit.realtime.openai_session import DEFAULT_MODEL, OpenAIRealtimeSession
