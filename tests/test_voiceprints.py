@@ -108,6 +108,18 @@ def test_cli_enrol_refusals_name_the_problem_and_make_no_library(tmp_path, capsy
     assert not path.exists()
 
 
+def test_cli_enrol_says_what_was_kept_and_how_to_remove_it(tmp_path, capsys):
+    """A trial: the enrol output named neither consent nor how to delete the voice (only --help did)."""
+    from voicekit.cli import main
+    from voicekit.cli.voices import KEPT_NOTE
+
+    path = tmp_path / "voices.sqlite"
+    assert main(["voices", "enrol", "Fiona", str(EVAL / "ami_debug" / "trn06.wav"), "--library", str(path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("enrolled the voice of Fiona (") and out[0].endswith(f"s in all) in {path}")
+    assert out[1] == KEPT_NOTE and "voicekit voices delete NAME" in KEPT_NOTE and "consent" in KEPT_NOTE
+
+
 def test_cli_enrol_from_a_truncated_recording_says_so(tmp_path, capsys):
     """A recording cut off mid-file (its WAV header declares 18.6 s, 9.3 s are there) was enrolled
     from silently; a --start/--end past the cut then looked like the user's mistake."""

@@ -10,6 +10,11 @@ from pathlib import Path
 from voicekit.cli.common import CliError, finite_float
 
 
+KEPT_NOTE = ("a voiceprint is biometric data, kept with the person's consent only: `voicekit voices list` "
+             "shows the library, `voicekit voices delete NAME` removes a voice for good")
+"""Said after every enrolment (docs/voiceprints.md)."""
+
+
 def _library_path(args: argparse.Namespace) -> Path:
     from voicekit.voiceprints import default_library_path
 
@@ -79,6 +84,8 @@ def _enrol_voices(args: argparse.Namespace, pipelines: list, err) -> None:  # no
                       f"{o.seconds:.1f} s of speech) in {escape(str(library.path))}")
         else:
             err.print(f"[yellow]not enrolled: {escape(o.reason)}[/yellow]")
+    if any(o.enrolled is not None for o in outcomes):
+        err.print(KEPT_NOTE)
     if not outcomes:
         err.print("[yellow]--enrol-voices: no speaker was named (--speaker-names or a hook); nothing "
                   "enrolled[/yellow]")
@@ -154,6 +161,7 @@ def cmd_voices(args: argparse.Namespace) -> int:
     except VoiceprintError as exc:
         raise CliError(str(exc)) from exc
     print(f"enrolled the voice of {voice.name} ({seconds:.1f} s of speech; {voice.seconds:.1f} s in all) in {path}")
+    print(KEPT_NOTE)
     return 0
 
 
