@@ -78,6 +78,10 @@ CASES = [
      "c.wav is damaged or not a recording: neither libsndfile nor FFmpeg can read it"),
     ("random bytes as .ogg", lambda t: [_file(t / "r.ogg", bytes(range(256)) * 40)],
      "r.ogg is not an audio file voicekit can decode"),
+    # a trial: "the audio stream has no sample rate" (FFmpeg takes 100 kB of noise for an MP3 stream)
+    ("random bytes as .mp3", lambda t: [_file(t / "n.mp3", np.random.default_rng(0).integers(0, 256, 100_000,
+                                                                                          dtype=np.uint8).tobytes())],
+     "n.mp3 is damaged or not a recording: FFmpeg finds an audio stream in it with no sample rate"),
     ("a header and no sample", lambda t: [_header_only(t / "h.wav")],
      "h.wav holds no audio: its header describes 1 channel(s) at 16000 Hz but not one sample follows"),
     (".raw without --raw-rate", lambda t: [_file(t / "m.raw", b"\x01\x02" * 8000)],

@@ -571,7 +571,9 @@ def _probe_av(path: Path, sf_error: str = "", mpeg: bool = False) -> AudioInfo:
             if duration <= 0 and stream.duration and stream.time_base:
                 duration = float(stream.duration * stream.time_base)
             if rate <= 0:
-                raise AudioError(f"{path}: the audio stream has no sample rate")
+                raise AudioError(f"{path} is damaged or not a recording: FFmpeg finds an audio stream in it "
+                                 "with no sample rate; convert it to WAV or FLAC (e.g. ffmpeg -i IN -ar 16000 "
+                                 "OUT.wav), or check that it is the recording")
             if duration <= 0 and next(container.decode(stream), None) is None:
                 raise AudioError(f"{path} holds no audio: its header describes {channels} channel(s) at {rate} Hz "
                                  "but not one sample follows (the recording stopped before it began)")
