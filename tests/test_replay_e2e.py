@@ -267,9 +267,13 @@ def test_export_refines_later_from_kept_embeddings(tmp_path, capsys):
     assert "pass --num-speakers N, or auto, to re-cluster" in capsys.readouterr().out
     assert main(["export", str(later), "--refine", "--num-speakers", "auto"]) == 0
     assert (later / "sample.refined.rttm").read_text() == estimated
+    capsys.readouterr()
     assert main(["export", str(later), "--drop-embeddings"]) == 0
+    assert "deleted the speaker embeddings of " in capsys.readouterr().out
     store = MeetingStore(later / "meeting.sqlite")
     assert store.embeddings() == [] and store.has_refined()
+    assert main(["export", str(later), "--drop-embeddings"]) == 0   # (a trial: "of 0 utterances")
+    assert "this meeting keeps no speaker embeddings: nothing to delete" in capsys.readouterr().out
     store.close()
 
 

@@ -71,7 +71,9 @@ def cmd_export(args: argparse.Namespace) -> int:
             print("using the refinement already stored" + (" (pass --num-speakers N, or auto, to re-cluster from "
                                                             "the kept embeddings)" if store.embeddings() else ""))
         if args.drop_embeddings:
-            print(f"deleted the speaker embeddings of {_plural(store.drop_embeddings(), 'utterance')}")
+            dropped = store.drop_embeddings()
+            print(f"deleted the speaker embeddings of {_plural(dropped, 'utterance')}" if dropped else
+                  "this meeting keeps no speaker embeddings: nothing to delete")
         written = _write_outputs(store.turns(), out, stem, meta)
         if store.has_refined():
             if stale and not (args.refine and redo):
