@@ -53,11 +53,12 @@ def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
-def check_whisper_dir(path: Path) -> Path:
+def check_whisper_dir(path: Path, fix: str = "reinstall the model package") -> Path:
     """Check that ``path`` looks like a CTranslate2 Whisper model directory: ``model.bin`` of at
     least 1 KiB, ``config.json`` that parses, and ``tokenizer.json`` or ``vocabulary.txt``. Cheap (no
     hashing, no loading); a ``model.bin`` of the wrong kind is found when it loads
-    (:class:`voicekit.stt.Transcriber`).
+    (:class:`voicekit.stt.Transcriber`). ``fix``: what repairs a cut-short ``model.bin`` or a broken
+    ``config.json`` (the pip command of a packaged model).
 
     Raises:
         ModelError: ``path`` is a file (the message names its folder) or does not exist, has no
@@ -76,11 +77,11 @@ def check_whisper_dir(path: Path) -> Path:
                              "model (convert one with ct2-transformers-converter) or it is incomplete")
     if (path / "model.bin").stat().st_size < 1024:
         raise ModelError(f"{path / 'model.bin'} is truncated ({(path / 'model.bin').stat().st_size} bytes); "
-                         "reinstall the model package")
+                         f"{fix}")
     try:
         json.loads((path / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise ModelError(f"{path / 'config.json'} is not valid JSON ({exc}); reinstall the model") from exc
+        raise ModelError(f"{path / 'config.json'} is not valid JSON ({exc}); {fix}") from exc
     if not any((path / name).is_file() for name in ("tokenizer.json", "vocabulary.txt")):
         raise ModelError(f"model directory {path} has neither tokenizer.json nor vocabulary.txt: copy the "
                          "tokenizer.json of the original model beside model.bin (ct2-transformers-converter "
@@ -233,7 +234,8 @@ def resolve_whisper(name_or_path: str) -> Path:
         return check_whisper_dir(join_base()[0])
     entry = MANIFEST.get(name_or_path)
     if entry is not None and entry.get("kind") == "whisper":
-        return check_whisper_dir(_module_dir(entry["module"], entry["install"]) / entry["path"])
+        return check_whisper_dir(_module_dir(entry["module"], entry["install"]) / entry["path"],
+                                 fix=f"reinstall it: {reinstall_command(entry)}")
     check_whisper_name(name_or_path)
     return check_whisper_dir(Path(name_or_path).expanduser())
 

