@@ -361,15 +361,16 @@ def test_ctrl_c_while_a_hook_runs_calls_no_hook_twice_when_the_turn_is_retried()
 
 @needs_eval
 def test_the_python_example_of_docs_hooks_md_runs_and_renames_on_the_demo_recording(capsys):
-    """docs/hooks.md's Python example, run as written (the demo recording's path aside): it must
-    stay runnable, and rename the demo's speaker."""
+    """docs/hooks.md's Python example, run as written (the recording's path made absolute, as the
+    tests may run from any directory): it must stay runnable, and rename the demo's speaker."""
     import re
     from pathlib import Path
 
     doc = (Path(__file__).resolve().parent.parent / "docs" / "hooks.md").read_text(encoding="utf-8")
     code = next(block for block in re.findall(r"```python\n(.*?)```", doc, re.S) if "Pipeline(" in block)
-    assert '".samples/sample.wav"' in code
-    exec(compile(code.replace('".samples/sample.wav"', repr(str(SAMPLE))), "docs/hooks.md", "exec"), {})
+    path = '"../shared/eval/pyannote_sample/sample.wav"'  # relative to the checkout
+    assert path in code
+    exec(compile(code.replace(path, repr(str(SAMPLE))), "docs/hooks.md", "exec"), {})
     printed = capsys.readouterr().out.strip().splitlines()[-1]
     assert printed == "['Diane', 'Diane', 'Diane']", printed
 
