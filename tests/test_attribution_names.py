@@ -187,6 +187,11 @@ def test_a11_role_like_names_rank_after_their_marker():
         "User (a participant)", "user (a participant) (2)"]
 
 
+def test_a11_a_name_with_a_trailing_blank_symbol_is_ranked_after_its_bare_form():
+    """"Alice" and "Alice" + U+2800 show the same; they were two bare labels."""
+    assert texts([turn("Alice", speaker="1"), turn("Alice\u2800", speaker="2")]) == ["Alice", "Alice (2)"]
+
+
 def test_a11_at_sign_names_group_with_their_bare_form():
     assert texts([turn("ai2", speaker="1"), turn("@ai2", speaker="2")]) == ["ai2", "ai2 (2)"]
 

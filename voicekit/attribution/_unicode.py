@@ -83,15 +83,16 @@ def reads_alike(a: str, b: str) -> bool:
 
 
 def _small_capitals() -> dict[str, str]:
+    """Every Latin small capital of one letter, plain or with a mark (``ᴍ``, ``ꜰ`` U+A730, ``ꞯ``,
+    ``ꭆ`` R WITH RIGHT LEG), from the whole Latin script, mapped to its lower-case letter."""
     table: dict[str, str] = {}
-    for cp in range(0x0180, 0x1E00):
-        ch = chr(cp)
-        name = unicodedata.name(ch, "")
-        prefix = "LATIN LETTER SMALL CAPITAL "
+    prefix = "LATIN LETTER SMALL CAPITAL "
+    for ch in _uset_chars("[:Script=Latin:]"):
+        name = icu.Char.charName(ch)
         if name.startswith(prefix):
-            rest = name[len(prefix):]
-            if len(rest) == 1 and rest.isalpha():
-                table[ch] = rest.lower()
+            letter = name[len(prefix):].split(" WITH ")[0]
+            if len(letter) == 1 and letter.isalpha():
+                table[ch] = letter.lower()
     table["\u0138"] = "k"  # LATIN SMALL LETTER KRA, the skeleton of Cyrillic lower-case ka
     return table
 
@@ -99,11 +100,15 @@ def _small_capitals() -> dict[str, str]:
 _SMALL_CAPS = _small_capitals()
 #: Opening brackets a forged mark may use in place of ``[``: the opening punctuation (``Ps``)
 #: whose character name says it is a square, lenticular or tortoise-shell bracket (``［``, ``⟦``,
-#: ``〚``, ``【``, ``〖``, ``〔``, ``〘``, ``⁅``, ``❲``, the small and vertical forms, ...).
+#: ``〚``, ``【``, ``〖``, ``〔``, ``〘``, ``⁅``, ``❲``, the small and vertical forms, ...), the left
+#: ceiling, floor and half brackets (``⌈``, ``⌊``, ``⸢``, ``⸤``), and the pieces of a tall left
+#: square bracket, which are maths symbols (``Sm``: ``⎡``, ``⎢``, ``⎣``).
 _OPEN_BRACKETS = frozenset(
-    c for c in _uset_chars("[:Ps:]")
-    if any(k in icu.Char.charName(c) for k in ("SQUARE BRACKET", "LENTICULAR BRACKET",
-                                                 "TORTOISE SHELL BRACKET")))
+    [c for c in _uset_chars("[:Ps:]")
+     if any(k in icu.Char.charName(c) for k in ("SQUARE BRACKET", "LENTICULAR BRACKET",
+                                                  "TORTOISE SHELL BRACKET", "LEFT HALF BRACKET",
+                                                  "LEFT CEILING", "LEFT FLOOR"))]
+    + [c for c in _uset_chars("[:Sm:]") if icu.Char.charName(c).startswith("LEFT SQUARE BRACKET ")])
 LINE_BREAK = "\n"
 
 

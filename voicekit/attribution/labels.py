@@ -8,8 +8,8 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from voicekit.attribution._unicode import (ascii_reading, is_invisible, mark_view, mark_view_char, name_keys,
-                                           reads_alike, skeleton, strip_ignorables)
+from voicekit.attribution._unicode import (BLANK_SYMBOLS, ascii_reading, is_invisible, mark_view, mark_view_char,
+                                           name_keys, reads_alike, skeleton, strip_ignorables)
 from voicekit.attribution.note import replace_mark_copies
 from voicekit.turns import SpeakerTurn
 
@@ -92,14 +92,15 @@ def reads_like_role(name: str) -> bool:
     """True when a name reads like a role a model knows: assistant, user, system, you (A7).
 
     Compared by the look-alike keys of A11 with the role words in lower case, upper case and
-    capitalised, so ``USER``, ``Ｕｓｅｒ``, ``Uѕer`` (Cyrillic ``ѕ``) and ``SYSTEМ`` (Cyrillic
-    ``М``) count too; also by the skeleton of the name before NFKC, so that a look-alike NFKC
+    capitalised, and the name's upper case with them, so ``USER``, ``Ｕｓｅｒ``, ``Uѕer`` (Cyrillic
+    ``ѕ``), ``SYSTEМ`` (Cyrillic ``М``) and ``ѕуѕтем`` (all Cyrillic) count too; also by the skeleton of the name before NFKC, so that a look-alike NFKC
     breaks up (``ass˛stant`` with U+02DB OGONEK for ``i``) counts; and by each character's
     ASCII reading, so that Latin small capitals (``ᴜsᴇʀ``), which have no skeleton, count.
     """
     name = name.strip()
     raw = strip_ignorables(name)  # not NFKC
-    keys = (name_keys(name), (skeleton(raw.casefold()), skeleton(raw).casefold()))
+    # the name's upper case too: Cyrillic lower-case т and м have no Latin skeleton, Т and М do
+    keys = (name_keys(name), name_keys(name.upper()), (skeleton(raw.casefold()), skeleton(raw).casefold()))
     if any(k0 in _ROLE_FOLD_SKELETONS or k1 in _ROLE_SKELETON_FOLDS for k0, k1 in keys):
         return True
     return "".join(map(ascii_reading, raw)).casefold() in _ROLE_WORDS  # small capitals: ᴜsᴇʀ
@@ -135,12 +136,13 @@ def _rank_like_tail(s: str) -> tuple[int, str] | None:
 def one_line(name: str) -> str:
     """``name`` as one line of plain text, as a terminal or a transcript file may show it: NFC;
     default-ignorable and format characters removed (U+200B, the bidi overrides U+202A-202E…);
-    every control character (``\\n``, ``\\r``, ESC…), line or paragraph separator a space; runs of
-    whitespace one space; no blank at either end. The first steps of :func:`display_name`, for a
+    every control character (``\\n``, ``\\r``, ESC…), line or paragraph separator and blank symbol
+    (U+2800 BRAILLE PATTERN BLANK, which shows as a space) a space; runs of whitespace one space;
+    no blank at either end. The first steps of :func:`display_name`, for a
     name that comes from outside (a LiveKit participant's display name)."""
     s = strip_ignorables(unicodedata.normalize("NFC", name))
-    s = "".join(" " if (unicodedata.category(c) in ("Cc", "Zl", "Zp") or c.isspace()) else c
-                for c in s)
+    s = "".join(" " if (unicodedata.category(c) in ("Cc", "Zl", "Zp") or c.isspace() or c in BLANK_SYMBOLS)
+                else c for c in s)
     return " ".join(s.split())
 
 
