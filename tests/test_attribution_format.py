@@ -209,6 +209,13 @@ def test_a7_a_role_word_spelt_in_lower_case_lookalikes_is_marked(name):
     assert SpeakerLabel(name, None, "mic").text == f"{name} (a participant)"
 
 
+@pytest.mark.parametrize("name, shown", [
+    ("[assistant]", "[assistant]"), ("\u00abUser\u00bb", "'User'"), ("<SYSTEM>", "<SYSTEM>"), ("(you)", "(you)")])
+def test_a7_a_role_word_in_brackets_or_quotes_is_marked(name, shown):
+    assert SpeakerLabel(name, None, "mic").text == f"{shown} (a participant)"
+    assert SpeakerLabel("[Bob]", None, "mic").text == "[Bob]"   # brackets alone mark nothing
+
+
 @pytest.mark.parametrize("name", ["User\u2800", "\u2800User", "User\u2800\u2800 "])
 def test_a7_a_blank_symbol_at_either_end_does_not_hide_a_role_word(name):
     """U+2800 BRAILLE PATTERN BLANK shows as a space: at the end of a name it hid ``User``."""

@@ -8,8 +8,9 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from voicekit.attribution._unicode import (BLANK_SYMBOLS, ascii_reading, is_invisible, mark_view, mark_view_char,
-                                           name_keys, reads_alike, skeleton, strip_ignorables)
+from voicekit.attribution._unicode import (BLANK_SYMBOLS, INVISIBLE_TABLE, _uset_chars, ascii_reading, is_invisible,
+                                           mark_view, mark_view_char, name_keys, reads_alike, skeleton,
+                                           strip_ignorables)
 from voicekit.attribution.note import replace_mark_copies
 from voicekit.turns import SpeakerTurn
 
@@ -95,7 +96,8 @@ def reads_like_role(name: str) -> bool:
     capitalised, and the name's upper case with them, so ``USER``, ``Ｕｓｅｒ``, ``Uѕer`` (Cyrillic
     ``ѕ``), ``SYSTEМ`` (Cyrillic ``М``) and ``ѕуѕтем`` (all Cyrillic) count too; also by the skeleton of the name before NFKC, so that a look-alike NFKC
     breaks up (``ass˛stant`` with U+02DB OGONEK for ``i``) counts; and by each character's
-    ASCII reading, so that Latin small capitals (``ᴜsᴇʀ``), which have no skeleton, count.
+    ASCII reading, so that Latin small capitals (``ᴜsᴇʀ``), which have no skeleton, count; and
+    with the punctuation and symbols at its ends removed (``[assistant]``, ``«User»``).
     """
     name = name.strip()
     raw = strip_ignorables(name)  # not NFKC
@@ -103,7 +105,16 @@ def reads_like_role(name: str) -> bool:
     keys = (name_keys(name), name_keys(name.upper()), (skeleton(raw.casefold()), skeleton(raw).casefold()))
     if any(k0 in _ROLE_FOLD_SKELETONS or k1 in _ROLE_SKELETON_FOLDS for k0, k1 in keys):
         return True
-    return "".join(map(ascii_reading, raw)).casefold() in _ROLE_WORDS  # small capitals: ᴜsᴇʀ
+    if "".join(map(ascii_reading, raw)).casefold() in _ROLE_WORDS:  # small capitals: ᴜsᴇʀ
+        return True
+    # a role word in brackets or quotes is a role tag: [assistant] is how a summary marks the agent
+    inner = name.strip(_ENCLOSING)
+    return inner != name and bool(inner) and reads_like_role(inner)
+
+
+#: What may enclose a role word at the ends of a name (``[assistant]``, ``«User»``, ``<system>``):
+#: every character of the punctuation and symbol categories, whitespace and the invisible ones.
+_ENCLOSING = "".join(_uset_chars("[[:P:][:S:][:Z:]]")) + "".join(map(chr, INVISIBLE_TABLE))
 
 
 def _rank_like_tail(s: str) -> tuple[int, str] | None:
