@@ -129,6 +129,23 @@ def test_a9_note_goes_to_the_trigger_turn_when_instructions_and_events_are_sent_
     assert as_bytes(msgs).decode().count(RUNTIME_MARK) == 1
 
 
+@pytest.mark.parametrize("instruction_role", ["user", "system"])
+def test_a9_with_no_persons_turn_no_line_is_labelled_and_no_note_is_sent(instruction_role):
+    """The speakers that turn labels on may all be in the summary (A15): nothing in the request
+    is labelled, so it carries no note (docs/attribution.md); with ``instruction_role="user"``
+    the note went on the application's instruction."""
+    from voicekit.attribution import Summary
+
+    summary = Summary("Alice proposed Tuesday; Bob Thursday.",
+                      (SpeakerLabel("Alice", None, "mic"), SpeakerLabel("Bob", None, "mic")))
+    window = [turn(None, "Noted.", role="assistant"), turn(None, "Be brief.", role="instruction")]
+    msgs = build_chat_messages(window, summary=summary, instruction_role=instruction_role)
+    assert [m["role"] for m in msgs] == [instruction_role, "assistant", instruction_role]
+    assert msgs[0]["content"].endswith("Alice proposed Tuesday; Bob Thursday.")
+    assert msgs[1:] == [{"role": "assistant", "content": "Noted."}, {"role": instruction_role, "content": "Be brief."}]
+    assert RUNTIME_MARK not in as_bytes(msgs).decode()
+
+
 def test_a9_note_says_what_the_contract_requires():
     assert RUNTIME_NOTE.startswith("[Speaker labels from the runtime:")
     for part in ("JSON string", "Name (2)", "@mic", "a Name: included", "Do not begin your own",

@@ -91,7 +91,9 @@ def build_chat_messages(turns: Sequence[SpeakerTurn],
     ``Label: "line"`` (A8), a multimodal turn gets a leading ``Label:`` text part (A8b), copies
     of runtime marks are replaced (A10) in every turn except application instructions, and the
     runtime note is appended to the last (trigger) person's turn after a blank line (A9), never
-    to an instruction, event or summary sent as ``user``. Otherwise the
+    to an instruction, event or summary sent as ``user``; a window with no person's turn (the
+    speakers that turn labels on are all in ``summary``) labels no line and carries no note.
+    Otherwise the
     messages are exactly those of ``attribution=False`` (A2). Turns are never modified (A13).
 
     Args:
@@ -146,9 +148,9 @@ def build_chat_messages(turns: Sequence[SpeakerTurn],
         trigger = len(messages)
         messages.append({"role": "user", "content": content})
     if on:
-        # the trigger: the last person's turn; an instruction or event sent as "user" is not one
-        at = trigger if trigger is not None else next(
-            (i for i in range(len(messages) - 1, -1, -1) if messages[i]["role"] == "user"), None)
+        # the trigger: the last person's turn; an instruction or event sent as "user" is not one.
+        # With none (the speakers are all in the summary), no line is labelled: no note.
+        at = trigger
         if at is not None:
             m = messages[at]
             if isinstance(m["content"], list):
