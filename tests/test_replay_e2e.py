@@ -109,7 +109,9 @@ def test_a_meeting_that_switches_language_partway_gets_the_hint_for_that_part(tm
     German (31-60 s), which tiny.en turned into English nonsense ("I'm afraid to speak with the
     Russian people") without a word: the whole meeting's mean word probability (0.70) is an
     English one. A stretch of 40 words under 0.5 now names the part; the English far-field
-    recording whose lowest stretch is the lowest measured (dev00, 0.594) gets no hint."""
+    recording whose lowest stretch is the lowest measured (dev00, 0.594) gets no hint. The part
+    runs from its first to its last unsure word: on one CPU (AMD EPYC, 2026-12-05) the stretch
+    opened on the last English word ("software." at 0.95) and the hint said 00:00:28.7."""
     from voicekit.cli.meeting import LANGUAGE_HINT_WORDS, _hints
     from voicekit.pipeline import Pipeline, PipelineOptions
     from voicekit.sources import FileSource

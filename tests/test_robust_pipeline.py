@@ -183,8 +183,16 @@ def test_pushed_int16_and_nan_blocks_are_normalised_and_stereo_is_refused(caplog
     noisy = x.copy()
     noisy[16000:16100] = np.nan   # 100 NaN samples inside "And so, my fellow Americans"
     with caplog.at_level(logging.WARNING, logger="voicekit.audio"):
-        turns, _ = _whisper_input(_blocks(noisy, 1600))
-    assert wer("And so my fellow Americans.", turns[0].text) == 0.0
+        turns, noisy_given = _whisper_input(_blocks(noisy, 1600))
+    # the utterance is kept whole, the burst silenced (6 ms of zeros inside "my") and nothing else
+    # changed; its words are the clean ones but for that one word on some CPUs ("am I fellow" on
+    # an AMD EPYC, 2026-12-05: one substitution and one insertion of 5 words)
+    assert [o for o, _ in noisy_given] == [o for o, _ in ref_given]
+    (offset, a), (_, b) = noisy_given[0], ref_given[0]
+    burst = np.s_[16000 - round(offset * 16000):16100 - round(offset * 16000)]   # offset: seconds
+    assert np.all(a[burst] == 0.0) and np.abs(np.delete(a - b, burst)).max() < 1e-6
+    assert (turns[0].start, turns[0].end) == (ref[0].start, ref[0].end)
+    assert turns[0].text.endswith("fellow Americans.") and wer("And so my fellow Americans.", turns[0].text) <= 0.4
     assert any("NaN" in r.getMessage() for r in caplog.records)
     pipe = Pipeline(PipelineOptions(), components())
     pipe.start()

@@ -349,9 +349,16 @@ def _hints(result, options, english_only: bool) -> list[str]:  # noqa: ANN001 - 
                 first -= 1
             while last + 1 < len(below) and below[last + 1]:
                 last += 1
-            part = probabilities[first:last + n]
-            hints.append(f"Whisper was unsure of most words from {clock(words[first].start, digits=1)} to "
-                         f"{clock(words[last + n - 1].end, digits=1)} (mean word probability {part.mean():.2f} "
+            # from its first to its last unsure word: the stretch may open on the last sure words
+            # before the switch ("software." at 0.95 before the German of multilingual.mp3)
+            lo, hi = first, last + n - 1
+            while probabilities[lo] >= LANGUAGE_HINT_STRETCH_PROBABILITY:
+                lo += 1
+            while probabilities[hi] >= LANGUAGE_HINT_STRETCH_PROBABILITY:
+                hi -= 1
+            part = probabilities[lo:hi + 1]
+            hints.append(f"Whisper was unsure of most words from {clock(words[lo].start, digits=1)} to "
+                         f"{clock(words[hi].end, digits=1)} (mean word probability {part.mean():.2f} "
                          f"over {len(part)} words; English meetings measured 0.59 at their lowest over {n}): if "
                          f"that part is not in English, {fix}")
     return hints
