@@ -132,12 +132,10 @@ def test_channel_out_of_range_is_named():
         load_audio(EVAL / "faster_whisper" / "stereo_diarization.wav", channel=5)
 
 
-def test_m4a_aac_decodes_through_pyav(tmp_path):
-    """libsndfile cannot read AAC in MP4: PyAV decodes it. Encoded here from the real sample."""
+def _write_m4a(path, x):
+    """``x`` ((n,) float32 at 16 kHz) as AAC in an MP4 container, its index (moov) at the end."""
     import av
 
-    x = load_audio(EVAL / "pyannote_sample" / "sample.wav")
-    path = tmp_path / "meeting.m4a"
     with av.open(str(path), "w") as out:
         stream = out.add_stream("aac", rate=16000)
         stream.layout = "mono"
@@ -148,6 +146,13 @@ def test_m4a_aac_decodes_through_pyav(tmp_path):
                 out.mux(packet)
         for packet in stream.encode(None):
             out.mux(packet)
+    return path
+
+
+def test_m4a_aac_decodes_through_pyav(tmp_path):
+    """libsndfile cannot read AAC in MP4: PyAV decodes it. Encoded here from the real sample."""
+    x = load_audio(EVAL / "pyannote_sample" / "sample.wav")
+    path = _write_m4a(tmp_path / "meeting.m4a", x)
     info = probe(path)
     assert (info.sample_rate, info.channels, info.subtype) == (16000, 1, "aac")
     y = load_audio(path)
@@ -155,3 +160,14 @@ def test_m4a_aac_decodes_through_pyav(tmp_path):
     n = len(x) - 4096
     lag = max(range(0, 2048), key=lambda k: float(np.dot(x[:n], y[k:k + n])))
     assert np.corrcoef(x[:n], y[lag:lag + n])[0, 1] > 0.99
+
+
+def test_an_m4a_cut_before_its_index_is_called_damaged_not_convertible(tmp_path):
+    """A trial: an M4A whose index (moov, at the end) was cut off was "not an audio file voicekit can
+    decode ...; convert it to WAV or FLAC (e.g. ffmpeg ...)", and FFmpeg is what failed to read it."""
+    whole = _write_m4a(tmp_path / "whole.m4a", load_audio(EVAL / "pyannote_sample" / "sample.wav"))
+    cut = _write(tmp_path / "cut.m4a", whole.read_bytes()[: whole.stat().st_size // 2])
+    with pytest.raises(AudioError) as e:
+        probe(cut)
+    assert str(e.value).startswith(f"{cut} is damaged or not a recording: neither libsndfile nor FFmpeg can read it")
+    assert str(e.value).endswith("give an intact copy of the recording") and "convert" not in str(e.value)

@@ -77,7 +77,7 @@ CASES = [
     ("cut in the header", lambda t: [_file(t / "c.wav", SAMPLE.read_bytes()[:30])],
      "c.wav is damaged or not a recording: neither libsndfile nor FFmpeg can read it"),
     ("random bytes as .ogg", lambda t: [_file(t / "r.ogg", bytes(range(256)) * 40)],
-     "r.ogg is not an audio file voicekit can decode"),
+     "r.ogg is damaged or not a recording: neither libsndfile nor FFmpeg can read it (EOFError"),
     # a trial: "the audio stream has no sample rate" (FFmpeg takes 100 kB of noise for an MP3 stream)
     ("random bytes as .mp3", lambda t: [_file(t / "n.mp3", np.random.default_rng(0).integers(0, 256, 100_000,
                                                                                           dtype=np.uint8).tobytes())],
@@ -136,7 +136,21 @@ CASES = [
     ("--speaker-names with a bare letter", lambda t: [SAMPLE, "--speaker-names", "A=Ana"],
      "'A' can never name a speaker of `voicekit replay`"),
     ("--stem with a folder", lambda t: [SAMPLE, "--stem", "sub/m"], "must be a file name without a folder"),
-    ("--hook-timeout 0", lambda t: [SAMPLE, "--hook-timeout", "0"], "--hook-timeout must be a positive"),
+    ("--hook-timeout 0", lambda t: [SAMPLE, "--hook-timeout", "0", "--hook",
+                                    _file(t / "h.py", b"def on_transcription(turn):\n    return None\n")],
+     "--hook-timeout must be a positive"),
+    ("--hook-timeout without --hook", lambda t: [SAMPLE, "--hook-timeout", "5"],
+     "--hook-timeout limits how long a hook script runs on a turn: add --hook script.py, or drop --hook-timeout"),
+    ("--out empty", lambda t: [SAMPLE, "--out", ""], "argument --out: the meeting directory is empty (an unset variable?)"),
+    ("a names file written like the inline form",
+     lambda t: [SAMPLE, "--speaker-names", _file(t / "n.txt", b"Speaker A=Ana,Speaker B=Ben\n")],
+     "given to Speaker A holds '=': write one entry per line (a name in a names file may hold a comma"),
+    ("an empty names file", lambda t: [SAMPLE, "--speaker-names", _file(t / "n.txt", b"# Speaker A = Diane\n")],
+     "n.txt: the names file holds no entry; write one 'Speaker A = Diane' per line"),
+    ("a folder as --speaker-names", lambda t: [SAMPLE, "--speaker-names", t], "' is a folder: give 'Speaker A=Diane,"),
+    ("--per-channel with --keep-embeddings", lambda t: [STEREO, "--per-channel", "--keep-embeddings"],
+     "--keep-embeddings keeps what re-clusters speakers, but with --per-channel each channel is a speaker: "
+     "drop --keep-embeddings"),
     ("--session-timeout negative", lambda t: [SAMPLE, "--session", "local", "--session-timeout", "-1"],
      "--session-timeout must be 0 or more"),
     ("--session-timeout without --session", lambda t: [SAMPLE, "--session-timeout", "5"],
@@ -670,9 +684,9 @@ def test_a_damaged_mp3_is_one_error_line_without_decoder_notes(tmp_path):
     rc, err = _cli("replay", bad, "--out", tmp_path / "out")
     assert rc == 2
     assert err.splitlines() == [
-        f"voicekit: error: {bad} is not an audio file voicekit can decode (InvalidDataError: [Errno 1094995529] "
-        f"Invalid data found when processing input: '{bad}'); convert it to WAV or FLAC (e.g. ffmpeg -i IN "
-        "-ar 16000 OUT.wav)"], err
+        f"voicekit: error: {bad} is damaged or not a recording: neither libsndfile nor FFmpeg can read it "
+        f"(InvalidDataError: [Errno 1094995529] Invalid data found when processing input: '{bad}'); give an "
+        "intact copy of the recording"], err
     assert not (tmp_path / "out").exists()
 
 
@@ -1064,3 +1078,21 @@ def test_a_whole_recording_whose_length_is_estimated_is_not_flagged_truncated(tm
         held = sum(len(b) for b in source) / 16000
         assert held > 11 and source.truncated is None, (path, held, probe(path).duration, source.truncated)
     assert not probe(EVAL / "faster_whisper" / "hotwords.mp3").estimated   # its Info frame counts its frames
+
+
+def test_export_of_a_per_channel_meeting_or_of_a_file_says_what_it_is(tmp_path):
+    """A trial: `export --refine` of a --per-channel meeting advised replaying with --refine or
+    --keep-embeddings, both refused with --per-channel; `export out/m.txt` said
+    "out/m.txt/meeting.sqlite not found"."""
+    out = tmp_path / "pc"
+    rc, err = _cli("replay", STEREO, "--per-channel", "--quiet", "--out", out)
+    assert rc == 0, err
+    rc, err = _cli("export", out, "--refine")
+    assert rc == 2 and err.strip().splitlines()[-1] == (
+        "voicekit: error: this meeting has no refined labels and no speaker embeddings to refine from: it was "
+        "replayed with --per-channel, where each channel is one speaker and none is diarized: there is nothing to "
+        "re-cluster (`voicekit export OUT` without --refine writes its outputs)"), err
+    rc, err = _cli("export", out / "stereo_diarization.txt")
+    assert rc == 2 and err.strip() == (
+        f"voicekit: error: {out / 'stereo_diarization.txt'} is a file: give the --out directory of a voicekit "
+        f"replay, mic or livekit meeting, here {out}"), err

@@ -595,7 +595,10 @@ def _probe_av(path: Path, sf_error: str = "", mpeg: bool = False) -> AudioInfo:
         if _looks_like_text(path):
             raise AudioError(f"{path} is not an audio file: it holds text (neither libsndfile nor FFmpeg "
                              "finds audio in it); give the recording itself") from exc
-        if path.suffix.lower() in (".wav", ".flac"):   # already the formats the usual fix converts to
+        # already the formats the usual fix converts to, or a file FFmpeg cannot parse at all (a
+        # cut M4A without its index, random bytes): converting it with FFmpeg fails the same way
+        unreadable = isinstance(exc, (av.error.InvalidDataError, av.error.EOFError))
+        if path.suffix.lower() in (".wav", ".flac") or unreadable:
             raise AudioError(f"{path} is damaged or not a recording: neither libsndfile nor FFmpeg can read "
                              f"it ({type(exc).__name__}: {exc}); give an intact copy of the recording") from exc
         raise AudioError(

@@ -582,8 +582,10 @@ def parse_speaker_names(text: str, lines: bool | None = None) -> dict[str, str]:
         if not label or not name:
             raise ValueError(f"speaker name entry {item!r} is missing a label or a name")
         if "=" in name:
-            raise ValueError(f"the name {name!r} given to {label} holds '=': separate entries with ',' "
-                             "('Speaker A=Ana,Speaker B=Ben'), or write one per line in a names file")
+            fix = ("write one entry per line (a name in a names file may hold a comma: 'Park, Elena')" if lines
+                   else "separate entries with ',' ('Speaker A=Ana,Speaker B=Ben'), or write one per line in a "
+                   "names file")
+            raise ValueError(f"the name {name!r} given to {label} holds '=': {fix}")
         m = _DIARIZATION_LIKE.fullmatch(label)
         if m and label != (right := f"Speaker {m.group(1).upper()}"):
             raise ValueError(f"label {label!r} is written {right!r}: a capital S, one space, capital letters"

@@ -12,7 +12,8 @@ import threading
 import urllib.parse
 from pathlib import Path
 
-from voicekit.cli.common import CliError, _check_writable, _GracefulStop, _lock_meeting_dir, _plural, finite_float
+from voicekit.cli.common import (CliError, _check_writable, _GracefulStop, _lock_meeting_dir, _plural, finite_float,
+                                 meeting_dir)
 from voicekit.cli.decisions import _turn_taking, _turn_taking_summary, _with_decisions
 from voicekit.cli.meeting import (_check_existing_meeting, _discard_unjoined, _fresh_store, _interrupt_note,
                                   _known_speakers, _meeting_stem, _session_meta, _SetAside, _hints,
@@ -373,7 +374,8 @@ def _capture_parsers(sub) -> None:  # noqa: ANN001
     p.add_argument("--device", dest="input_device", default=None, metavar="NAME|INDEX",
                    help="input device: index or (part of) its name from `voicekit devices` (default: "
                         "the default input)")
-    p.add_argument("--out", default="out", help="meeting directory for the store and outputs (default out/)")
+    p.add_argument("--out", default="out", type=meeting_dir,
+                   help="meeting directory for the store and outputs (default out/)")
     p.add_argument("--stem", default=None, help="output file stem (default meeting; with --append, the "
                                                 "stored meeting's)")
     p.add_argument("--seconds", type=finite_float, default=None, help="stop by itself after this many seconds")
@@ -405,7 +407,8 @@ def _capture_parsers(sub) -> None:  # noqa: ANN001
                                                 "the token (default: voicekit)")
     p.add_argument("--room-mic", action="append", metavar="IDENTITY",
                    help="a participant whose track is a shared room microphone: diarized (repeatable)")
-    p.add_argument("--out", default="out", help="meeting directory for the store and outputs (default out/)")
+    p.add_argument("--out", default="out", type=meeting_dir,
+                   help="meeting directory for the store and outputs (default out/)")
     p.add_argument("--stem", default=None, help="output file stem (default meeting; with --append, the "
                                                 "stored meeting's)")
     p.add_argument("--seconds", type=finite_float, default=None, help="leave by itself after this many seconds")

@@ -32,6 +32,19 @@ def finite_float(text: str) -> float:
     return value
 
 
+def meeting_dir(text: str) -> str:
+    """argparse ``type`` for ``--out``: a meeting directory, never the empty string (an unset shell
+    variable, ``--out "$DIR"``, would put the store and outputs in the current directory).
+
+    Raises:
+        argparse.ArgumentTypeError: the text is empty or blank.
+    """
+    if not text.strip():
+        raise argparse.ArgumentTypeError("the meeting directory is empty (an unset variable?): give a folder, "
+                                         "e.g. --out out/meeting")
+    return text
+
+
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 

@@ -43,6 +43,10 @@ def cmd_export(args: argparse.Namespace) -> int:
     if out.name == "meeting.sqlite" and out.is_file():   # the store itself: its folder is the meeting
         out = out.parent
     store_path = out / "meeting.sqlite"
+    if out.is_file():
+        folder = out.parent if (out.parent / "meeting.sqlite").is_file() else None
+        raise CliError(f"{out} is a file: give the --out directory of a voicekit replay, mic or livekit meeting, "
+                       + (f"here {folder}" if folder else "the folder that holds its meeting.sqlite"))
     if not store_path.is_file():
         raise CliError(f"{store_path} not found: give the --out directory of a voicekit replay, mic or livekit meeting")
     if args.num_speakers is not None and not args.refine:

@@ -433,7 +433,10 @@ def _refine_stored(store, num_speakers: int | None) -> None:  # noqa: ANN001 - M
                            "replayed again with --overwrite --refine --num-speakers N (add --keep-embeddings to "
                            "re-cluster here later)")
         source = str(store.meta().get("source", ""))
-        if source.startswith("livekit:"):
+        if store.meta().get("diarizer") == "per-channel":
+            how = ("it was replayed with --per-channel, where each channel is one speaker and none is "
+                   "diarized: there is nothing to re-cluster (`voicekit export OUT` without --refine writes its outputs)")
+        elif source.startswith("livekit:"):
             how = "`voicekit livekit` keeps no speaker embeddings (it has no --keep-embeddings), so this meeting cannot be refined"
         elif source.startswith("mic:"):
             how = ("a microphone meeting keeps them only when it ran with `voicekit mic --keep-embeddings`; "

@@ -68,7 +68,8 @@ def _hook_args(p: argparse.ArgumentParser, names_scope: str = "") -> None:
     g.add_argument("--hook", action="append", metavar="SCRIPT.py",
                    help="a Python file defining on_transcription(turn)"
                         ", and/or on_speak_decision(decision) for --members (repeatable; docs/hooks.md)")
-    g.add_argument("--hook-timeout", type=finite_float, default=2.0, help="seconds a hook may run (default 2)")
+    g.add_argument("--hook-timeout", type=finite_float, default=None,
+                   help="seconds a --hook script's function may run on a turn (default 2)")
 
 
 def _turntaking_args(p: argparse.ArgumentParser) -> None:
@@ -166,9 +167,12 @@ def _hooks(args: argparse.Namespace, err):  # noqa: ANN001 - rich Console
     from voicekit.hooks import HookRunner, HookTrigger, parse_speaker_names
     from voicekit.turns import is_speaker_label
 
-    if args.hook_timeout <= 0:
+    if args.hook_timeout is not None and not args.hook:
+        raise CliError("--hook-timeout limits how long a hook script runs on a turn: add --hook script.py, or "
+                       "drop --hook-timeout")
+    if args.hook_timeout is not None and args.hook_timeout <= 0:
         raise CliError(f"--hook-timeout must be a positive number of seconds, got {args.hook_timeout}")
-    hooks = HookRunner(timeout=args.hook_timeout)
+    hooks = HookRunner() if args.hook_timeout is None else HookRunner(timeout=args.hook_timeout)
     if args.speaker_names:
         text = args.speaker_names
         path = Path(text)
@@ -180,11 +184,17 @@ def _hooks(args: argparse.Namespace, err):  # noqa: ANN001 - rich Console
                 raise CliError(f"--speaker-names {path}: cannot read it as UTF-8 text ({exc}); save the names "
                                "file as UTF-8") from exc
         elif "=" not in text:
-            raise CliError(f"--speaker-names {text!r}: give 'Speaker A=Diane,…' or an existing names file")
+            what = ("is a folder" if path.is_dir() else "is neither 'Speaker A=Diane,…' nor an existing names file"
+                    if not path.exists() else "is not a regular file")
+            raise CliError(f"--speaker-names {text!r} {what}: give 'Speaker A=Diane,…' or a names file (one "
+                           "'Speaker A = Diane' per line)")
         try:
             names = parse_speaker_names(text, lines=from_file)
         except ValueError as exc:
-            raise CliError(f"--speaker-names: {exc}") from exc
+            raise CliError(f"--speaker-names{' ' + str(path) if from_file else ''}: {exc}") from exc
+        if from_file and not names:
+            raise CliError(f"--speaker-names {path}: the names file holds no entry; write one 'Speaker A = Diane' "
+                           "per line")
         if args.command != "livekit":
             # only a LiveKit room's turns carry other speakers (its participants' names)
             other = [label for label in names if not is_speaker_label(label)]

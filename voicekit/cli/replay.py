@@ -8,7 +8,8 @@ import logging
 import time
 from pathlib import Path
 
-from voicekit.cli.common import CliError, _chain, _check_writable, _GracefulStop, _lock_meeting_dir, _plural
+from voicekit.cli.common import (CliError, _chain, _check_writable, _GracefulStop, _lock_meeting_dir, _plural,
+                                 meeting_dir)
 from voicekit.cli.decisions import _check_explain, _turn_taking, _turn_taking_summary, _with_decisions
 from voicekit.cli.meeting import (_check_existing_meeting, _check_stem, _committed_turns, _fresh_store,
                                   _interrupt_note, _refined_summary, _hints, _turns_summary,
@@ -57,9 +58,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if args.per_channel and (args.voices is not None or args.enrol_voices):
         raise CliError("--voices/--enrol-voices name diarized speakers, but with --per-channel each channel "
                        "is a speaker: drop --voices/--enrol-voices")
-    if args.per_channel and args.refine:
-        raise CliError("--refine re-clusters speakers, but with --per-channel each channel is a speaker: "
-                       "drop --refine")
+    if args.per_channel and (args.refine or args.keep_embeddings):
+        flag = "--refine re-clusters" if args.refine else "--keep-embeddings keeps what re-clusters"
+        raise CliError(f"{flag} speakers, but with --per-channel each channel is a speaker: "
+                       f"drop {flag.split()[0]}")
     counts = [flag for flag, value in (("--num-speakers", args.num_speakers), ("--min-speakers", args.min_speakers),
                                        ("--max-speakers", args.max_speakers)) if value is not None]
     if args.per_channel and counts:
@@ -131,6 +133,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
             "model": args.model, "vad": args.vad}
     if options.pyannote is not None:
         meta["diarizer"] = f"pyannote:{options.pyannote.source} ({options.pyannote.mode})"
+    if args.per_channel:
+        meta["diarizer"] = "per-channel"   # a speaker per channel, none diarized (nothing to refine)
     # the stored duration is known when the replay ends; one killed before leaves None, which
     # `voicekit export` reads as a meeting that did not end
     store.set_meta(**{**meta, "duration": None})
@@ -257,7 +261,8 @@ def _replay_parser(sub) -> None:  # noqa: ANN001
                                    "Ctrl-C aborts what is left.",
                        epilog=EPILOG_REPLAY, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("audio", help="WAV/FLAC/OGG/MP3/M4A, any sample rate, mono or multichannel")
-    p.add_argument("--out", default="out", help="meeting directory for the store and outputs (default out/)")
+    p.add_argument("--out", default="out", type=meeting_dir,
+                   help="meeting directory for the store and outputs (default out/)")
     p.add_argument("--stem", default=None, help="output file stem (default: the recording's name)")
     p.add_argument("--quiet", action="store_true",
                    help="a progress bar instead of live lines (--session local then only writes its log)")
