@@ -1096,3 +1096,15 @@ def test_export_of_a_per_channel_meeting_or_of_a_file_says_what_it_is(tmp_path):
     assert rc == 2 and err.strip() == (
         f"voicekit: error: {out / 'stereo_diarization.txt'} is a file: give the --out directory of a voicekit "
         f"replay, mic or livekit meeting, here {out}"), err
+
+
+def test_a_clip_shorter_than_a_second_gets_no_real_time_factor(tmp_path):
+    """A trial: a one-sample WAV ended with "0.0 s of audio in 0.0 s (RTF 20.732)": start-up time
+    over no audio. From 1 s of audio on the RTF is said."""
+    x = load_audio(SAMPLE)
+    for name, n in (("short", 1600), ("long", 16000 * 2)):
+        sf.write(tmp_path / f"{name}.wav", x[:n], 16000)
+        rc, err = _cli("replay", tmp_path / f"{name}.wav", "--quiet", "--out", tmp_path / name)
+        assert rc == 0, err
+        summary = next(line for line in err.splitlines() if " s of audio in " in line)
+        assert ("RTF" in summary) == (name == "long"), summary

@@ -277,9 +277,9 @@ def _turns_summary(result, speed: bool = False) -> str:  # noqa: ANN001 - Meetin
     audio time plus that utterance's processing time: no wait for the audio, no queue), and says so."""
     lat = sorted(result.latencies)
     parts = [_plural(len(result.turns), "turn"), _plural(len({t.speaker for t in result.turns}), "speaker")]
-    if speed:
-        parts.append(f"{result.audio_seconds:.1f} s of audio in {result.processing_seconds:.1f} s "
-                     f"(RTF {result.rtf:.3f})")
+    if speed:   # an RTF of a few samples is start-up time over nothing: said from 1 s of audio on
+        parts.append(f"{result.audio_seconds:.1f} s of audio in {result.processing_seconds:.1f} s"
+                     + (f" (RTF {result.rtf:.3f})" if result.audio_seconds >= 1.0 else ""))
     if lat:
         parts.append(f"median turn latency {lat[len(lat) // 2]:.2f} s"
                      + (" (estimated; --realtime measures it)" if speed else ""))
