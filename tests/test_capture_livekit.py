@@ -728,6 +728,34 @@ def test_a_display_name_with_a_line_break_or_an_escape_cannot_forge_a_transcript
     doc = json.loads((tmp_path / "out" / "meeting.json").read_text(encoding="utf-8"))
     assert {t["participant_id"] for t in doc["turns"]} == {"mallory\nx"}   # the identity, as the token gave it
 
+def test_a_display_name_cannot_pass_for_a_channel_or_a_diarization_label(tmp_path, monkeypatch):
+    """A live-path trial: a participant named "@r/2" beside a nameless one (lane r/2) and one named
+    "Speaker A" beside a room microphone made two people one speaker in every transcript (the
+    model's view kept them apart). The leading @ goes (attribution A6, as the model sees it), and
+    a name that reads as a diarization label labels the lane by its channel."""
+    _sdk_or_skip()
+    from _capture_common import FALCON
+    from voicekit.capture.livekit_bot import ROOM_MIC_ATTRIBUTE
+
+    bot, store = _offline_bot(tmp_path, monkeypatch)
+
+    async def scenario():
+        _subscribe(bot, 0, "fake", "@r/2", _pcm16(JFK))
+        _subscribe(bot, 1, "anon", "", _pcm16(JFK))
+        _subscribe(bot, 2, "room", "Room 4", _pcm16(FALCON), attributes={ROOM_MIC_ATTRIBUTE: "true"})
+        _subscribe(bot, 3, "sp", "spe\u0430ker_a", _pcm16(JFK))   # Cyrillic а: reads "Speaker A"
+        await until(lambda: all(lane.closed for lane in bot.lanes.values()), 120, "the lanes to end")
+        await bot.close()
+
+    asyncio.run(scenario())
+    assert [bot.lanes[f"TR_{i}"].label for i in range(4) if i != 2] == ["r/2", "@r/2", "@r/4"]
+    by_lane = {}
+    for t in store.turns():
+        by_lane.setdefault(t.channel, set()).add(t.speaker)
+    assert by_lane["r/1"] == {"r/2"} and by_lane["r/2"] == {"@r/2"} and by_lane["r/4"] == {"@r/4"}
+    assert "Speaker A" in by_lane["r/3"]   # the room microphone's first voice keeps its label
+
+
 def test_a_track_subscribed_again_after_a_reconnect_gets_a_new_lane(tmp_path, monkeypatch):
     """A full reconnect makes the SDK drop every participant (their lanes end) and the server send
     the same tracks again: the same track SID must open a new lane, not be ignored as already

@@ -40,14 +40,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from voicekit.attribution import Participant, one_line
+from voicekit.attribution import Participant, display_name, one_line
 from voicekit.audio import SAMPLE_RATE
 from voicekit.capture import CaptureError
 from voicekit.hooks import HookRunner
 from voicekit.pipeline import Components, MeetingAborted, Pipeline, PipelineOptions, SingleSpeaker
 from voicekit.sources import LiveFeed
 from voicekit.store import MeetingStore
-from voicekit.turns import SpeakerLabels, SpeakerTurn, is_speaker_label
+from voicekit.turns import SpeakerLabels, SpeakerTurn, is_speaker_label, label_read_in
 from voicekit.voiceprints import VoiceIdentifier, Voiceprint
 
 log = logging.getLogger(__name__)
@@ -162,6 +162,16 @@ def SharedComponents(components: Components) -> Components:  # noqa: N802 - a fa
                       components.pyannote)  # pyannote's models hold their own lock
 
 
+def _lane_name(name: str) -> str:
+    """The name a participant's turns carry in the store and the transcripts: the name as a model
+    is shown it (:func:`~voicekit.attribution.display_name`, A6: no leading ``@``), or "" when that
+    reads as a diarization label (``Speaker A``, ``SPEAKER_01``, :func:`~voicekit.turns.label_read_in`):
+    a room microphone's voice, or a --speaker-names rename, could hold the same label, and the
+    transcript would show two people as one."""
+    shown = display_name(name)
+    return "" if label_read_in(shown) else shown
+
+
 @dataclass
 class Lane:
     """One participant track through its own pipeline.
@@ -170,8 +180,10 @@ class Lane:
         number: 1, 2, … in order of subscription.
         channel: ``<room>/<number>``.
         identity, name: the participant's identity and display name ("" when the token gave none),
-            the name as one line of plain text (:func:`voicekit.attribution.one_line`: a name with
-            a line break or a terminal escape cannot forge a line of the transcript).
+            the name as a model is shown it (:func:`voicekit.attribution.display_name`: one line of
+            plain text, so a line break or a terminal escape cannot forge a line of the transcript,
+            and no leading ``@``, so ``@room/2`` cannot pass for a nameless lane's channel label);
+            "" too for a name that reads as a diarization label (:func:`_lane_name`).
         track_sid: the track.
         room_mic: diarized as a shared room microphone.
         offset: meeting time (s) of the lane's first audio frame (from the join, after a resumed
@@ -471,8 +483,13 @@ class LiveKitBot:
             self.ended_lanes.append(self.lanes.pop(publication.sid))
         n = self._next_lane
         self._next_lane += 1
+        name = _lane_name(participant.name or "")
+        if participant.name and not name:
+            self._status(f"participant {one_line(participant.identity)}'s name {one_line(participant.name)!r} "
+                         "reads as a diarization label or holds nothing to show: their lane is labelled by its "
+                         "channel (a room microphone's speakers are 'Speaker A', 'Speaker B'…)")
         lane = Lane(number=n, channel=f"{self.room_name}/{n}", identity=participant.identity,
-                    name=one_line(participant.name or ""), track_sid=publication.sid,
+                    name=name, track_sid=publication.sid,
                     room_mic=self._is_room_mic(participant),
                     feed=LiveFeed(max_seconds=self.max_queue_seconds, block_seconds=0.1),
                     kept=[] if self.keep_audio else None)
