@@ -502,3 +502,35 @@ def test_a_sync_hook_runs_in_one_thread_for_its_whole_life():
         hooks.run(turn(text=f"turn {i}"))
     assert hooks.failures == [] and len(seen) == 1
     assert threading.get_ident() not in seen
+
+
+def test_a_hook_that_raised_leaves_nothing_of_its_caller_alive():
+    """A live-path trial: after a hook raised, `voicekit mic` ended with ~20 lines of "nanobind:
+    leaked instance ... soxr.soxr_ext.CSoxr". The hook's thread kept its last call's future, whose
+    exception's traceback (re-raised in the caller) held the caller's frames, and so the capture's
+    resampler, until exit. Here an object of the caller's frame must be freed once it returns."""
+    import gc
+    import weakref
+
+    class Resampler:   # stands in for the capture's soxr object
+        pass
+
+    def boom(turn):
+        raise KeyError(turn.speaker)
+
+    hooks = HookRunner(timeout=5.0)
+    hooks.register(boom, name="boom")
+
+    def capture():
+        resampler = Resampler()   # a local of a frame the hook's failure passed through  # noqa: F841
+        assert hooks.run(turn()).text == turn().text
+        return weakref.ref(resampler)
+
+    ref = capture()
+    deadline = time.monotonic() + 5.0
+    while ref() is not None and time.monotonic() < deadline:
+        gc.collect()
+        time.sleep(0.05)
+    assert ref() is None, gc.get_referrers(ref())
+    assert hooks.failures == [("boom", 3.1, "KeyError: 'Speaker A'")]
+    hooks.close()

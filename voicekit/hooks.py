@@ -420,6 +420,11 @@ class _Worker:
                 future.set_result(_called(fn, payload))
             except BaseException as exc:  # noqa: BLE001 - handed to the caller through the future
                 future.set_exception(exc)
+            # while the thread waits for the next call, it holds nothing of this one: the caller
+            # re-raised a failure through the future, which put the pipeline's frames (and the
+            # capture's resampler) in its traceback; a daemon thread's frame is never freed at
+            # exit, and nanobind then reported the resampler as leaked
+            del future, fn, payload
 
 
 CLOSE_SECONDS = 1.0
