@@ -1108,3 +1108,18 @@ def test_a_clip_shorter_than_a_second_gets_no_real_time_factor(tmp_path):
         assert rc == 0, err
         summary = next(line for line in err.splitlines() if " s of audio in " in line)
         assert ("RTF" in summary) == (name == "long"), summary
+
+
+@pytest.mark.parametrize("args, message", [
+    (("mic", "--device", ""), "--device is empty: give a microphone's name or index (`voicekit devices` lists them), "
+                              "or leave --device out for the default microphone"),
+    (("livekit", "--url", "ws://127.0.0.1:9", "--token", "t", "--api-key", "K", "--api-secret", "S"),
+     "--api-key/--api-secret sign a token voicekit makes, but --token gives one already: drop --token to have "
+     "voicekit make it, or drop --api-key/--api-secret"),
+])
+def test_an_option_that_would_be_ignored_is_refused(tmp_path, args, message):
+    """A live-path trial: `mic --device ""` (an unset $MIC) recorded the default microphone, and
+    `livekit --token T --api-key K --api-secret S` ignored the key and the secret."""
+    rc, err = _cli(*args, "--out", tmp_path / "out")
+    assert (rc, err.strip()) == (2, f"voicekit: error: {message}")
+    assert not (tmp_path / "out").exists()

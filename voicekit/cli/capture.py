@@ -70,6 +70,9 @@ def cmd_mic(args: argparse.Namespace) -> int:
     _lock_meeting_dir(out)  # until the command returns: a second command into this --out is refused
     if args.seconds is not None and args.seconds <= 0:
         raise CliError(f"--seconds must be positive, got {args.seconds}")
+    if args.input_device is not None and not args.input_device.strip():   # an unset $MIC: not the default
+        raise CliError("--device is empty: give a microphone's name or index (`voicekit devices` lists them), "
+                       "or leave --device out for the default microphone")
     stem = _meeting_stem(out / "meeting.sqlite", args)
     _check_existing_meeting(out / "meeting.sqlite", args, stem)   # before the device: a wrong option comes first
     session = _make_session(args, out, echo=False)  # a missing API key stops here: nothing written, no device
@@ -215,6 +218,11 @@ def cmd_livekit(args: argparse.Namespace) -> int:
         # happened, --debug shows the SDK's
         logging.getLogger("livekit").setLevel(logging.CRITICAL)
     token = args.token
+    minting = [flag for flag, value in (("--api-key", args.api_key), ("--api-secret", args.api_secret)) if value]
+    if token and minting:   # they would be ignored: the token is already signed
+        raise CliError(f"{'/'.join(minting)} sign{'s' if len(minting) == 1 else ''} a token voicekit makes, but "
+                       "--token gives one already: drop --token to have voicekit make it, or drop "
+                       f"{'/'.join(minting)}")
     if not token:
         given = {"identity": args.identity, "name": args.name}   # None: mint_token's default
         token = mint_token(args.api_key or os.environ.get("LIVEKIT_API_KEY", ""),
