@@ -432,13 +432,15 @@ def test_a_closed_runner_still_runs_its_hooks():
     hooks.close()
 
 
-@pytest.mark.parametrize("name", ["Ann\nSmith", "Ann\u2028Smith", "", "   "])
+@pytest.mark.parametrize("name", ["Ann\nSmith", "Ann\u2028Smith", "", "   ", "Ann\x1b[2J\x07", "Ann\x00"])
 def test_a_rename_to_an_empty_or_multi_line_name_is_that_hooks_failure(name):
-    """"Ann\\nSmith" split the .txt line in two; "" was ignored without a word."""
+    """"Ann\\nSmith" split the .txt line in two; "" was ignored without a word; a terminal escape
+    or a NUL went into every text output (an API trial)."""
     hooks = HookRunner()
     hooks.register(lambda t: HookResult.rename(name), "on_transcription")  # the trigger by its value
     assert hooks.run(turn()).sender_name == "Speaker A"
-    assert len(hooks.failures) == 1 and "a name is one line of text" in hooks.failures[0][2]
+    assert len(hooks.failures) == 1
+    assert "a name is one line of plain text, without control characters" in hooks.failures[0][2]
     with pytest.raises(ValueError):
         hooks.register(print, "on_every_turn")
 
@@ -534,3 +536,51 @@ def test_a_hook_that_raised_leaves_nothing_of_its_caller_alive():
     assert ref() is None, gc.get_referrers(ref())
     assert hooks.failures == [("boom", 3.1, "KeyError: 'Speaker A'")]
     hooks.close()
+
+
+@pytest.mark.parametrize("edit, reason", [
+    (lambda t: t.replace(end=float("inf")), "returned a SpeakerTurn with times 3.1..inf"),
+    (lambda t: t.replace(words=(Word(float("nan"), 4.0, " x", 0.5),)), "returned a SpeakerTurn with the word ' x' at nan..4.0"),
+    (lambda t: t.replace(speaker="Speaker C"), "changed the speaker label Speaker A to 'Speaker C'"),
+])
+def test_a_returned_turn_with_a_time_or_label_the_store_cannot_keep_is_that_hooks_failure(edit, reason):
+    """An API trial: a returned turn ending at inf passed the hook's check, the store refused it and
+    the meeting stopped with the turn lost; a NaN word time made the transcript JSON invalid; a new
+    ``speaker`` merged two speakers in the outputs."""
+    hooks = HookRunner()
+    hooks.register(edit, name="edit")
+    out = hooks.run(turn())
+    assert (out.end, out.speaker, out.words) == (turn().end, "Speaker A", turn().words)
+    assert len(hooks.failures) == 1 and hooks.failures[0][2].startswith(reason), hooks.failures
+
+
+@pytest.mark.parametrize("name, problem", [
+    ("Eve\nSpeaker C: forged", "a name is one line of plain text"),
+    ("Speaker C", "that is another speaker's label"),
+])
+def test_a_returned_turn_is_held_to_the_name_checks_of_a_rename(name, problem):
+    """An API trial: a hook returning ``turn.replace(metadata={"sender_name": ...})`` skipped the
+    checks of ``HookResult.rename``, and forged a transcript line or merged two speakers. As for a
+    rename, only the name is refused: the text edit holds."""
+    hooks = HookRunner()
+    hooks.register(lambda t: t.replace(text="edited", metadata={**t.metadata, "sender_name": name}), name="h")
+    out = hooks.run(turn())
+    assert (out.text, out.sender_name) == ("edited", "Speaker A")
+    assert len(hooks.failures) == 1 and problem in hooks.failures[0][2]
+    ok = HookRunner()
+    ok.register(lambda t: t.replace(metadata={**t.metadata, "sender_name": "Diane"}))
+    assert ok.run(turn()).sender_name == "Diane" and ok.failures == []
+
+
+@pytest.mark.parametrize("names, problem", [
+    ({"Speaker A": "Speaker B"}, "another speaker's label"),
+    ({"Speaker B": "Bob\nSpeaker C"}, "a name is one line of plain text"),
+])
+def test_set_names_refuses_what_speaker_names_refuses(names, problem):
+    """An API trial: ``HookRunner.set_names`` took any name, which --speaker-names refuses."""
+    hooks = HookRunner()
+    with pytest.raises(ValueError, match=problem):
+        hooks.set_names(names)
+    assert hooks.names == {}
+    hooks.set_names({"Speaker A": "Diane"})
+    assert hooks.run(turn()).sender_name == "Diane"

@@ -32,11 +32,13 @@ import enum
 import importlib.util
 import inspect
 import logging
+import math
 import os
 import re
 import queue
 import sys
 import threading
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -172,8 +174,18 @@ class HookRunner:
         return [hook.name for hook in self._hooks[trigger]]
 
     def set_names(self, names: dict[str, str]) -> None:
-        """Persistent renames, e.g. ``{"Speaker A": "Diane"}``, on every channel."""
+        """Persistent renames, e.g. ``{"Speaker A": "Diane"}``, on every channel.
+
+        Raises:
+            ValueError: a name of more than one line or with a control character, or one that is
+                another speaker's label (``{"Speaker A": "Speaker B"}``: the outputs would show two
+                speakers as one); nothing is set then.
+        """
         given = {k.strip(): v.strip() for k, v in names.items() if k.strip() and v.strip()}
+        for label, name in given.items():
+            problem = _name_problem(label, name)
+            if problem:
+                raise ValueError(f"the name {name!r} for {label}: {problem}")
         self._given.update(given)
         self.names.update(given)
 
@@ -349,6 +361,18 @@ class HookRunner:
                 self._fail(hook, turn, problem)
                 continue
             if isinstance(result, SpeakerTurn):
+                if result.speaker != turn.speaker:
+                    self._fail(hook, turn, f"changed the speaker label {turn.speaker} to {result.speaker!r}: the "
+                                           "label is the diarizer's; rename with sender_name or HookResult.rename")
+                    continue
+                name = result.metadata.get("sender_name")
+                bad = _bad_name(turn.speaker, name) if name != turn.metadata.get("sender_name") else None
+                if bad:   # as for a HookResult: only the name is refused, the rest of the edit holds
+                    self._fail(hook, turn, bad, kept="its name is not used")
+                    kept = {k: v for k, v in result.metadata.items() if k != "sender_name"}
+                    if turn.metadata.get("sender_name") is not None:
+                        kept["sender_name"] = turn.metadata["sender_name"]
+                    result = result.replace(metadata=kept)
                 turn = result if result.text == turn.text else result.replace(text=_one_line_text(result.text))
             elif isinstance(result, HookResult):
                 if result.block:
@@ -500,12 +524,15 @@ def _invalid(result: Any) -> str | None:
     if isinstance(result, SpeakerTurn):
         if not isinstance(result.text, str) or not isinstance(result.speaker, str) or not result.speaker:
             return "returned a SpeakerTurn whose text or speaker is not a str"
-        if not all(isinstance(x, (int, float)) and x == x for x in (result.start, result.end)) \
-                or result.end < result.start:
+        if not all(_finite(x) for x in (result.start, result.end)) or result.end < result.start:
             return f"returned a SpeakerTurn with times {result.start!r}..{result.end!r}"
         if not isinstance(result.words, (tuple, list)) or not all(
                 isinstance(w, Word) and isinstance(w.text, str) for w in result.words):
             return "returned a SpeakerTurn whose words are not Word records"
+        bad = next((w for w in result.words if not (_finite(w.start) and _finite(w.end) and _finite(w.probability))
+                    or w.end < w.start), None)
+        if bad is not None:   # the store and the JSON take finite seconds only (NaN is not JSON)
+            return f"returned a SpeakerTurn with the word {bad.text!r} at {bad.start!r}..{bad.end!r}"
         if not isinstance(result.channel, str):
             return f"returned a SpeakerTurn with channel {result.channel!r}; it must be a str"
         if not isinstance(result.metadata, dict):
@@ -522,15 +549,34 @@ def _invalid(result: Any) -> str | None:
 _DIARIZATION_LIKE = re.compile(r"speaker[\s_]+([a-z]{1,2})", re.IGNORECASE)
 
 
+def _finite(x: Any) -> bool:
+    """A real number that is neither NaN nor infinite (a time in seconds, a probability)."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
 def _bad_name(label: str, name: str | None) -> str | None:
     """Why a hook's rename of the speaker ``label`` to ``name`` is refused (None when it is not,
-    or when there is no rename)."""
+    or when there is no rename): a blank name, one of more than one line or with a control
+    character (``\\x1b``, ``\\x07``: the outputs are plain text), or another speaker's label."""
+    problem = _name_problem(label, name)
+    if problem is None:
+        return None
+    if problem == _NOT_ONE_LINE:
+        return f"renamed {label} to {name!r}: {problem} (None keeps the speaker's name)"
+    return f"renamed {label} to {name.strip()!r}: {problem}"
+
+
+_NOT_ONE_LINE = "a name is one line of plain text, without control characters"
+
+
+def _name_problem(label: str, name: str | None) -> str | None:
+    """What is wrong with ``name`` for the speaker ``label`` (see :func:`_bad_name`), or None."""
     if name is None:
         return None
-    if not name.strip() or len(name.strip().splitlines()) > 1:
-        return f"renamed {label} to {name!r}: a name is one line of text (None keeps the speaker's name)"
-    clash = _label_clash(label, name)
-    return f"renamed {label} to {name.strip()!r}: {clash}" if clash else None
+    if not name.strip() or len(name.strip().splitlines()) > 1 \
+            or any(unicodedata.category(c) == "Cc" for c in name.strip()):
+        return _NOT_ONE_LINE
+    return _label_clash(label, name)
 
 
 def _label_clash(label: str, name: str | None) -> str | None:
