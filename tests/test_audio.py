@@ -171,3 +171,14 @@ def test_an_m4a_cut_before_its_index_is_called_damaged_not_convertible(tmp_path)
         probe(cut)
     assert str(e.value).startswith(f"{cut} is damaged or not a recording: neither libsndfile nor FFmpeg can read it")
     assert str(e.value).endswith("give an intact copy of the recording") and "convert" not in str(e.value)
+
+
+@pytest.mark.parametrize("rate", [44100.7, float("nan"), 0, -8000, "16000"])
+def test_a_sample_rate_that_is_not_a_positive_whole_number_is_refused(rate):
+    """An API trial: StreamResampler(44100.7) ran as 44100 Hz without a word, and a NaN rate
+    raised a bare "cannot convert float NaN to integer"."""
+    from voicekit.audio import StreamResampler
+
+    with pytest.raises(AudioError, match="sample rate must be a positive whole number of Hz"):
+        StreamResampler(rate)
+    assert StreamResampler(44100.0).in_rate == 44100   # a whole number given as a float is fine

@@ -195,6 +195,10 @@ def test_pushed_int16_and_nan_blocks_are_normalised_and_stereo_is_refused(caplog
     assert turns[0].text.endswith("fellow Americans.") and wer("And so my fellow Americans.", turns[0].text) <= 0.4
     assert any("NaN" in r.getMessage() for r in caplog.records)
     pipe = Pipeline(PipelineOptions(), components())
+    # an API trial: audio pushed before start() was counted, then start()/run() reset the clock
+    with pytest.raises(RuntimeError, match=r"Pipeline.push before Pipeline.start: call start\(channel\) first"):
+        pipe.push(np.zeros(1600, np.float32))
+    assert pipe.consumed_seconds == 0.0
     pipe.start()
     with pytest.raises(ValueError, match=r"takes \(n,\) mono blocks at 16 kHz, got shape \(1600, 2\): downmix"):
         pipe.push(np.zeros((1600, 2), np.float32))
@@ -698,3 +702,17 @@ def test_replay_ctrl_c_before_refine_says_there_are_no_refined_outputs_and_how_t
         return [w["word"] for t in d["turns"] for w in t["words"]]
 
     assert words(refined) == words(doc)  # the same meeting, re-clustered
+
+
+@pytest.mark.parametrize("seconds", [0, -1, float("nan"), float("inf")])
+def test_a_block_length_that_is_not_a_positive_number_of_seconds_is_refused(seconds):
+    """An API trial: FileSource(block_seconds=0 or -1) gave one-sample blocks (297,000 for 18.6 s)
+    and, with realtime=True, a ZeroDivisionError."""
+    from voicekit.sources import FileSource, LiveFeed
+
+    with pytest.raises(ValueError, match="block_seconds must be a positive number of seconds"):
+        FileSource(JFK, block_seconds=seconds)
+    with pytest.raises(ValueError, match="block_seconds must be a positive number of seconds"):
+        LiveFeed(block_seconds=seconds)
+    with pytest.raises(ValueError, match="max_seconds must be a positive number of seconds"):
+        LiveFeed(max_seconds=seconds)

@@ -404,3 +404,19 @@ def test_voice_names_are_one_line_and_never_a_diarization_label(tmp_path, caplog
             lib.enrol("Marcus", vector, seconds)
         assert "matches the voice already enrolled as 'Bell [31mRED' (similarity 1.000" in caplog.text
         assert [v.name for v in lib.voices()] == ["Bell [31mRED", "Marcus"]
+
+
+@pytest.mark.parametrize("vector, seconds, said", [
+    (np.ones((16, 16), np.float32), 10.0, r"a voiceprint is a \(256,\) vector; got shape \(16, 16\)"),
+    (np.full(256, np.nan, np.float32), 10.0, "a voiceprint is a finite vector; this one holds 256 NaN or infinite"),
+    (np.ones(256, np.float32), float("inf"), "Diane: the seconds of speech must be a finite number, got inf"),
+])
+def test_enrol_refuses_what_is_no_voiceprint_and_writes_nothing(tmp_path, vector, seconds, said):
+    """An API trial: a (16, 16) array was taken for a (256,) voiceprint, an infinite speech
+    length was stored (a later merge failed with a misleading message), and an all-NaN vector
+    was refused for its "shape (256,)"."""
+    library = VoiceLibrary(tmp_path / "voices.sqlite")
+    with pytest.raises(VoiceprintError, match=said):
+        library.enrol("Diane", vector, seconds)
+    assert library.voices() == []
+    library.close()

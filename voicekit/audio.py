@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import logging
+import math
 import re
 import shlex
 from collections.abc import Iterator
@@ -227,12 +228,15 @@ class StreamResampler:
             resampled as if alone.
 
     Raises:
-        AudioError: ``in_rate`` is not positive.
+        AudioError: ``in_rate`` or ``out_rate`` is not a positive whole number of Hz (44100.7 would
+            have been read as 44100: the audio's pitch and every time after it slightly off).
     """
 
     def __init__(self, in_rate: int, out_rate: int = SAMPLE_RATE, channels: int = 1) -> None:
-        if in_rate <= 0:
-            raise AudioError(f"sample rate must be positive, got {in_rate}")
+        for what, rate in (("sample rate", in_rate), ("output sample rate", out_rate)):
+            if isinstance(rate, bool) or not isinstance(rate, (int, float, np.integer, np.floating)) \
+                    or not math.isfinite(rate) or rate <= 0 or rate != int(rate):
+                raise AudioError(f"{what} must be a positive whole number of Hz, got {rate!r}")
         self.in_rate = int(in_rate)
         self.out_rate = int(out_rate)
         self._stream = (

@@ -482,6 +482,7 @@ class Pipeline:
         (:class:`~voicekit.audio.PcmNormalizer`, one per stream).
 
         Raises:
+            RuntimeError: before :meth:`start` (which sets the stream's channel and clock).
             ValueError: a block that is not one-dimensional (downmix first:
                 :func:`voicekit.audio.downmix`).
             voicekit.audio.AudioError: a dtype that is not PCM audio (int64, complex, bool…).
@@ -489,6 +490,8 @@ class Pipeline:
                 stays pending and raises again at the next push; end the stream with
                 :meth:`end_after`, which drops it and commits the others.
         """
+        if not self._started:   # pushed audio would be counted as "replay", then reset by start()
+            raise RuntimeError("Pipeline.push before Pipeline.start: call start(channel) first (run() does both)")
         block = np.asarray(block)
         if block.ndim != 1:
             raise ValueError(f"Pipeline.push takes (n,) mono blocks at 16 kHz, got shape {block.shape}: downmix "

@@ -10,6 +10,7 @@ replay and a microphone run the same code.
 from __future__ import annotations
 
 import logging
+import math
 import queue
 import threading
 import time
@@ -35,9 +36,16 @@ class LiveFeed:
 
     Args:
         max_seconds: capacity of the queue in seconds of 16 kHz audio.
+        block_seconds: the length of one pushed block in seconds, which sizes the queue.
+
+    Raises:
+        ValueError: ``block_seconds`` or ``max_seconds`` is not a positive finite number of seconds.
     """
 
     def __init__(self, max_seconds: float = 30.0, block_seconds: float = 0.1) -> None:
+        _check_block_seconds(block_seconds)
+        if not (isinstance(max_seconds, (int, float)) and math.isfinite(max_seconds) and max_seconds > 0):
+            raise ValueError(f"max_seconds must be a positive number of seconds, got {max_seconds!r}")
         self._queue: queue.Queue[np.ndarray | None] = queue.Queue(
             maxsize=max(2, int(max_seconds / block_seconds))
         )
@@ -103,6 +111,12 @@ class Truncation:
     reason: str | None = None
 
 
+def _check_block_seconds(block_seconds: float) -> None:
+    if not (isinstance(block_seconds, (int, float)) and math.isfinite(block_seconds) and block_seconds > 0):
+        raise ValueError(f"block_seconds must be a positive number of seconds (0.1 is the default), "
+                         f"got {block_seconds!r}")
+
+
 class FileSource:
     """Replay a recording as 16 kHz mono blocks.
 
@@ -117,6 +131,7 @@ class FileSource:
         raw: read the file as headerless PCM of this format.
 
     Raises:
+        ValueError: ``block_seconds`` is not a positive finite number of seconds.
         voicekit.audio.AudioError: when the file cannot be read (raised at construction), or
             when decoding fails before any audio came out of it (while iterating).
 
@@ -130,6 +145,7 @@ class FileSource:
 
     def __init__(self, path: str | Path, block_seconds: float = 0.1, realtime: bool = False,
                  channel: int | None = None, per_channel: bool = False, raw: RawPcm | None = None) -> None:
+        _check_block_seconds(block_seconds)
         self.path = Path(path)
         self.raw = raw
         self.per_channel = per_channel

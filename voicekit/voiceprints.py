@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import sqlite3
 import time
@@ -135,9 +136,12 @@ def unit(vector: np.ndarray) -> np.ndarray:
     Raises:
         VoiceprintError: for a vector that is not ``(256,)``, not finite, or zero.
     """
-    v = np.asarray(vector, dtype=np.float64).reshape(-1)
-    if v.shape != (DIMENSION,) or not np.all(np.isfinite(v)):
-        raise VoiceprintError(f"a voiceprint is a finite ({DIMENSION},) vector; got shape {np.shape(vector)}")
+    v = np.asarray(vector, dtype=np.float64)
+    if v.shape != (DIMENSION,):   # a (16, 16) array holds 256 numbers but is no embedding
+        raise VoiceprintError(f"a voiceprint is a ({DIMENSION},) vector; got shape {np.shape(vector)}")
+    if not np.all(np.isfinite(v)):
+        raise VoiceprintError(f"a voiceprint is a finite vector; this one holds {int(np.sum(~np.isfinite(v)))} NaN "
+                              "or infinite numbers (an embedding of silence or of broken audio?)")
     n = float(np.linalg.norm(v))
     if n == 0.0:
         raise VoiceprintError("a voiceprint cannot be the zero vector")
@@ -215,6 +219,8 @@ def check_enrolment(name: str, seconds: float, min_seconds: float = MIN_ENROL_SE
     ``seconds`` of speech are too few (the message says how much is needed).
     :meth:`VoiceLibrary.enrol` checks both; a caller may check first, before opening a library."""
     name = _check_name(name)
+    if not (isinstance(seconds, (int, float)) and math.isfinite(seconds)):
+        raise VoiceprintError(f"{name}: the seconds of speech must be a finite number, got {seconds!r}")
     if not seconds >= min_seconds:
         raise VoiceprintError(f"{name}: {seconds:.1f} s of speech is too little for a voiceprint; "
                               f"at least {min_seconds:g} s of their speech is needed (counted as the "
