@@ -194,6 +194,22 @@ def test_cli_refuses_cuda_without_cuda_before_writing(tmp_path, capsys):
     assert "drop --refine" in capsys.readouterr().err
 
 
+@needs_eval
+@pytest.mark.parametrize("flags", [["--voices", "lib.sqlite"], ["--enrol-voices"], ["--keep-embeddings"]])
+def test_cli_refuses_what_needs_the_embedded_encoder_with_pyannote_before_writing(tmp_path, capsys, flags):
+    """A trial: with --diarizer pyannote, --voices was ignored without a word, --enrol-voices said
+    "nothing enrolled" only after the whole meeting, and --keep-embeddings kept nothing (export
+    --refine then advised --keep-embeddings)."""
+    from voicekit.cli import main
+
+    out = tmp_path / "out"
+    assert main(["replay", str(SAMPLE), "--out", str(out), "--diarizer", "pyannote", *flags]) == 2
+    err = capsys.readouterr().err
+    assert f"{flags[0]} works with the embedded speaker encoder's embeddings, which --diarizer pyannote does not " \
+           f"compute: drop {flags[0]} or --diarizer pyannote" in err, err
+    assert not (out / "meeting.sqlite").exists()
+
+
 # --- models ----------------------------------------------------------------------------------------
 def test_wespeaker_resnet34_checkpoint_loads_and_embeds(tmp_path):
     """community-1's embedding architecture (WeSpeaker ResNet34, 256-d) through the same loader."""

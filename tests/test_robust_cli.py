@@ -1123,3 +1123,20 @@ def test_an_option_that_would_be_ignored_is_refused(tmp_path, args, message):
     rc, err = _cli(*args, "--out", tmp_path / "out")
     assert (rc, err.strip()) == (2, f"voicekit: error: {message}")
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (("voices", "delete", "Fee", "--library", ""), "argument --library: the voice library path is empty (an unset "
+                                                  "variable?): give the library's file, or leave --library out"),
+    (("replay", SAMPLE, "--voices", ""), "argument --voices: the voice library path is empty (an unset variable?): "
+                                        "give the library's file, or write --voices alone for the default library"),
+])
+def test_an_empty_voice_library_path_is_refused_not_read_as_the_default(tmp_path, args, message):
+    """A trial: `voices delete Fee --library "$UNSET"` deleted Fee from the default library, and
+    `--voices "$UNSET"` named speakers from it. `--voices` alone still means the default library."""
+    home = tmp_path / "home"
+    env = {**os.environ, "HOME": str(home), "VOICEKIT_VOICES": ""}
+    rc, err = _cli(*args, "--out", tmp_path / "out", env=env) if args[0] == "replay" else _cli(*args, env=env)
+    assert rc == 2 and err.strip().startswith(f"voicekit: error: {message}"), err
+    rc, err = _cli("replay", SAMPLE, "--voices", "--out", tmp_path / "out", env=env)
+    assert rc == 2 and "--voices: no voice library at " in err and str(home) in err, err

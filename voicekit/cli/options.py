@@ -99,6 +99,16 @@ def _pyannote_options(args: argparse.Namespace, whole_recording: bool):
     if mode == "offline" and not whole_recording:
         raise CliError("--diarizer-mode offline needs the whole recording (voicekit replay); live capture "
                        "uses --diarizer-mode streaming")
+    # what only the embedded speaker encoder's embeddings give (they would be ignored, or fail at the end)
+    embedded_only = [flag for flag, given in (("--voices", getattr(args, "voices", None) is not None),
+                                              ("--enrol-voices", getattr(args, "enrol_voices", False)),
+                                              ("--keep-embeddings", getattr(args, "keep_embeddings", False)))
+                     if given]
+    if embedded_only:
+        flags = "/".join(embedded_only)
+        raise CliError(f"{flags} work{'s' if len(embedded_only) == 1 else ''} with the embedded speaker encoder's "
+                       f"embeddings, which --diarizer pyannote does not compute: drop {flags} or --diarizer "
+                       "pyannote")
     return PyannoteOptions(source=source, mode=mode)
 
 
@@ -233,8 +243,21 @@ def _shared_names(names: dict[str, str]) -> str:
 _AUDIO_SUFFIXES = {".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".m4a", ".aac", ".mp4", ".webm", ".raw", ".pcm"}
 
 
+class _DefaultLibrary(str):
+    """``--voices`` given without a value: the default library. An empty string, like an empty
+    value (an unset ``$LIB``), which is refused; argparse passes this ``const`` through the
+    option's type too, and :func:`_library_option` tells the two apart by this class."""
+
+
 def _library_option(value: str) -> str:
-    """``--voices LIBRARY``: its optional value would also take a recording written after it."""
+    """``--voices LIBRARY``: its optional value would also take a recording written after it; an
+    empty value (an unset ``$LIB``) is refused, not read as the default library (``--voices``
+    alone gives that)."""
+    if isinstance(value, _DefaultLibrary):
+        return value
+    if not value.strip():
+        raise argparse.ArgumentTypeError("the voice library path is empty (an unset variable?): give the library's "
+                                         "file, or write --voices alone for the default library")
     if Path(value).suffix.lower() in _AUDIO_SUFFIXES:
         raise argparse.ArgumentTypeError(
             f"took {value!r}, a recording, as the voice library: write --voices after the recording "
@@ -244,7 +267,7 @@ def _library_option(value: str) -> str:
 
 def _voice_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("known voices (opt-in, biometric data: docs/voiceprints.md)")
-    g.add_argument("--voices", nargs="?", const="", default=None, metavar="LIBRARY", type=_library_option,
+    g.add_argument("--voices", nargs="?", const=_DefaultLibrary(), default=None, metavar="LIBRARY", type=_library_option,
                    help="name speakers whose voice matches an enrolled voiceprint; LIBRARY is the "
                         "voice library file (default $VOICEKIT_VOICES, else voices.sqlite in the user "
                         "data directory)")

@@ -15,6 +15,15 @@ KEPT_NOTE = ("a voiceprint is biometric data, kept with the person's consent onl
 """Said after every enrolment (docs/voiceprints.md)."""
 
 
+def _library_file(value: str) -> str:
+    """argparse ``type`` of ``voices --library``: an empty path (an unset ``$LIB``) would mean the
+    default library, and ``voices delete NAME --library "$LIB"`` would delete from it."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("the voice library path is empty (an unset variable?): give the library's "
+                                         "file, or leave --library out for the default library")
+    return value
+
+
 def _library_path(args: argparse.Namespace) -> Path:
     from voicekit.voiceprints import default_library_path
 
@@ -190,7 +199,7 @@ def _voices_parser(sub) -> None:  # noqa: ANN001
     for name, help_text in (("list", "list the enrolled voices"), ("delete", "delete a voice (or --all)"),
                             ("enrol", "enrol a voice from a recording of that person")):
         q = vsub.add_parser(name, help=help_text)
-        q.add_argument("--library", dest="voices", default=None, metavar="PATH",
+        q.add_argument("--library", dest="voices", default=None, metavar="PATH", type=_library_file,
                        help="the voice library file (default $VOICEKIT_VOICES, else voices.sqlite in "
                             "the user data directory)")
         if name == "delete":
