@@ -177,7 +177,18 @@ CASES = [
     ("a names file as --hook", lambda t: [SAMPLE, "--hook", _file(t / "names.txt", b"Speaker A = Diane\n")],
      "is not a Python file: a hook script's name ends in .py (rename it), and a names file"),
     ("a folder as --hook", lambda t: [SAMPLE, "--hook", t], "is a folder"),
+    # a trial: these were found only when the meeting ended, its voiceprints then lost
+    ("--enrol-voices into a folder", lambda t: [SAMPLE, "--enrol-voices", "--voices", t],
+     "is a folder: give the library's file, e.g. "),
+    ("--enrol-voices into a meeting store", lambda t: [SAMPLE, "--enrol-voices", "--voices",
+                                                        _meeting_store(t / "m" / "meeting.sqlite")],
+     "meeting.sqlite is another SQLite database (tables: "),
 ]
+
+
+def _meeting_store(path):
+    MeetingStore(path).close()
+    return path
 
 
 @pytest.mark.parametrize("name, make, message", CASES, ids=[c[0] for c in CASES])

@@ -39,8 +39,20 @@ def _voice_library(args: argparse.Namespace, create: bool = False):
         raise CliError(str(exc)) from exc
 
 
+def _check_enrol_library(args: argparse.Namespace) -> None:
+    """``--enrol-voices``: the library the meeting's voices go to must open, or be creatable, now:
+    a folder, another database or an unwritable path was found only when the meeting ended."""
+    path = _library_path(args)
+    existed = path.exists()
+    _voice_library(args, create=not existed).close()
+    if not existed:
+        path.unlink(missing_ok=True)   # made only to be sure it can be: enrolment makes it again
+
+
 def _voice_list(args: argparse.Namespace) -> list:
     """The voiceprints to identify with (``--voices``), or None when identification is off."""
+    if getattr(args, "enrol_voices", False):
+        _check_enrol_library(args)
     if getattr(args, "voices", None) is None:
         return None
     path = _library_path(args)
