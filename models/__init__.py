@@ -55,14 +55,14 @@ def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
 
 def check_whisper_dir(path: Path, fix: str = "reinstall the model package") -> Path:
     """Check that ``path`` looks like a CTranslate2 Whisper model directory: ``model.bin`` of at
-    least 1 KiB, ``config.json`` that parses, and ``tokenizer.json`` or ``vocabulary.txt``. Cheap (no
+    least 1 KiB, ``config.json`` that parses, and ``tokenizer.json``. Cheap (no
     hashing, no loading); a ``model.bin`` of the wrong kind is found when it loads
     (:class:`voicekit.stt.Transcriber`). ``fix``: what repairs a cut-short ``model.bin`` or a broken
     ``config.json`` (the pip command of a packaged model).
 
     Raises:
         ModelError: ``path`` is a file (the message names its folder) or does not exist, has no
-            ``model.bin``/``config.json``, has neither ``tokenizer.json`` nor ``vocabulary.txt``, or
+            ``model.bin``/``config.json`` or ``tokenizer.json``, or
             its ``model.bin`` is under 1 KiB or its ``config.json`` is not JSON.
     """
     if path.is_file():
@@ -82,10 +82,12 @@ def check_whisper_dir(path: Path, fix: str = "reinstall the model package") -> P
         json.loads((path / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ModelError(f"{path / 'config.json'} is not valid JSON ({exc}); {fix}") from exc
-    if not any((path / name).is_file() for name in ("tokenizer.json", "vocabulary.txt")):
-        raise ModelError(f"model directory {path} has neither tokenizer.json nor vocabulary.txt: copy the "
-                         "tokenizer.json of the original model beside model.bin (ct2-transformers-converter "
-                         "--copy_files tokenizer.json)")
+    if not (path / "tokenizer.json").is_file():
+        # faster-whisper fetches openai/whisper-*'s tokenizer from the Hugging Face Hub without it
+        # (CTranslate2's vocabulary.txt does not stand in for it): voicekit never downloads
+        raise ModelError(f"model directory {path} has no tokenizer.json (faster-whisper would download one from "
+                         "the Hugging Face Hub, which voicekit never does): copy the tokenizer.json of the original "
+                         "model beside model.bin (ct2-transformers-converter --copy_files tokenizer.json)")
     return path
 
 

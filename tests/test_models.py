@@ -176,13 +176,18 @@ def _dir_with(tmp_path: Path, name: str, files: dict[str, Path]) -> Path:
     return d
 
 
-def test_a_directory_without_a_vocabulary_is_refused_by_name(tmp_path):
+def test_a_directory_without_a_tokenizer_is_refused_by_name(tmp_path):
+    """A trial: a folder with vocabulary.txt but no tokenizer.json passed the check, then
+    faster-whisper asked the Hugging Face Hub for openai/whisper-tiny.en's tokenizer.json."""
     tiny = _tiny_dir()
     d = _dir_with(tmp_path, "novocab", {"model.bin": tiny / "model.bin", "config.json": tiny / "config.json"})
-    with pytest.raises(ModelError, match=r"neither tokenizer\.json nor vocabulary\.txt") as err:
-        check_whisper_dir(d)
-    assert str(d) in str(err.value)
-    (d / "vocabulary.txt").symlink_to(tiny / "vocabulary.txt")
+    for extra in (None, "vocabulary.txt"):
+        if extra:
+            (d / extra).symlink_to(tiny / extra)
+        with pytest.raises(ModelError, match=r"has no tokenizer\.json \(faster-whisper would download one") as err:
+            check_whisper_dir(d)
+        assert str(d) in str(err.value)
+    (d / "tokenizer.json").symlink_to(tiny / "tokenizer.json")
     assert check_whisper_dir(d) == d
 
 
@@ -214,7 +219,7 @@ def test_replay_with_the_wrong_kind_of_model_is_one_line_and_exit_2(tmp_path):
     tiny = _tiny_dir()
     onnx = model_path("silero-vad") / "silero_vad_v6.onnx"
     d = _dir_with(tmp_path, "onnx", {"model.bin": onnx, "config.json": tiny / "config.json",
-                                     "vocabulary.txt": tiny / "vocabulary.txt"})
+                                     "tokenizer.json": tiny / "tokenizer.json"})
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
            "VOICEKIT_CACHE": str(tmp_path / "cache")}
     r = subprocess.run([sys.executable, "-m", "voicekit.cli", "replay", str(EVAL / "faster_whisper" / "jfk.flac"),
