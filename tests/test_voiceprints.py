@@ -111,13 +111,16 @@ def test_cli_enrol_refusals_name_the_problem_and_make_no_library(tmp_path, capsy
 def test_cli_enrol_says_what_was_kept_and_how_to_remove_it(tmp_path, capsys):
     """A trial: the enrol output named neither consent nor how to delete the voice (only --help did)."""
     from voicekit.cli import main
-    from voicekit.cli.voices import KEPT_NOTE
-
     path = tmp_path / "voices.sqlite"
     assert main(["voices", "enrol", "Fiona", str(EVAL / "ami_debug" / "trn06.wav"), "--library", str(path)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("enrolled the voice of Fiona (") and out[0].endswith(f"s in all) in {path}")
-    assert out[1] == KEPT_NOTE and "voicekit voices delete NAME" in KEPT_NOTE and "consent" in KEPT_NOTE
+    # another trial: the commands it named left --library out, so they looked at the default library
+    assert out[1] == ("a voiceprint is biometric data, kept with the person's consent only: `voicekit voices list "
+                      f"--library {path}` shows the library, `voicekit voices delete NAME --library {path}` removes "
+                      "a voice for good")
+    assert main(["voices", "delete", "Nobody", "--library", str(path)]) == 2
+    assert capsys.readouterr().err.strip().endswith(f"see voicekit voices list --library {path}")
 
 
 def test_cli_enrol_from_a_truncated_recording_says_so(tmp_path, capsys):

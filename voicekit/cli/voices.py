@@ -4,15 +4,27 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
 from voicekit.cli.common import CliError, finite_float
 
 
-KEPT_NOTE = ("a voiceprint is biometric data, kept with the person's consent only: `voicekit voices list` "
-             "shows the library, `voicekit voices delete NAME` removes a voice for good")
-"""Said after every enrolment (docs/voiceprints.md)."""
+def _library_flag(library: Path) -> str:
+    """`` --library PATH`` for a command a message suggests, or "" for the default library."""
+    from voicekit.voiceprints import default_library_path
+
+    return "" if library == default_library_path() else f" --library {shlex.quote(str(library))}"
+
+
+def kept_note(library: Path) -> str:
+    """Said after every enrolment (docs/voiceprints.md): consent, and the commands that list and
+    delete, with ``--library`` when ``library`` is not the default one."""
+    where = _library_flag(library)
+    return ("a voiceprint is biometric data, kept with the person's consent only: "
+            f"`voicekit voices list{where}` shows the library, `voicekit voices delete NAME{where}` removes a "
+            "voice for good")
 
 
 def _library_file(value: str) -> str:
@@ -106,7 +118,7 @@ def _enrol_voices(args: argparse.Namespace, pipelines: list, err) -> None:  # no
         else:
             err.print(f"[yellow]not enrolled: {escape(o.reason)}[/yellow]")
     if any(o.enrolled is not None for o in outcomes):
-        err.print(KEPT_NOTE)
+        err.print(escape(kept_note(library.path)))
     if not outcomes:
         err.print("[yellow]--enrol-voices: no speaker was named (--speaker-names or a hook); nothing "
                   "enrolled[/yellow]")
@@ -147,7 +159,8 @@ def cmd_voices(args: argparse.Namespace) -> int:
                 return 0
             deleted = library.delete(args.name)
             if deleted is None:
-                raise CliError(f"no voice named {args.name!r} in {path}; see voicekit voices list")
+                raise CliError(f"no voice named {args.name!r} in {path}; see voicekit voices list"
+                               f"{_library_flag(path)}")
         finally:
             library.close()
         print(f"deleted the voice of {deleted} from {path}")
@@ -182,7 +195,7 @@ def cmd_voices(args: argparse.Namespace) -> int:
     except VoiceprintError as exc:
         raise CliError(str(exc)) from exc
     print(f"enrolled the voice of {voice.name} ({seconds:.1f} s of speech; {voice.seconds:.1f} s in all) in {path}")
-    print(KEPT_NOTE)
+    print(kept_note(path))
     return 0
 
 
