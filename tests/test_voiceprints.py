@@ -88,6 +88,18 @@ def test_too_short_enrolment_is_refused(tmp_path):
         assert lib.voices() == []
 
 
+def test_labels_named_alike_in_case_are_pooled_as_the_library_counts_names(tmp_path):
+    """A trial: "Speaker B=Fiona,Speaker C=fiona" enrolled Fiona from B alone and refused "fiona"
+    for too little speech, though the library takes the two names for one voice."""
+    vector, seconds = speech_of("dev00", "MEE012")   # 6 s: too little alone, enough twice
+    halves = [SpeakerState(label, vector.astype(np.float64) * seconds, seconds) for label in ("Speaker B", "Speaker C")]
+    with VoiceLibrary(tmp_path / "v.sqlite") as lib:
+        [outcome] = enrol_named_speakers(lib, halves, {"Speaker B": "Fiona", "Speaker C": "fiona"})
+        assert (outcome.name, outcome.labels, outcome.reason) == ("Fiona", ("Speaker B", "Speaker C"), "")
+        assert outcome.seconds == pytest.approx(2 * seconds, abs=0.01)
+        assert [v.name for v in lib.voices()] == ["Fiona"]
+
+
 def test_cli_enrol_refusals_name_the_problem_and_make_no_library(tmp_path, capsys):
     from voicekit.cli import main
 
@@ -423,3 +435,20 @@ def test_enrol_refuses_what_is_no_voiceprint_and_writes_nothing(tmp_path, vector
         library.enrol("Diane", vector, seconds)
     assert library.voices() == []
     library.close()
+
+
+def test_a_voiceprint_table_of_another_layout_is_refused_and_left_untouched(tmp_path):
+    """A trial: a `voiceprint(name, vector, seconds)` table (another tool's, or an older layout)
+    gave "error reading the voice library ... (no such column: meetings); check the file and its
+    folder (permissions, free space)"."""
+    import sqlite3
+
+    path = tmp_path / "lib_old.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE voiceprint (name TEXT, vector BLOB, seconds REAL)")
+    before = path.read_bytes()
+    with pytest.raises(VoiceprintError, match=r"holds a voiceprint table that is not voicekit's \(columns: name, "
+                                              r"seconds, vector; voicekit's: created, meetings, name, seconds, "
+                                              r"updated, vector\): it is left as it is"):
+        VoiceLibrary(path)
+    assert path.read_bytes() == before

@@ -72,6 +72,9 @@ CREATE TABLE IF NOT EXISTS voiceprint (
 );
 """
 
+_COLUMNS = frozenset({"name", "vector", "seconds", "meetings", "created", "updated"})
+"""The columns of :data:`_SCHEMA`'s table: a library without them is another tool's (or damaged)."""
+
 
 class VoiceprintError(Exception):
     """A voiceprint cannot be enrolled, read or deleted. The message names the fix."""
@@ -267,6 +270,13 @@ class VoiceLibrary:
             raise VoiceprintError(f"{self.path} is another SQLite database (tables: {', '.join(sorted(tables))}), "
                                   "not a voice library: voiceprints are never written into it; give the "
                                   "library's own file or a new path")
+        columns = {r[1] for r in self.conn.execute("PRAGMA table_info(voiceprint)")}
+        if columns and not _COLUMNS <= columns:   # another tool's table of that name, or another layout
+            self.conn.close()
+            raise VoiceprintError(f"{self.path} holds a voiceprint table that is not voicekit's (columns: "
+                                  f"{', '.join(sorted(columns))}; voicekit's: {', '.join(sorted(_COLUMNS))}): "
+                                  "it is left as it is; give the library's own file or a new path (--voices / "
+                                  f"voices --library, or ${ENV_LIBRARY})")
         try:
             self.conn.executescript(_SCHEMA)
         except sqlite3.Error as exc:
@@ -550,7 +560,8 @@ def enrol_named_speakers(library: VoiceLibrary, speakers: Iterable[SpeakerLike],
                          skip: Iterable[str] = (), min_seconds: float = MIN_ENROL_SECONDS) -> list[EnrolOutcome]:
     """Enrol the voice of every speaker a hook or the user named, at the end of a meeting.
 
-    Labels with the same name are pooled (each centroid weighted by its seconds). A name with
+    Labels with the same name are pooled (each centroid weighted by its seconds), the name compared
+    as the library compares names (``Fiona`` and ``fiona`` are one voice there). A name with
     less than ``min_seconds`` of speech is refused, with the reason.
 
     Args:
@@ -564,16 +575,18 @@ def enrol_named_speakers(library: VoiceLibrary, speakers: Iterable[SpeakerLike],
         one :class:`EnrolOutcome` per name, in order of first label.
     """
     skipped = set(skip)
-    pooled: dict[str, tuple[list[str], np.ndarray, float]] = {}
+    # by the library's own name key (Fiona and fiona are one voice there), under the first spelling
+    pooled: dict[str, tuple[str, list[str], np.ndarray, float]] = {}
     for s in speakers:
         name = (names.get(s.label) or "").strip()
         if not name or s.label in skipped or s.seconds <= 0:
             continue
-        labels, total, secs = pooled.get(name, ([], np.zeros(DIMENSION), 0.0))
+        key = _name_key(name)
+        first, labels, total, secs = pooled.get(key, (name, [], np.zeros(DIMENSION), 0.0))
         labels.append(s.label)
-        pooled[name] = (labels, total + np.asarray(s.centroid, dtype=np.float64) * s.seconds, secs + s.seconds)
+        pooled[key] = (first, labels, total + np.asarray(s.centroid, dtype=np.float64) * s.seconds, secs + s.seconds)
     out = []
-    for name, (labels, total, secs) in pooled.items():
+    for name, labels, total, secs in pooled.values():
         try:
             voice = library.enrol(name, total, secs, min_seconds)
             out.append(EnrolOutcome(name, tuple(labels), round(secs, 2), voice))

@@ -5,7 +5,9 @@ the summary lines a command ends with."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from voicekit.cli.common import CliError, _plural
@@ -478,6 +480,29 @@ def _write_outputs(turns, out: Path, stem: str, meta: dict, suffix: str = "") ->
         others = f"{', '.join(p.name for p in done)} {'is' if len(done) == 1 else 'are'} written and " if done else ""
         raise CliError(f"{exc}; {others}the {_plural(n, 'turn')} {'is' if n == 1 else 'are'} safe in "
                        f"{out / 'meeting.sqlite'}: {exc.remedy}, then run `voicekit export {out}`") from exc
+
+
+@contextlib.contextmanager
+def _replacing(store_path: Path) -> Iterator[dict]:
+    """A replay in place of the meeting in ``store_path`` (``--overwrite``, or a store with no
+    turn): the old meeting is set aside (:class:`_SetAside`) while the new one runs, deleted when
+    the block ends, and put back when the block raises before the new meeting committed a turn (a
+    model that fails on the first utterance lost the meeting ``--overwrite`` was to replace). The
+    block puts the store it opens under ``"store"`` in the dict it is given, to be closed first."""
+    aside = _SetAside(store_path) if store_path.exists() else None
+    opened: dict = {}
+    try:
+        yield opened
+    except BaseException:
+        if aside is not None and not _committed_turns(store_path):
+            if "store" in opened:
+                _discard_unjoined(opened["store"], store_path, False, aside)
+            else:
+                aside.restore()
+        raise
+    else:
+        if aside is not None:
+            aside.drop()
 
 
 def _fresh_store(out: Path, append: bool):

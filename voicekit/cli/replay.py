@@ -11,7 +11,7 @@ from pathlib import Path
 from voicekit.cli.common import (CliError, _chain, _check_writable, _GracefulStop, _lock_meeting_dir, _plural,
                                  meeting_dir)
 from voicekit.cli.decisions import _check_explain, _turn_taking, _turn_taking_summary, _with_decisions
-from voicekit.cli.meeting import (_check_existing_meeting, _check_stem, _committed_turns, _fresh_store,
+from voicekit.cli.meeting import (_check_existing_meeting, _check_stem, _committed_turns, _fresh_store, _replacing,
                                   _interrupt_note, _refined_summary, _hints, _turns_summary,
                                   _unmatched_names, _write_outputs)
 from voicekit.cli.options import (_diarizer_name, _hook_args, _hooks, _keep_embeddings_arg, _meeting_args,
@@ -127,81 +127,82 @@ def cmd_replay(args: argparse.Namespace) -> int:
         err.print(f"[dim]pyannote diarized the whole recording in {time.monotonic() - t:.1f} s: "
                   f"{_plural(len({s.label for s in segments}), 'speaker')}, "
                   f"{_plural(len(segments), 'speaker turn')}[/dim]")
-    store = _fresh_store(out, append=False)  # replaced: --overwrite, or a store with no turn
-    meta = {"source": str(source.path), "stem": stem, "duration": round(source.info.duration, 3),
-            "sample_rate": source.info.sample_rate, "channels": source.info.channels,
-            "model": args.model, "vad": args.vad}
-    if options.pyannote is not None:
-        meta["diarizer"] = f"pyannote:{options.pyannote.source} ({options.pyannote.mode})"
-    if args.per_channel:
-        meta["diarizer"] = "per-channel"   # a speaker per channel, none diarized (nothing to refine)
-    # the stored duration is known when the replay ends; one killed before leaves None, which
-    # `voicekit export` reads as a meeting that did not end
-    store.set_meta(**{**meta, "duration": None})
-    if hooks.names:
-        store.set_speaker_names(hooks.names)
-    pipeline_kw = {}
-    if args.quiet:
-        progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
-                            TextColumn("{task.completed:.0f}/{task.total:.0f} s"), TimeRemainingColumn(),
-                            console=err, transient=True, disable=not err.is_terminal)  # no bar in a log
-        progress.start()
-        task = progress.add_task(stem, total=max(source.info.duration, 0.01))
-        pipeline_kw["progress"] = lambda s: progress.update(task, completed=s)
-        on_turn = None
-    else:
-        progress = None
-        on_turn = lambda t: console.print(format_line(t), markup=False)  # noqa: E731
-    on_turn = _with_decisions(on_turn, decide, args)
-    broadcaster = _start_session(args, session, store_path)              # --session (realtime)
-    if broadcaster is not None:
-        on_turn = _chain(on_turn, broadcaster.on_turn)
-    pipes: list[Pipeline] = []   # the pipeline, or one per channel: what they consumed and finished
-    if not args.per_channel:
-        pipe = Pipeline(options, components, hooks=hooks, store=store, on_turn=on_turn,
-                        realtime_clock=args.realtime, voices=voices, diarizer=diarizer)
-        pipes.append(pipe)
-    # the first Ctrl-C (or SIGTERM) stops reading the recording and lets every utterance heard so
-    # far be committed; a second Ctrl-C aborts what is left
-    def stop() -> None:
-        source.stop()
-        err.print("[yellow]stopping: committing the utterances heard so far (Ctrl-C again to abort)…[/yellow]")
+    with _replacing(store_path) as opened:   # a run that fails before its first turn puts the old one back
+        store = opened["store"] = _fresh_store(out, append=False)
+        meta = {"source": str(source.path), "stem": stem, "duration": round(source.info.duration, 3),
+                "sample_rate": source.info.sample_rate, "channels": source.info.channels,
+                "model": args.model, "vad": args.vad}
+        if options.pyannote is not None:
+            meta["diarizer"] = f"pyannote:{options.pyannote.source} ({options.pyannote.mode})"
+        if args.per_channel:
+            meta["diarizer"] = "per-channel"   # a speaker per channel, none diarized (nothing to refine)
+        # the stored duration is known when the replay ends; one killed before leaves None, which
+        # `voicekit export` reads as a meeting that did not end
+        store.set_meta(**{**meta, "duration": None})
+        if hooks.names:
+            store.set_speaker_names(hooks.names)
+        pipeline_kw = {}
+        if args.quiet:
+            progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
+                                TextColumn("{task.completed:.0f}/{task.total:.0f} s"), TimeRemainingColumn(),
+                                console=err, transient=True, disable=not err.is_terminal)  # no bar in a log
+            progress.start()
+            task = progress.add_task(stem, total=max(source.info.duration, 0.01))
+            pipeline_kw["progress"] = lambda s: progress.update(task, completed=s)
+            on_turn = None
+        else:
+            progress = None
+            on_turn = lambda t: console.print(format_line(t), markup=False)  # noqa: E731
+        on_turn = _with_decisions(on_turn, decide, args)
+        broadcaster = _start_session(args, session, store_path)              # --session (realtime)
+        if broadcaster is not None:
+            on_turn = _chain(on_turn, broadcaster.on_turn)
+        pipes: list[Pipeline] = []   # the pipeline, or one per channel: what they consumed and finished
+        if not args.per_channel:
+            pipe = Pipeline(options, components, hooks=hooks, store=store, on_turn=on_turn,
+                            realtime_clock=args.realtime, voices=voices, diarizer=diarizer)
+            pipes.append(pipe)
+        # the first Ctrl-C (or SIGTERM) stops reading the recording and lets every utterance heard so
+        # far be committed; a second Ctrl-C aborts what is left
+        def stop() -> None:
+            source.stop()
+            err.print("[yellow]stopping: committing the utterances heard so far (Ctrl-C again to abort)…[/yellow]")
 
-    interrupted, result, session_missed = False, None, False
-    try:
+        interrupted, result, session_missed = False, None, False
         try:
-            with _GracefulStop(stop) as graceful:
-                if pipe is not None:
-                    result = pipe.run(source, progress=pipeline_kw.get("progress"), refine=False)
-                else:
-                    result = run_per_channel(source, source.info.channels, options, components, hooks=hooks,
-                                             store=store, on_turn=on_turn, progress=pipeline_kw.get("progress"),
-                                             realtime_clock=args.realtime, pipes=pipes)
-        except KeyboardInterrupt:  # the second Ctrl-C
-            result = None
-        interrupted = graceful.requested or result is None
-        if source.truncated is not None and not interrupted:
-            meta["duration"] = round(source.truncated.held, 3)   # what the file held, not its header's length
-        if interrupted:
-            meta["duration"], note = _interrupt_note(pipes, "interrupted")
-            err.print(f"[yellow]{note}; writing outputs[/yellow]")
-    except StoreError as exc:
-        kept = _committed_turns(store_path)
-        raise CliError(f"{exc}; the {_plural(kept, 'turn')} committed before {'is' if kept == 1 else 'are'} "
-                       f"kept: free space, then run `voicekit export {out}` to write the outputs") from exc
-    finally:
-        if progress is not None:
-            progress.stop()
-        try:
-            if result is None and not interrupted:   # a stage or the recording failed: what was heard
-                meta["duration"] = _interrupt_note(pipes, "failed")[0]
-            store.set_meta(duration=meta["duration"])   # interrupted: what was heard, not the file's length
-            store.set_speaker_names(pipe.speaker_names() if pipe is not None else hooks.names)
+            try:
+                with _GracefulStop(stop) as graceful:
+                    if pipe is not None:
+                        result = pipe.run(source, progress=pipeline_kw.get("progress"), refine=False)
+                    else:
+                        result = run_per_channel(source, source.info.channels, options, components, hooks=hooks,
+                                                 store=store, on_turn=on_turn, progress=pipeline_kw.get("progress"),
+                                                 realtime_clock=args.realtime, pipes=pipes)
+            except KeyboardInterrupt:  # the second Ctrl-C
+                result = None
+            interrupted = graceful.requested or result is None
+            if source.truncated is not None and not interrupted:
+                meta["duration"] = round(source.truncated.held, 3)   # what the file held, not its header's length
+            if interrupted:
+                meta["duration"], note = _interrupt_note(pipes, "interrupted")
+                err.print(f"[yellow]{note}; writing outputs[/yellow]")
         except StoreError as exc:
-            logging.getLogger("voicekit.cli").warning("%s", exc)
-        hooks.close()
-        session_missed, stopped = _close_session(broadcaster, args, err)
-        interrupted = interrupted or stopped
+            kept = _committed_turns(store_path)
+            raise CliError(f"{exc}; the {_plural(kept, 'turn')} committed before {'is' if kept == 1 else 'are'} "
+                           f"kept: free space, then run `voicekit export {out}` to write the outputs") from exc
+        finally:
+            if progress is not None:
+                progress.stop()
+            try:
+                if result is None and not interrupted:   # a stage or the recording failed: what was heard
+                    meta["duration"] = _interrupt_note(pipes, "failed")[0]
+                store.set_meta(duration=meta["duration"])   # interrupted: what was heard, not the file's length
+                store.set_speaker_names(pipe.speaker_names() if pipe is not None else hooks.names)
+            except StoreError as exc:
+                logging.getLogger("voicekit.cli").warning("%s", exc)
+            hooks.close()
+            session_missed, stopped = _close_session(broadcaster, args, err)
+            interrupted = interrupted or stopped
     try:
         written = _write_outputs(store.turns(), out, stem, meta)
         refined_line = None

@@ -212,6 +212,31 @@ class PyannoteModels:
 
             self._powerset = Powerset(len(specs.classes), specs.powerset_max_classes).to(torch_device)
         self.lock = threading.Lock()
+        self._check_models(source, specs.duration)
+
+    def _check_models(self, source: str, chunk_seconds: float) -> None:
+        """Run each model once on one chunk of low noise and check the shapes of what comes out:
+        checkpoints that load but are the wrong model (segmentation and embedding swapped in
+        config.yaml) failed on the first utterance, after ``--overwrite`` had replaced a meeting.
+
+        Raises:
+            ModelError: the segmentation model does not give ``(1, frames, speakers)`` activations,
+                or the embedding model one ``(1, dimension)`` embedding.
+        """
+        chunk = np.random.default_rng(0).normal(0.0, 0.01, (1, int(round(chunk_seconds * SAMPLE_RATE))))
+        try:
+            activations = self.segment(chunk.astype(np.float32))
+            if activations.ndim != 3 or activations.shape[0] != 1 or min(activations.shape[1:]) < 1:
+                raise ValueError(f"the segmentation model gave activations of shape {activations.shape}, "
+                                 "not (1, frames, speakers)")
+            embedding = self.embed(chunk.astype(np.float32), np.ones(activations.shape[:2], np.float32))
+            if embedding.ndim != 2 or embedding.shape[0] != 1:
+                raise ValueError(f"the embedding model gave an embedding of shape {embedding.shape}, not (1, dimension)")
+        except Exception as exc:  # noqa: BLE001 - whatever a wrong model raises, one line with the fix
+            raise ModelError(f"pyannote pipeline {source!r} loads but its models do not run as a segmentation and "
+                             f"an embedding model ({type(exc).__name__}: {exc}): check that the segmentation and "
+                             "embedding entries of its config.yaml name the right checkpoints (not swapped, "
+                             "not another kind of model)") from exc
 
     @staticmethod
     def _load_error(source: str, is_local: bool, exc: BaseException | None) -> str:
