@@ -68,6 +68,33 @@ def test_swapped_checkpoints_are_found_when_the_pipeline_loads(pipeline_dir, tmp
     assert "name the right checkpoints (not swapped" in str(info.value)
 
 
+def test_a_checkpoint_file_bad_yaml_or_another_kind_of_checkpoint_gets_its_own_fix(pipeline_dir, tmp_path):
+    """A trial: each of these got the advice about `plda` (a missing path taken for a hub name),
+    which had nothing to do with it."""
+    import shutil
+
+    import torch
+
+    from voicekit.diarization.pyannote_backend import PyannoteModels
+    from voicekit.models import ModelError
+
+    checkpoint = pipeline_dir / "segmentation" / "pytorch_model.bin"
+    with pytest.raises(ModelError, match=rf"is a file: give the pipeline's folder, the one that holds config.yaml "
+                                         rf"\(perhaps {re.escape(str(pipeline_dir))}\)"):
+        PyannoteModels(str(checkpoint))
+    bad_yaml = tmp_path / "yaml"
+    shutil.copytree(pipeline_dir, bad_yaml)
+    (bad_yaml / "config.yaml").write_text("pipeline: [unclosed\n  x: {\n", encoding="utf-8")
+    with pytest.raises(ModelError, match=r"its config.yaml is not valid YAML \(ParserError: .*\); fix or fetch it"):
+        PyannoteModels(str(bad_yaml))
+    other = tmp_path / "other"
+    shutil.copytree(pipeline_dir, other)
+    torch.save({"state_dict": {}}, other / "segmentation" / "pytorch_model.bin")   # not a pyannote.audio model
+    with pytest.raises(ModelError) as info:
+        PyannoteModels(str(other))
+    assert "is a PyTorch file but not a pyannote.audio model" in str(info.value) and "plda" not in str(info.value)
+
+
 @pytest.fixture(scope="module")
 def sample_audio():
     from voicekit.audio import load_audio

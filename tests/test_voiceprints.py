@@ -452,3 +452,15 @@ def test_a_voiceprint_table_of_another_layout_is_refused_and_left_untouched(tmp_
                                               r"updated, vector\): it is left as it is"):
         VoiceLibrary(path)
     assert path.read_bytes() == before
+
+
+def test_cli_delete_with_a_name_and_all_says_not_both(tmp_path, capsys):
+    """A trial: `voices delete Meo --all` said "give a NAME or --all", which it had."""
+    from voicekit.cli import main
+
+    path = tmp_path / "v.sqlite"
+    VoiceLibrary(path).close()
+    assert main(["voices", "delete", "Meo", "--all", "--library", str(path)]) == 2
+    assert capsys.readouterr().err.strip() == "voicekit: error: voices delete: give a NAME or --all, not both"
+    assert main(["voices", "delete", "--library", str(path)]) == 2
+    assert capsys.readouterr().err.strip() == "voicekit: error: voices delete: give a NAME or --all"

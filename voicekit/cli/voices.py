@@ -148,7 +148,8 @@ def cmd_voices(args: argparse.Namespace) -> int:
         return 0
     if args.action == "delete":
         if bool(args.all) == bool(args.name):
-            raise CliError("voices delete: give a NAME or --all")
+            raise CliError("voices delete: give a NAME or --all, not both" if args.all else
+                           "voices delete: give a NAME or --all")
         if not path.is_file():
             raise CliError(f"no voice library at {path}; nothing to delete")
         library = _voice_library(args)

@@ -184,6 +184,10 @@ class PyannoteModels:
         if not local.exists() and not _is_hub_name(source):
             raise ModelError(f"pyannote pipeline {source!r}: no such file or directory; give a directory "
                              "holding config.yaml and its checkpoints, or a Hugging Face name")
+        if local.is_file() and local.suffix.lower() not in (".yaml", ".yml"):   # a checkpoint, say
+            folder = local.parent.parent if local.parent.name in ("segmentation", "embedding") else local.parent
+            raise ModelError(f"pyannote pipeline {source!r} is a file: give the pipeline's folder, the one that "
+                             f"holds config.yaml (perhaps {folder})")
         if local.is_dir() and not (local / "config.yaml").is_file():
             raise ModelError(f"pyannote pipeline {source!r} holds no config.yaml: give the directory of a "
                              "pyannote pipeline (config.yaml beside its checkpoints), or a Hugging Face name")
@@ -246,6 +250,12 @@ class PyannoteModels:
                     "not a PyTorch checkpoint (damaged, cut short, or another kind of file); check or fetch "
                     "again the checkpoint files (pytorch_model.bin…) under the segmentation and embedding "
                     "entries of its config.yaml")
+        if is_local and exc is not None and type(exc).__module__.startswith("yaml"):
+            return f"pyannote pipeline {source!r}: its config.yaml is not valid YAML{why}; fix or fetch it again"
+        if is_local and isinstance(exc, KeyError) and "pyannote.audio" in str(exc):
+            return (f"pyannote pipeline {source!r} does not load{why}: a checkpoint its config.yaml names is a "
+                    "PyTorch file but not a pyannote.audio model (another kind of checkpoint); check the "
+                    "checkpoint files under the segmentation and embedding entries of its config.yaml")
         if is_local:
             return (f"pyannote pipeline {source!r} does not load{why}; its config.yaml must name checkpoints "
                     "that exist locally ($model/… subfolders or paths); `plda` must be an existing directory "
