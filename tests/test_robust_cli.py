@@ -148,6 +148,8 @@ CASES = [
     ("an empty names file", lambda t: [SAMPLE, "--speaker-names", _file(t / "n.txt", b"# Speaker A = Diane\n")],
      "n.txt: the names file holds no entry; write one 'Speaker A = Diane' per line"),
     ("a folder as --speaker-names", lambda t: [SAMPLE, "--speaker-names", t], "' is a folder: give 'Speaker A=Diane,"),
+    ("a control character in a names file", lambda t: [SAMPLE, "--speaker-names", _file(t / "n.txt", b"Speaker A = Ann\x07\n")],
+     "--speaker-names: the name 'Ann\\x07' for Speaker A: a name is one line of plain text, without control characters"),
     ("--per-channel with --keep-embeddings", lambda t: [STEREO, "--per-channel", "--keep-embeddings"],
      "--keep-embeddings keeps what re-clusters speakers, but with --per-channel each channel is a speaker: "
      "drop --keep-embeddings"),

@@ -284,6 +284,20 @@ def test_a_hooks_rename_is_stored_with_the_turn_not_only_at_the_end(tmp_path):
     hooks.close()
 
 
+def test_a_stored_name_now_refused_does_not_stop_a_resumed_meeting(tmp_path, caplog):
+    """Names with a control character are refused since 2026-12-05 (HookRunner.set_names); one an
+    older voicekit stored must not make `--append` fail: it is logged and not used again."""
+    from voicekit.store import MeetingStore
+
+    store = MeetingStore(tmp_path / "meeting.sqlite")
+    Pipeline(PipelineOptions(), components(), store=store).run(_blocks(load_audio(JFK)[: 16000 * 3], 1600))
+    store.set_speaker_names({"Speaker A": "Jack\x1b[31m"})
+    with caplog.at_level(logging.WARNING, logger="voicekit.pipeline"):
+        resumed = Pipeline(PipelineOptions(), components(), store=store, resume=True)
+    assert resumed.hooks.names == {}
+    assert any("the stored name of Speaker A is not used again" in r.getMessage() for r in caplog.records)
+
+
 # --- degenerate content -----------------------------------------------------------------------
 
 def _music(seconds=20.0, rate=16000):

@@ -248,8 +248,13 @@ class Pipeline:
             # the names a hook or the user gave apply again; a name the voice library gave is not
             # a rename: the library matches the resumed speaker again (with its identity, A11)
             voiced = {t.speaker for t in stored if t.metadata.get("identity_id")}
-            self.hooks.set_names({k: v for k, v in store.speaker_names().items()
-                                  if k not in self.hooks.names and k not in voiced})
+            for label, name in store.speaker_names().items():
+                if label in self.hooks.names or label in voiced:
+                    continue
+                try:
+                    self.hooks.set_names({label: name})
+                except ValueError as exc:   # stored by an older voicekit, which took it
+                    log.warning("the stored name of %s is not used again: %s", label, exc)
         self.endpointer = Endpointer(make_vad(self.options.vad), self.options.endpointer,
                                      self.start_time, first_utterance)
         self.turns: list[SpeakerTurn] = []

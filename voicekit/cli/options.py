@@ -212,7 +212,10 @@ def _hooks(args: argparse.Namespace, err):  # noqa: ANN001 - rich Console
                 raise CliError(f"--speaker-names: {', '.join(map(repr, other))} can never name a speaker of "
                                f"`voicekit {args.command}`: its speakers are labelled 'Speaker A', 'Speaker B'… "
                                "(write 'Speaker A=Diane')")
-        hooks.set_names(names)
+        try:
+            hooks.set_names(names)
+        except ValueError as exc:   # a control character in a name (parse_speaker_names checked the rest)
+            raise CliError(f"--speaker-names: {exc}") from exc
         shared = _shared_names(names)
         if shared:
             from rich.markup import escape
@@ -267,7 +270,8 @@ def _library_option(value: str) -> str:
 
 def _voice_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("known voices (opt-in, biometric data: docs/voiceprints.md)")
-    g.add_argument("--voices", nargs="?", const=_DefaultLibrary(), default=None, metavar="LIBRARY", type=_library_option,
+    g.add_argument("--voices", nargs="?", const=_DefaultLibrary(), default=None, metavar="LIBRARY",
+                   type=_library_option,
                    help="name speakers whose voice matches an enrolled voiceprint; LIBRARY is the "
                         "voice library file (default $VOICEKIT_VOICES, else voices.sqlite in the user "
                         "data directory)")
