@@ -1180,3 +1180,14 @@ def test_a_replay_that_fails_before_its_first_turn_puts_back_the_meeting_it_was_
     assert main(["replay", str(SAMPLE), "--out", str(out), "--overwrite", "--quiet"]) == 0   # replaced now
     assert (out / "sample.json").exists() and not (out / "jfk.json").exists()
     assert not (out / ".voicekit-replaced").exists()
+
+
+def test_mic_names_a_wrong_option_before_it_looks_for_a_microphone(tmp_path):
+    """A trial: `mic --diarizer-mode offline` and `mic --voices FOLDER` on a machine without a
+    microphone said "no audio input device found", then, with one, the option's own error."""
+    env = {**os.environ, "PULSE_SERVER": f"unix:{tmp_path / 'no-such-socket'}"}   # no microphone at all
+    rc, err = _cli("mic", "--out", tmp_path / "out", "--diarizer", "pyannote", "--diarizer-mode", "offline", env=env)
+    assert (rc, err.strip()) == (2, "voicekit: error: --diarizer-mode offline needs the whole recording (voicekit "
+                                    "replay); live capture uses --diarizer-mode streaming"), err
+    rc, err = _cli("mic", "--out", tmp_path / "out", "--voices", tmp_path, env=env)
+    assert rc == 2 and err.strip().startswith(f"voicekit: error: the voice library {tmp_path} is a folder"), err

@@ -464,3 +464,13 @@ def test_cli_delete_with_a_name_and_all_says_not_both(tmp_path, capsys):
     assert capsys.readouterr().err.strip() == "voicekit: error: voices delete: give a NAME or --all, not both"
     assert main(["voices", "delete", "--library", str(path)]) == 2
     assert capsys.readouterr().err.strip() == "voicekit: error: voices delete: give a NAME or --all"
+
+
+def test_reading_an_empty_file_as_a_library_leaves_it_empty(tmp_path):
+    """A trial: `voices list --library empty.sqlite` on a 0-byte file turned it into a 12 KiB
+    database, readable by everyone (mode 644, where a library is 600)."""
+    path = tmp_path / "empty.sqlite"
+    path.write_bytes(b"")
+    with pytest.raises(VoiceprintError, match="is an empty file, not a voice library: enrol a voice into it"):
+        VoiceLibrary(path, create=False)
+    assert path.stat().st_size == 0

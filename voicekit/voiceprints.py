@@ -251,6 +251,9 @@ class VoiceLibrary:
         if not create and not self.path.is_file():
             raise VoiceprintError(f"no voice library at {self.path}; enrol a voice first "
                                   "(voicekit voices enrol, or --enrol-voices)")
+        if not create and self.path.stat().st_size == 0:   # reading it must not turn it into a database
+            raise VoiceprintError(f"{self.path} is an empty file, not a voice library: enrol a voice into it "
+                                  "(voicekit voices enrol NAME AUDIO --library PATH), or give the library's own file")
         try:
             if create:
                 self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -79,9 +79,9 @@ def cmd_mic(args: argparse.Namespace) -> int:
     hooks = _hooks(args, err)
     pipe = None   # the pipeline (below), whose matched voices are the registered participants
     decide = _turn_taking(args, hooks, lambda: pipe.participants() if pipe is not None else ())
-    source = MicSource(args.input_device, duration=args.seconds, channels=args.channels)
-    options = _options(args)
+    options = _options(args)   # before the device: a wrong option is named first, with or without a microphone
     voices = _voice_identifier(args)
+    source = MicSource(args.input_device, duration=args.seconds, channels=args.channels)
     err.print(f"[dim]loading models ({args.model}, {_diarizer_name(options)})…[/dim]")
     components = Components.load(options)  # before the store: a missing model leaves no meeting
     source.start()   # before the store too: a device that refuses the stream leaves no meeting (and

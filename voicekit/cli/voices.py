@@ -56,7 +56,7 @@ def _check_enrol_library(args: argparse.Namespace) -> None:
     a folder, another database or an unwritable path was found only when the meeting ended."""
     path = _library_path(args)
     existed = path.exists()
-    _voice_library(args, create=not existed).close()
+    _voice_library(args, create=not existed or (path.is_file() and path.stat().st_size == 0)).close()
     if not existed:
         path.unlink(missing_ok=True)   # made only to be sure it can be: enrolment makes it again
 
@@ -68,7 +68,7 @@ def _voice_list(args: argparse.Namespace) -> list:
     if getattr(args, "voices", None) is None:
         return None
     path = _library_path(args)
-    if not path.is_file():
+    if not path.is_file() and not path.is_dir():   # a folder: the library's own error below
         if args.enrol_voices:
             return []  # the library is created at the end of this meeting
         raise CliError(f"--voices: no voice library at {path}; enrol voices first "
