@@ -1176,6 +1176,19 @@ def test_a_replay_that_fails_before_its_first_turn_puts_back_the_meeting_it_was_
     assert {p.name: p.read_bytes() for p in out.iterdir() if p.suffix != ".sqlite"} == before
     assert len(MeetingStore(out / "meeting.sqlite").turns()) == turns > 0
     assert not (out / ".voicekit-replaced").exists() and not (out / "sample.json").exists()
+    # failing after the new meeting's first turn: that meeting replaced the old one, set aside no more
+    monkeypatch.undo()
+    real = Transcriber.transcribe
+
+    def fails_later(self, samples, offset=0.0, **kwargs):  # noqa: ANN001, ANN003
+        if offset > 15.0:   # the sample's utterances before 15 s are committed first
+            raise IndexError("tuple index out of range")
+        return real(self, samples, offset, **kwargs)
+
+    monkeypatch.setattr(Transcriber, "transcribe", fails_later)
+    assert main(["replay", str(SAMPLE), "--out", str(out), "--overwrite", "--quiet"]) != 0
+    assert len(MeetingStore(out / "meeting.sqlite").turns()) >= 1 and not (out / "jfk.json").exists()
+    assert not (out / ".voicekit-replaced").exists()
     monkeypatch.undo()
     assert main(["replay", str(SAMPLE), "--out", str(out), "--overwrite", "--quiet"]) == 0   # replaced now
     assert (out / "sample.json").exists() and not (out / "jfk.json").exists()

@@ -486,9 +486,10 @@ def _write_outputs(turns, out: Path, stem: str, meta: dict, suffix: str = "") ->
 def _replacing(store_path: Path) -> Iterator[dict]:
     """A replay in place of the meeting in ``store_path`` (``--overwrite``, or a store with no
     turn): the old meeting is set aside (:class:`_SetAside`) while the new one runs, deleted when
-    the block ends, and put back when the block raises before the new meeting committed a turn (a
-    model that fails on the first utterance lost the meeting ``--overwrite`` was to replace). The
-    block puts the store it opens under ``"store"`` in the dict it is given, to be closed first."""
+    the block ends (also by an error after the new meeting's first turn), and put back when the
+    block raises before the new meeting committed a turn (a model that fails on the first
+    utterance lost the meeting ``--overwrite`` was to replace). The block puts the store it opens
+    under ``"store"`` in the dict it is given, to be closed first."""
     aside = _SetAside(store_path) if store_path.exists() else None
     opened: dict = {}
     try:
@@ -499,6 +500,8 @@ def _replacing(store_path: Path) -> Iterator[dict]:
                 _discard_unjoined(opened["store"], store_path, False, aside)
             else:
                 aside.restore()
+        elif aside is not None:   # the new meeting holds turns: it replaced the old one
+            aside.drop()
         raise
     else:
         if aside is not None:
