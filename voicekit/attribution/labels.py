@@ -94,10 +94,11 @@ def reads_like_role(name: str) -> bool:
 
     Compared by the look-alike keys of A11 with the role words in lower case, upper case and
     capitalised, and the name's upper case with them, so ``USER``, ``Ｕｓｅｒ``, ``Uѕer`` (Cyrillic
-    ``ѕ``), ``SYSTEМ`` (Cyrillic ``М``) and ``ѕуѕтем`` (all Cyrillic) count too; also by the skeleton of the name before NFKC, so that a look-alike NFKC
-    breaks up (``ass˛stant`` with U+02DB OGONEK for ``i``) counts; and by each character's
-    ASCII reading, so that Latin small capitals (``ᴜsᴇʀ``), which have no skeleton, count; and
-    with the punctuation and symbols at its ends removed (``[assistant]``, ``«User»``).
+    ``ѕ``), ``SYSTEМ`` (Cyrillic ``М``) and ``ѕуѕтем`` (all Cyrillic) count too; also by the
+    skeleton of the name before NFKC, so that a look-alike NFKC breaks up (``ass˛stant`` with
+    U+02DB OGONEK for ``i``) counts; by each character's ASCII reading, so that Latin small
+    capitals (``ᴜsᴇʀ``), which have no skeleton, count; and with the punctuation and symbols at
+    its ends removed (``[assistant]``, ``«User»``).
     """
     name = name.strip()
     raw = strip_ignorables(name)  # not NFKC
