@@ -256,11 +256,11 @@ def _library_option(value: str) -> str:
     """``--voices LIBRARY``: its optional value would also take a recording written after it; an
     empty value (an unset ``$LIB``) is refused, not read as the default library (``--voices``
     alone gives that)."""
+    from voicekit.cli.voices import _library_file
+
     if isinstance(value, _DefaultLibrary):
         return value
-    if not value.strip():
-        raise argparse.ArgumentTypeError("the voice library path is empty (an unset variable?): give the library's "
-                                         "file, or write --voices alone for the default library")
+    _library_file(value, default="write --voices alone")
     if Path(value).suffix.lower() in _AUDIO_SUFFIXES:
         raise argparse.ArgumentTypeError(
             f"took {value!r}, a recording, as the voice library: write --voices after the recording "

@@ -27,12 +27,13 @@ def kept_note(library: Path) -> str:
             "voice for good")
 
 
-def _library_file(value: str) -> str:
-    """argparse ``type`` of ``voices --library``: an empty path (an unset ``$LIB``) would mean the
-    default library, and ``voices delete NAME --library "$LIB"`` would delete from it."""
+def _library_file(value: str, default: str = "leave --library out") -> str:
+    """argparse ``type`` of ``voices --library`` (and the check of ``--voices LIBRARY``): an empty
+    path (an unset ``$LIB``) would mean the default library, and ``voices delete NAME --library
+    "$LIB"`` would delete from it. ``default``: how the message says to get the default library."""
     if not value.strip():
         raise argparse.ArgumentTypeError("the voice library path is empty (an unset variable?): give the library's "
-                                         "file, or leave --library out for the default library")
+                                         f"file, or {default} for the default library")
     return value
 
 
