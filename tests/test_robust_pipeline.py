@@ -730,3 +730,27 @@ def test_a_block_length_that_is_not_a_positive_number_of_seconds_is_refused(seco
         LiveFeed(block_seconds=seconds)
     with pytest.raises(ValueError, match="max_seconds must be a positive number of seconds"):
         LiveFeed(max_seconds=seconds)
+
+
+def test_numpy_numbers_are_numbers_for_every_argument_check():
+    """A review of the checks added for non-finite arguments: they tested ``isinstance(x, (int,
+    float))``, so ``LiveFeed(block_seconds=np.float32(0.1))``, ``check_enrolment(name,
+    np.float32(10.0))`` and ``StreamResampler(np.int64(48000))``-style values that numpy code
+    computes were refused, while a string rate passed :func:`voicekit.audio.normalize`."""
+    from voicekit.audio import AudioError, StreamResampler, normalize
+    from voicekit.sources import LiveFeed
+    from voicekit.voiceprints import VoiceprintError, check_enrolment
+
+    feed = LiveFeed(max_seconds=np.int64(30), block_seconds=np.float32(0.1))
+    assert feed._queue.maxsize == 300
+    assert check_enrolment("Ann", np.float32(10.0)) == "Ann"
+    assert check_enrolment("Ann", np.int64(10)) == "Ann"
+    with pytest.raises(VoiceprintError, match="too little"):
+        check_enrolment("Ann", np.float64(1.0))
+    assert StreamResampler(np.int64(48000)).in_rate == 48000
+    assert normalize(np.zeros(480, np.float32), np.float32(48000)).shape == (160,)
+    for bad in (True, "16000"):
+        with pytest.raises(ValueError, match="block_seconds must be a positive number"):
+            LiveFeed(block_seconds=bad)
+        with pytest.raises(AudioError, match="sample rate must be a positive whole number of Hz"):
+            normalize(np.zeros(480, np.float32), bad)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import io
 import logging
-import math
 import re
 import shlex
 from collections.abc import Iterator
@@ -20,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 import soxr
+
+from voicekit._checks import is_whole_hz
 
 log = logging.getLogger(__name__)
 
@@ -176,17 +177,13 @@ def normalize(samples: np.ndarray, sample_rate: float, channel: int | None = Non
     a = np.asarray(samples)
     if a.ndim == 0 or a.ndim > 2:
         raise AudioError(f"audio must be (n_samples,) or (n_samples, n_channels); got shape {a.shape}")
-    try:
-        rate = float(sample_rate)
-    except (TypeError, ValueError):
-        rate = float("nan")
-    if not np.isfinite(rate) or rate <= 0 or rate != int(rate):
+    if not is_whole_hz(sample_rate):
         raise AudioError(f"sample rate must be a positive whole number of Hz, got {sample_rate!r}")
     if a.ndim == 2 and a.shape[0] <= 8 and a.shape[1] > a.shape[0]:
         a = a.T  # channels first, as librosa and torchaudio give it
     mono = downmix(PcmNormalizer()(a), channel)
     # resampling a full-scale step rings past ±1 (Gibbs): clipped, so the range holds at 16 kHz too
-    return np.clip(resample(mono, int(rate)), -1.0, 1.0)
+    return np.clip(resample(mono, int(sample_rate)), -1.0, 1.0)
 
 
 def downmix(samples: np.ndarray, channel: int | None = None) -> np.ndarray:
@@ -234,8 +231,7 @@ class StreamResampler:
 
     def __init__(self, in_rate: int, out_rate: int = SAMPLE_RATE, channels: int = 1) -> None:
         for what, rate in (("sample rate", in_rate), ("output sample rate", out_rate)):
-            if isinstance(rate, bool) or not isinstance(rate, (int, float, np.integer, np.floating)) \
-                    or not math.isfinite(rate) or rate <= 0 or rate != int(rate):
+            if not is_whole_hz(rate):
                 raise AudioError(f"{what} must be a positive whole number of Hz, got {rate!r}")
         self.in_rate = int(in_rate)
         self.out_rate = int(out_rate)

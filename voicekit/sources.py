@@ -10,7 +10,6 @@ replay and a microphone run the same code.
 from __future__ import annotations
 
 import logging
-import math
 import queue
 import threading
 import time
@@ -20,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from voicekit._checks import is_finite_real
 from voicekit.audio import SAMPLE_RATE, AudioError, RawPcm, iter_16k_blocks, probe
 
 log = logging.getLogger(__name__)
@@ -44,10 +44,10 @@ class LiveFeed:
 
     def __init__(self, max_seconds: float = 30.0, block_seconds: float = 0.1) -> None:
         _check_block_seconds(block_seconds)
-        if not (isinstance(max_seconds, (int, float)) and math.isfinite(max_seconds) and max_seconds > 0):
+        if not (is_finite_real(max_seconds) and max_seconds > 0):
             raise ValueError(f"max_seconds must be a positive number of seconds, got {max_seconds!r}")
         self._queue: queue.Queue[np.ndarray | None] = queue.Queue(
-            maxsize=max(2, int(max_seconds / block_seconds))
+            maxsize=max(2, round(max_seconds / block_seconds))
         )
         self.overflows = 0
         self.dropped_seconds = 0.0
@@ -112,7 +112,7 @@ class Truncation:
 
 
 def _check_block_seconds(block_seconds: float) -> None:
-    if not (isinstance(block_seconds, (int, float)) and math.isfinite(block_seconds) and block_seconds > 0):
+    if not (is_finite_real(block_seconds) and block_seconds > 0):
         raise ValueError(f"block_seconds must be a positive number of seconds (0.1 is the default), "
                          f"got {block_seconds!r}")
 

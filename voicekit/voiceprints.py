@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import os
 import sqlite3
 import time
@@ -32,6 +31,7 @@ from typing import Protocol
 
 import numpy as np
 
+from voicekit._checks import is_finite_real
 from voicekit.attribution import Participant
 
 log = logging.getLogger(__name__)
@@ -222,7 +222,7 @@ def check_enrolment(name: str, seconds: float, min_seconds: float = MIN_ENROL_SE
     ``seconds`` of speech are too few (the message says how much is needed).
     :meth:`VoiceLibrary.enrol` checks both; a caller may check first, before opening a library."""
     name = _check_name(name)
-    if not (isinstance(seconds, (int, float)) and math.isfinite(seconds)):
+    if not is_finite_real(seconds):
         raise VoiceprintError(f"{name}: the seconds of speech must be a finite number, got {seconds!r}")
     if not seconds >= min_seconds:
         raise VoiceprintError(f"{name}: {seconds:.1f} s of speech is too little for a voiceprint; "
