@@ -8,6 +8,7 @@ for the library. Speech of one speaker is cut with the reference RTTM.
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -474,3 +475,40 @@ def test_reading_an_empty_file_as_a_library_leaves_it_empty(tmp_path):
     with pytest.raises(VoiceprintError, match="is an empty file, not a voice library: enrol a voice into it"):
         VoiceLibrary(path, create=False)
     assert path.stat().st_size == 0
+
+
+def test_the_enrol_voices_library_check_creates_and_changes_nothing(tmp_path, monkeypatch):
+    """A review: the ``--enrol-voices`` check opened the library to see that it could: a missing
+    ``a/b/voices.sqlite`` left the folders ``a/b`` behind, a 0-byte file became a 12 KiB
+    database before the meeting, and a read-only library passed (``CREATE TABLE IF NOT EXISTS``
+    writes nothing), to fail when the meeting ended, its voiceprints lost."""
+    import os
+
+    from voicekit.voiceprints import check_library_writable
+
+    check_library_writable(tmp_path / "a" / "b" / "voices.sqlite")
+    assert list(tmp_path.iterdir()) == []
+    empty = tmp_path / "empty.sqlite"
+    empty.touch()
+    check_library_writable(empty)
+    assert empty.stat().st_size == 0
+    with pytest.raises(VoiceprintError, match=r"voices.sqlite \(.*blocker is a file, not a folder\); choose a writable"):
+        check_library_writable(_touched(tmp_path / "blocker") / "voices.sqlite")
+    with pytest.raises(VoiceprintError, match="is a folder: give the library's file"):
+        check_library_writable(tmp_path)
+    library = tmp_path / "voices.sqlite"
+    VoiceLibrary(library).close()
+    before = library.read_bytes()
+    check_library_writable(library)
+    # read-only as a read-only mount makes it (root passes every permission bit, so the test
+    # cannot chmod its way there)
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: False if Path(p) == library else real_access(p, mode))
+    with pytest.raises(VoiceprintError, match="cannot write the voice library .*the file is read-only"):
+        check_library_writable(library)
+    assert library.read_bytes() == before
+
+
+def _touched(path):
+    path.touch()
+    return path

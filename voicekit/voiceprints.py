@@ -231,6 +231,36 @@ def check_enrolment(name: str, seconds: float, min_seconds: float = MIN_ENROL_SE
     return name
 
 
+def check_library_writable(path: str | Path) -> None:
+    """Make sure voiceprints can be stored at ``path`` later, creating and changing nothing (the
+    check ``--enrol-voices`` runs before a meeting, whose voiceprints would otherwise be lost at
+    its end): an existing file must be a voice library (or empty) that this user may write, beside
+    a folder where SQLite may write its journal; a missing one must lie under a writable folder.
+
+    Raises:
+        VoiceprintError: ``path`` is a folder, another file or database, or cannot be written.
+    """
+    path = Path(path)
+    if path.is_dir() or (path.is_file() and path.stat().st_size > 0):
+        VoiceLibrary(path, create=False).close()   # the library's own message for a folder or a foreign file
+    if path.exists():
+        if not os.access(path, os.W_OK):
+            raise _unwritable(path, "the file is read-only")
+        if not os.access(path.parent, os.W_OK | os.X_OK):
+            raise _unwritable(path, f"its folder {path.parent} is read-only, and SQLite writes a journal there")
+        return
+    folder = next(p for p in path.parents if p.exists())
+    if not folder.is_dir():
+        raise _unwritable(path, f"{folder} is a file, not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise _unwritable(path, f"the folder {folder} is read-only")
+
+
+def _unwritable(path: Path, why: object) -> VoiceprintError:
+    return VoiceprintError(f"cannot write the voice library {path} ({why}); choose a writable "
+                           f"path (--voices / voices --library, or ${ENV_LIBRARY})")
+
+
 class VoiceLibrary:
     """Voiceprints in a SQLite file (one row per name).
 
@@ -266,8 +296,7 @@ class VoiceLibrary:
             raise VoiceprintError(f"{self.path} is not a voice library ({exc}): give the library's own file, "
                                   f"or a new path (--voices / voices --library, or ${ENV_LIBRARY})") from exc
         except OSError as exc:
-            raise VoiceprintError(f"cannot open the voice library {self.path} ({exc}); choose a writable "
-                                  f"path (--voices / voices --library, or ${ENV_LIBRARY})") from exc
+            raise _unwritable(self.path, exc) from exc
         if tables and "voiceprint" not in tables:
             self.conn.close()
             raise VoiceprintError(f"{self.path} is another SQLite database (tables: {', '.join(sorted(tables))}), "
@@ -283,8 +312,7 @@ class VoiceLibrary:
         try:
             self.conn.executescript(_SCHEMA)
         except sqlite3.Error as exc:
-            raise VoiceprintError(f"cannot write the voice library {self.path} ({exc}); choose a writable "
-                                  f"path (--voices / voices --library, or ${ENV_LIBRARY})") from exc
+            raise _unwritable(self.path, exc) from exc
         if create:
             try:
                 os.chmod(self.path, 0o600)  # biometric data: readable by its owner only

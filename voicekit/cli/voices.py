@@ -53,13 +53,14 @@ def _voice_library(args: argparse.Namespace, create: bool = False):
 
 
 def _check_enrol_library(args: argparse.Namespace) -> None:
-    """``--enrol-voices``: the library the meeting's voices go to must open, or be creatable, now:
-    a folder, another database or an unwritable path was found only when the meeting ended."""
-    path = _library_path(args)
-    existed = path.exists()
-    _voice_library(args, create=not existed or (path.is_file() and path.stat().st_size == 0)).close()
-    if not existed:
-        path.unlink(missing_ok=True)   # made only to be sure it can be: enrolment makes it again
+    """``--enrol-voices``: the library the meeting's voices go to must be writable now (a folder,
+    another database or an unwritable path was found only when the meeting ended)."""
+    from voicekit.voiceprints import VoiceprintError, check_library_writable
+
+    try:
+        check_library_writable(_library_path(args))
+    except VoiceprintError as exc:
+        raise CliError(str(exc)) from exc
 
 
 def _voice_list(args: argparse.Namespace) -> list:
