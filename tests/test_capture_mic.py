@@ -434,3 +434,28 @@ def test_mic_cli_a_device_that_refuses_the_stream_leaves_the_old_meeting(virtual
     assert sorted(p.name for p in out.iterdir()) == before
     assert main(["mic", "--device", "pulse", "--out", str(tmp_path / "new")]) == 2
     assert not (tmp_path / "new").exists()
+
+
+def test_mic_cli_a_meeting_that_fails_before_its_first_turn_puts_back_the_old_one(virtual_mic, tmp_path,
+                                                                                   monkeypatch, capsys):
+    """A review: `replay --overwrite` puts the old meeting back when the new one fails before its
+    first turn, but `mic --overwrite` deleted it as soon as the stream opened, so a transcriber
+    that failed on the first utterance lost it."""
+    from voicekit.cli import main
+    from voicekit.pipeline import Pipeline
+
+    out = tmp_path / "m"
+    assert main(["replay", str(FALCON), "--out", str(out), "--quiet"]) == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.suffix != ".sqlite"}
+
+    def broken(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003
+        raise IndexError("tuple index out of range")
+
+    monkeypatch.setattr(Pipeline, "run", broken)
+    capsys.readouterr()
+    assert main(["mic", "--device", "pulse", "--out", str(out), "--overwrite", "--seconds", "2"]) != 0
+    assert "IndexError: tuple index out of range" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.suffix != ".sqlite"} == before
+    from voicekit.store import MeetingStore
+    assert len(MeetingStore(out / "meeting.sqlite").turns()) == 3
+    assert not (out / ".voicekit-replaced").exists()

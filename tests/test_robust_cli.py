@@ -1204,3 +1204,29 @@ def test_mic_names_a_wrong_option_before_it_looks_for_a_microphone(tmp_path):
                                     "replay); live capture uses --diarizer-mode streaming"), err
     rc, err = _cli("mic", "--out", tmp_path / "out", "--voices", tmp_path, env=env)
     assert rc == 2 and err.strip().startswith(f"voicekit: error: the voice library {tmp_path} is a folder"), err
+
+
+def test_a_full_disk_on_the_first_turn_of_an_overwrite_says_the_old_meeting_is_kept(tmp_path, monkeypatch, capsys):
+    """A review: a store that could not take the first turn of `replay --overwrite` (a full
+    disk) put the old meeting back, but the message said "the 0 turns committed before are kept:
+    free space, then run `voicekit export OUT`", which would rewrite the old meeting's outputs."""
+    from voicekit.store import StoreError
+
+    out = tmp_path / "out"
+    jfk = EVAL / "faster_whisper" / "jfk.flac"
+    assert main(["replay", str(jfk), "--out", str(out), "--quiet"]) == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.suffix != ".sqlite"}
+
+    def full(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003
+        raise StoreError(f"cannot write to the meeting store {out / 'meeting.sqlite'} (database or disk is full)")
+
+    monkeypatch.setattr(MeetingStore, "commit", full)
+    capsys.readouterr()
+    assert main(["replay", str(FALCON), "--out", str(out), "--overwrite", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert (f"(database or disk is full); no turn was committed, and the meeting that was in {out} is kept as it "
+            "was: free space, then run the replay again") in err, err
+    assert "voicekit export" not in err
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.suffix != ".sqlite"} == before
+    monkeypatch.undo()
+    assert len(MeetingStore(out / "meeting.sqlite").turns()) > 0

@@ -15,7 +15,7 @@ from pathlib import Path
 from voicekit.cli.common import (CliError, _check_writable, _GracefulStop, _lock_meeting_dir, _plural, finite_float,
                                  meeting_dir)
 from voicekit.cli.decisions import _turn_taking, _turn_taking_summary, _with_decisions
-from voicekit.cli.meeting import (_check_existing_meeting, _discard_unjoined, _fresh_store, _interrupt_note,
+from voicekit.cli.meeting import (_check_existing_meeting, _discard_unjoined, _interrupt_note, _replacing,
                                   _known_speakers, _meeting_stem, _session_meta, _SetAside, _hints,
                                   _turns_summary, _write_outputs)
 from voicekit.cli.options import (_diarizer_name, _hook_args, _hooks, _keep_embeddings_arg, _meeting_args,
@@ -86,54 +86,55 @@ def cmd_mic(args: argparse.Namespace) -> int:
     components = Components.load(options)  # before the store: a missing model leaves no meeting
     source.start()   # before the store too: a device that refuses the stream leaves no meeting (and
     # --overwrite keeps the old one); the blocks it delivers meanwhile wait in its queue
-    store = _fresh_store(out, args.append)
-    if hooks.names:
-        store.set_speaker_names(hooks.names)
-    if decide is not None and args.append:
-        decide.seed(store.turns())   # the stored meeting's names rank first, as in the store
-    # the broadcaster of --session joins ``live`` just before the capture is read
-    on_turn, live = _live_sink(_with_decisions(
-        None if args.quiet else (lambda t: console.print(format_line(t), markup=False)), decide, args))
-    pipe = Pipeline(options, components, hooks=hooks, store=store, on_turn=on_turn, realtime_clock=True,
-                    voices=voices, resume=args.append)
-    meta = _session_meta(store, {"source": f"mic:{source.device.name}", "stem": stem,
-                                 "sample_rate": source.sample_rate, "channels": source.channels,
-                                 "model": args.model, "vad": args.vad}, pipe.start_time)
-    if pipe.start_time:
-        err.print(f"[dim]going on with the meeting in {out}/ at {pipe.start_time:.1f} s "
-                  f"({_known_speakers(pipe)})[/dim]")
-    elif args.append:
-        err.print(f"[yellow]--append: {out}/ holds no meeting to go on with (no turn stored): a new meeting "
-                  "starts[/yellow]")
-    err.print(f"listening on {source.device.name!r} ({source.sample_rate} Hz, {source.channels} ch); "
-              "Ctrl-C ends the meeting")
-    result = None
+    with _replacing(out / "meeting.sqlite", args.append) as store:   # a run that fails before its first turn
+        # puts back the meeting --overwrite replaces
+        if hooks.names:
+            store.set_speaker_names(hooks.names)
+        if decide is not None and args.append:
+            decide.seed(store.turns())   # the stored meeting's names rank first, as in the store
+        # the broadcaster of --session joins ``live`` just before the capture is read
+        on_turn, live = _live_sink(_with_decisions(
+            None if args.quiet else (lambda t: console.print(format_line(t), markup=False)), decide, args))
+        pipe = Pipeline(options, components, hooks=hooks, store=store, on_turn=on_turn, realtime_clock=True,
+                        voices=voices, resume=args.append)
+        meta = _session_meta(store, {"source": f"mic:{source.device.name}", "stem": stem,
+                                     "sample_rate": source.sample_rate, "channels": source.channels,
+                                     "model": args.model, "vad": args.vad}, pipe.start_time)
+        if pipe.start_time:
+            err.print(f"[dim]going on with the meeting in {out}/ at {pipe.start_time:.1f} s "
+                      f"({_known_speakers(pipe)})[/dim]")
+        elif args.append:
+            err.print(f"[yellow]--append: {out}/ holds no meeting to go on with (no turn stored): a new meeting "
+                      "starts[/yellow]")
+        err.print(f"listening on {source.device.name!r} ({source.sample_rate} Hz, {source.channels} ch); "
+                  "Ctrl-C ends the meeting")
+        result = None
 
-    def announce() -> None:
-        if source.first_callback.wait(30.0):
-            err.print(f"[dim]audio flowing ({source.first_callback_at - source.started_at:.2f} s after "
-                      "the stream started)[/dim]")
+        def announce() -> None:
+            if source.first_callback.wait(30.0):
+                err.print(f"[dim]audio flowing ({source.first_callback_at - source.started_at:.2f} s after "
+                          "the stream started)[/dim]")
 
-    threading.Thread(target=announce, name="voicekit-mic-announce", daemon=True).start()
-    broadcaster = _start_session(args, session, out / "meeting.sqlite")   # --session (realtime)
-    live.extend([broadcaster] if broadcaster is not None else [])
-    def stop() -> None:   # the first Ctrl-C (or SIGTERM); a second Ctrl-C aborts
-        source.stop()
-        err.print("[yellow]stopping: committing the utterances heard so far (Ctrl-C again to abort)…[/yellow]")
+        threading.Thread(target=announce, name="voicekit-mic-announce", daemon=True).start()
+        broadcaster = _start_session(args, session, out / "meeting.sqlite")   # --session (realtime)
+        live.extend([broadcaster] if broadcaster is not None else [])
+        def stop() -> None:   # the first Ctrl-C (or SIGTERM); a second Ctrl-C aborts
+            source.stop()
+            err.print("[yellow]stopping: committing the utterances heard so far (Ctrl-C again to abort)…[/yellow]")
 
-    try:
-        with _GracefulStop(stop):
-            result = pipe.run(source, channel="mic")
-        heard = round(source.samples_16k / 16000, 3)
-    except KeyboardInterrupt:   # the second Ctrl-C: what is still queued is not transcribed
-        heard, note = _interrupt_note([pipe], "aborted")
-        dropped = source.samples_16k / 16000 - heard
-        err.print(f"[yellow]{note}" + (f"; the {dropped:.1f} s captured after it were not transcribed"
-                                       if dropped >= 0.05 else "") + "; writing outputs[/yellow]")
-    finally:
-        store.set_speaker_names(pipe.speaker_names())
-        hooks.close()
-        session_missed, stopped = _close_session(broadcaster, args, err)
+        try:
+            with _GracefulStop(stop):
+                result = pipe.run(source, channel="mic")
+            heard = round(source.samples_16k / 16000, 3)
+        except KeyboardInterrupt:   # the second Ctrl-C: what is still queued is not transcribed
+            heard, note = _interrupt_note([pipe], "aborted")
+            dropped = source.samples_16k / 16000 - heard
+            err.print(f"[yellow]{note}" + (f"; the {dropped:.1f} s captured after it were not transcribed"
+                                           if dropped >= 0.05 else "") + "; writing outputs[/yellow]")
+        finally:
+            store.set_speaker_names(pipe.speaker_names())
+            hooks.close()
+            session_missed, stopped = _close_session(broadcaster, args, err)
     duration = round(pipe.start_time + heard, 3)   # the meeting's, every session of it
     meta["sessions"][-1].update(duration=heard, input_overflows=source.input_overflows,
                                 queue_overflows=source.feed.overflows)

@@ -483,21 +483,26 @@ def _write_outputs(turns, out: Path, stem: str, meta: dict, suffix: str = "") ->
 
 
 @contextlib.contextmanager
-def _replacing(store_path: Path) -> Iterator[dict]:
-    """A replay in place of the meeting in ``store_path`` (``--overwrite``, or a store with no
-    turn): the old meeting is set aside (:class:`_SetAside`) while the new one runs, deleted when
-    the block ends (also by an error after the new meeting's first turn), and put back when the
-    block raises before the new meeting committed a turn (a model that fails on the first
-    utterance lost the meeting ``--overwrite`` was to replace). The block puts the store it opens
-    under ``"store"`` in the dict it is given, to be closed first."""
-    aside = _SetAside(store_path) if store_path.exists() else None
-    opened: dict = {}
+def _replacing(store_path: Path, append: bool = False) -> Iterator:  # of a MeetingStore
+    """The meeting store a replay or a microphone meeting runs into, open for the block.
+
+    With ``append`` the stored meeting, as it is. Else a new meeting in place of any meeting in
+    ``store_path`` (``--overwrite``, or a store with no turn; :func:`_check_existing_meeting` ran
+    first): the old one is set aside (:class:`_SetAside`) while the new one runs, deleted when the
+    block ends (also by an error after the new meeting's first turn), and put back when the block
+    raises before the new meeting committed a turn (a model that fails on the first utterance lost
+    the meeting ``--overwrite`` was to replace)."""
+    from voicekit.store import MeetingStore
+
+    aside = _SetAside(store_path) if store_path.exists() and not append else None
+    store = None
     try:
-        yield opened
+        store = MeetingStore(store_path)
+        yield store
     except BaseException:
         if aside is not None and not _committed_turns(store_path):
-            if "store" in opened:
-                _discard_unjoined(opened["store"], store_path, False, aside)
+            if store is not None:
+                _discard_unjoined(store, store_path, False, aside)
             else:
                 aside.restore()
         elif aside is not None:   # the new meeting holds turns: it replaced the old one
@@ -506,17 +511,6 @@ def _replacing(store_path: Path) -> Iterator[dict]:
     else:
         if aside is not None:
             aside.drop()
-
-
-def _fresh_store(out: Path, append: bool):
-    """The meeting store in ``out``: the existing one with ``append``, else a new one in place of
-    any meeting there (:func:`_remove_meeting`; :func:`_check_existing_meeting` ran first)."""
-    from voicekit.store import MeetingStore
-
-    store_path = out / "meeting.sqlite"
-    if store_path.exists() and not append:
-        _remove_meeting(store_path)
-    return MeetingStore(store_path)
 
 
 def _discard_unjoined(store, store_path: Path, append: bool, aside: "_SetAside | None") -> None:  # noqa: ANN001

@@ -11,7 +11,7 @@ from pathlib import Path
 from voicekit.cli.common import (CliError, _chain, _check_writable, _GracefulStop, _lock_meeting_dir, _plural,
                                  meeting_dir)
 from voicekit.cli.decisions import _check_explain, _turn_taking, _turn_taking_summary, _with_decisions
-from voicekit.cli.meeting import (_check_existing_meeting, _check_stem, _committed_turns, _fresh_store, _replacing,
+from voicekit.cli.meeting import (_check_existing_meeting, _check_stem, _committed_turns, _replacing,
                                   _interrupt_note, _refined_summary, _hints, _turns_summary,
                                   _unmatched_names, _write_outputs)
 from voicekit.cli.options import (_diarizer_name, _hook_args, _hooks, _keep_embeddings_arg, _meeting_args,
@@ -127,8 +127,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
         err.print(f"[dim]pyannote diarized the whole recording in {time.monotonic() - t:.1f} s: "
                   f"{_plural(len({s.label for s in segments}), 'speaker')}, "
                   f"{_plural(len(segments), 'speaker turn')}[/dim]")
-    with _replacing(store_path) as opened:   # a run that fails before its first turn puts the old one back
-        store = opened["store"] = _fresh_store(out, append=False)
+    replacing = store_path.exists()
+    with _replacing(store_path) as store:   # a run that fails before its first turn puts the old one back
         meta = {"source": str(source.path), "stem": stem, "duration": round(source.info.duration, 3),
                 "sample_rate": source.info.sample_rate, "channels": source.info.channels,
                 "model": args.model, "vad": args.vad}
@@ -188,6 +188,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
                 err.print(f"[yellow]{note}; writing outputs[/yellow]")
         except StoreError as exc:
             kept = _committed_turns(store_path)
+            if not kept:   # nothing of this run to export; an old meeting --overwrite set aside is put back
+                raise CliError(f"{exc}; no turn was committed" + (f", and the meeting that was in {out} is kept as "
+                               "it was" if replacing else "") + ": free space, then run the replay again") from exc
             raise CliError(f"{exc}; the {_plural(kept, 'turn')} committed before {'is' if kept == 1 else 'are'} "
                            f"kept: free space, then run `voicekit export {out}` to write the outputs") from exc
         finally:
