@@ -584,3 +584,46 @@ def test_set_names_refuses_what_speaker_names_refuses(names, problem):
     assert hooks.names == {}
     hooks.set_names({"Speaker A": "Diane"})
     assert hooks.run(turn()).sender_name == "Diane"
+
+
+class _UnprintableError(Exception):
+    def __str__(self):
+        raise RuntimeError("str fails")
+
+
+class _Weird(BaseException):
+    pass
+
+
+def _raises(exc):
+    def hook(t):
+        raise exc
+    return hook
+
+
+@pytest.mark.parametrize("hook, reason", [
+    (_raises(KeyboardInterrupt()), "KeyboardInterrupt: "),
+    (_raises(_Weird("x")), "_Weird: x"),
+    (_raises(GeneratorExit()), "GeneratorExit: "),
+    (_raises(asyncio.CancelledError()), "CancelledError: "),
+    (_raises(_UnprintableError()), "_UnprintableError (its message could not be read:"),
+])
+def test_whatever_a_hook_raises_is_that_hooks_failure(hook, reason):
+    """A tester's hooks ended the meeting: a BaseException subclass escaped the runner; an
+    exception whose __str__ raises broke the failure's own message; a KeyboardInterrupt raised by
+    the hook's code (in the hook's thread: no Ctrl-C lands there) was taken for the user's Ctrl-C
+    (exit 130, no turn stored). Each is the hook's failure, for a sync or an async hook."""
+    async def async_hook(t):
+        return hook(t)
+
+    for fn in (hook, async_hook):
+        hooks = HookRunner()
+        hooks.register(fn, name="h")
+        hooks.register(lambda t: HookResult(name="Diane"), name="next")   # the next hook still runs
+        try:
+            assert hooks.run(turn()).sender_name == "Diane"
+            assert hooks.run(turn(start=9.0)).sender_name == "Diane"   # and the hook is called again
+        finally:
+            hooks.close()
+        assert [(f[0], f[1]) for f in hooks.failures] == [("h", 3.1), ("h", 9.0)]
+        assert hooks.failures[0][2].startswith(reason), hooks.failures

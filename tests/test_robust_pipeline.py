@@ -4,7 +4,10 @@ and mixed here)."""
 
 import logging
 import json
+import os
 import re
+import signal
+import time
 
 import numpy as np
 import pytest
@@ -493,6 +496,22 @@ class CtrlCOnce:
             raise KeyboardInterrupt
 
 
+class SigintOnce:
+    """A hook during whose ``at``-th call the user presses Ctrl-C: a SIGINT to the process, which
+    the main thread (waiting for the hook) takes as KeyboardInterrupt. (A KeyboardInterrupt raised
+    by the hook's own code is that hook's failure, not a Ctrl-C.)"""
+
+    def __init__(self, at):
+        self.at = at
+        self.calls = 0
+
+    def __call__(self, *args):
+        self.calls += 1
+        if self.calls == self.at:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.3)   # the call goes on while the main thread is interrupted
+
+
 def _ctrl_c_in_remember(pipe):
     """Ctrl-C inside the diarizer of the second utterance, after it changed its speakers and
     history (OnlineDiarizer._remember runs last)."""
@@ -506,7 +525,7 @@ def _ctrl_c_in_remember(pipe):
 
 @pytest.mark.parametrize("where", ["hook", "sink", "diarizer"])
 def test_ctrl_c_inside_an_utterance_commits_each_turn_once(tmp_path, uninterrupted, where):
-    """The second utterance gives two turns. Ctrl-C in a hook of its second turn (before the store
+    """The second utterance gives two turns. Ctrl-C while a hook of its second turn runs (before the store
     has it), in a sink of that turn (after the store has it), or inside the diarizer after it
     learnt from the utterance: after finish() every turn is there once and the diarizer holds the
     utterance's windows once."""
@@ -514,14 +533,19 @@ def test_ctrl_c_inside_an_utterance_commits_each_turn_once(tmp_path, uninterrupt
     on_turn = None
     prepare = None
     if where == "hook":
-        hooks.register(CtrlCOnce(3), name="ctrl-c")
+        hooks.register(SigintOnce(3), name="ctrl-c")
     elif where == "sink":
         on_turn = CtrlCOnce(3)
     else:
         prepare = _ctrl_c_in_remember
-    pipe, stt, before, closed = _meeting(tmp_path / "meeting.sqlite", hooks=hooks, on_turn=on_turn,
-                                         prepare=prepare)
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)   # (SIG_IGN under nohup)
+    try:
+        pipe, stt, before, closed = _meeting(tmp_path / "meeting.sqlite", hooks=hooks, on_turn=on_turn,
+                                             prepare=prepare)
+    finally:
+        signal.signal(signal.SIGINT, old)
     hooks.close()
+    assert hooks.failures == []
     _assert_once_and_as_uninterrupted(pipe, before, uninterrupted)
     assert stt.calls == len(closed)                    # Whisper never ran twice on an utterance
     assert len(uninterrupted[0].turns) > 2 and pipe.turns[2].text == uninterrupted[0].turns[2].text

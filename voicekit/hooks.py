@@ -11,7 +11,8 @@ callable, sync or async, taking the :class:`~voicekit.turns.SpeakerTurn` and ret
 A hook script (``voicekit replay … --hook rename.py``) is a Python file that defines
 ``on_transcription(turn)`` with that contract. A hook that raises or runs past its timeout
 (default 2 s) is logged with its name and the turn goes on unchanged: a broken hook never loses
-a turn; that includes a hook that calls ``sys.exit()`` (a hook cannot stop the meeting). So does
+a turn; that includes a hook that calls ``sys.exit()`` or raises ``KeyboardInterrupt`` or any
+``BaseException`` itself (a hook cannot stop the meeting; a real Ctrl-C still does). So does
 one that returns anything else (a string, a HookResult whose name or text is not a
 str, a SpeakerTurn with broken fields): its result is ignored and recorded in ``failures``. A
 hook that timed out is not called again until its hung call returns (its later turns are
@@ -322,7 +323,8 @@ class HookRunner:
     def run(self, turn: SpeakerTurn) -> SpeakerTurn | None:
         """Apply persistent names, then every ``ON_TRANSCRIPTION`` hook.
 
-        An interrupt (KeyboardInterrupt) while a hook runs propagates; when the same turn is
+        A Ctrl-C (KeyboardInterrupt in the main thread, while the runner waits for a hook)
+        propagates; one the hook's own code raises is that hook's failure. When the same turn is
         run again (the pipeline retries it), the hooks that had returned are not called again
         and the interrupted hook's call is waited for rather than made twice.
 
@@ -412,10 +414,14 @@ class HookRunner:
                 hook.running = hook.interrupted = None  # calls on the stopped loop never finish
 
 
-class _HookExited(Exception):
-    """A hook raised SystemExit itself (``sys.exit()`` in a hook script): a failure of that hook,
-    never a request to stop the meeting. (A KeyboardInterrupt still propagates: it is how a Ctrl-C
-    that lands while a hook runs reaches the pipeline, which retries the turn.)"""
+class _HookRaised(Exception):
+    """A hook raised what is not an ``Exception``: ``SystemExit`` (``sys.exit()`` in a hook
+    script), ``KeyboardInterrupt``, ``GeneratorExit``, ``asyncio.CancelledError`` (from a sync
+    hook) or a ``BaseException`` subclass of its own. Raised by the hook's code in the hook's own
+    thread, it is a failure of that hook, never a request to stop the meeting: a real Ctrl-C is
+    delivered to the main thread, where it interrupts the runner's wait and propagates (the
+    pipeline retries the turn). The message is the logged reason, the hook's exception its
+    ``__cause__``."""
 
 
 class _Worker:
@@ -468,37 +474,51 @@ def _serve_loop(loop: asyncio.AbstractEventLoop) -> None:
 
 
 def _called(fn: Callable[[Any], Any], payload: Any) -> Any:
-    """Call a sync hook in its thread; its own ``sys.exit()`` becomes a hook failure."""
+    """Call a sync hook in its thread; whatever it raises that is not an ``Exception`` (its own
+    ``sys.exit()``, a ``KeyboardInterrupt`` it raised) becomes :class:`_HookRaised`, its failure."""
     try:
         return fn(payload)
-    except SystemExit as exc:
-        raise _HookExited(_reason(exc)) from None
+    except Exception:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - raised by the hook's code: no Ctrl-C lands in this thread
+        raise _HookRaised(_reason(exc)) from exc
 
 
 async def _awaited(fn: Callable[[Any], Any], payload: Any) -> Any:
-    """Await an async hook on the hooks' loop; its own ``sys.exit()`` becomes a hook failure (left
-    as it is, it would also stop the loop that every async hook runs on)."""
+    """Await an async hook on the hooks' loop; whatever it raises that is not an ``Exception``
+    becomes :class:`_HookRaised`, its failure (left as it is, a ``SystemExit`` or a
+    ``KeyboardInterrupt`` would also stop the loop that every async hook runs on). A cancellation
+    stays one: :meth:`HookRunner.close` cancels the hooks still awaiting, and a hook that raised
+    ``CancelledError`` itself fails as a cancelled call."""
     try:
         return await fn(payload)
-    except SystemExit as exc:
-        raise _HookExited(_reason(exc)) from None
+    except (Exception, asyncio.CancelledError):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - raised by the hook's code, on the hooks' loop thread
+        raise _HookRaised(_reason(exc)) from exc
 
 
 def _log_traceback(hook: _Hook, exc: BaseException | None) -> None:
     """The traceback of a hook that raised, at DEBUG (``--debug`` shows it): the WARNING line
     names the exception, this shows the line of the hook's code that raised it. A timeout, a
-    skipped call or an invalid result has no traceback."""
-    if exc is not None and not isinstance(exc, _HookExited):
+    skipped call, an invalid result or a ``sys.exit()`` has no traceback."""
+    if isinstance(exc, _HookRaised):
+        exc = None if isinstance(exc.__cause__, SystemExit) else exc.__cause__
+    if exc is not None:
         log.debug("traceback of hook %s:", hook.name, exc_info=exc)
 
 
 def _reason(exc: BaseException) -> str:
-    """How a hook's failure is logged: ``ValueError: …``, or ``called sys.exit(3)``."""
-    if isinstance(exc, _HookExited):
-        return str(exc)
-    if isinstance(exc, SystemExit):
-        return f"called sys.exit({exc.code!r})" if exc.code is not None else "called sys.exit()"
-    return f"{type(exc).__name__}: {exc}"
+    """How a hook's failure is logged: ``ValueError: …``, or ``called sys.exit(3)``. An exception
+    whose message cannot be read (its ``__str__`` raises) is named by its type."""
+    try:
+        if isinstance(exc, _HookRaised):
+            return str(exc)
+        if isinstance(exc, SystemExit):
+            return f"called sys.exit({exc.code!r})" if exc.code is not None else "called sys.exit()"
+        return f"{type(exc).__name__}: {exc}"
+    except Exception as failed:  # noqa: BLE001 - the hook's own __str__ or __repr__ raised
+        return f"{type(exc).__name__} (its message could not be read: {type(failed).__name__})"
 
 
 _BREAKS = re.compile(r"[ \t]*[\x00-\x1f\x7f-\x9f\u2028\u2029][\s\x00-\x1f\x7f-\x9f\u2028\u2029]*")
