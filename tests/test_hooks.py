@@ -1,6 +1,7 @@
 """ON_TRANSCRIPTION hooks: rename, edit, block, failures and timeouts never lose a turn."""
 
 import asyncio
+import os
 import time
 
 import pytest
@@ -627,3 +628,127 @@ def test_whatever_a_hook_raises_is_that_hooks_failure(hook, reason):
             hooks.close()
         assert [(f[0], f[1]) for f in hooks.failures] == [("h", 3.1), ("h", 9.0)]
         assert hooks.failures[0][2].startswith(reason), hooks.failures
+
+
+LATIN1 = os.fsdecode(b"caf\xe9")   # 'caf\udce9': bytes of a Latin-1 file decoded as Python decodes file names
+
+
+def _circular(t):
+    meta = dict(t.metadata)
+    meta["self"] = meta
+    return t.replace(metadata=meta)
+
+
+@pytest.mark.parametrize("edit, reason", [
+    (lambda t: HookResult(text=f"{t.text} [{LATIN1}]"), "returned HookResult(text="),
+    (lambda t: t.replace(text=LATIN1), "returned a SpeakerTurn whose text"),
+    (lambda t: t.replace(words=(Word(3.1, 5.1, LATIN1, 0.9),)), "returned a SpeakerTurn whose words"),
+    (lambda t: t.replace(channel=LATIN1), "returned a SpeakerTurn with channel"),
+    (lambda t: t.replace(metadata={**t.metadata, "note": LATIN1}), "returned a SpeakerTurn whose metadata"),
+    (lambda t: t.replace(metadata={**t.metadata, LATIN1: 1}), "returned a SpeakerTurn whose metadata"),
+    (lambda t: t.replace(metadata={**t.metadata, (1, 2): "x"}), "returned a SpeakerTurn whose metadata"),
+    (_circular, "returned a SpeakerTurn whose metadata"),
+    (lambda t: t.replace(metadata={**t.metadata, "participant_id": float("nan")}), "returned a SpeakerTurn whose metadata"),
+    (lambda t: t.replace(emitted_at="soon"), "changed emitted_at"),
+    (lambda t: t.replace(emitted_at=float("inf")), "changed emitted_at"),
+])
+def test_a_returned_value_the_store_or_the_json_cannot_keep_is_that_hooks_failure(edit, reason, tmp_path):
+    """A tester's hooks: a lone surrogate (text read from a Latin-1 file with os.fsdecode), a
+    metadata key that is not a str, a metadata dict holding itself, or emitted_at="soon" passed the
+    hook's check and the store's commit raised: the meeting ended, every later turn lost. An
+    emitted_at of inf or a word probability of 1e308 (its mean overflows) wrote Infinity, which is
+    not JSON, into the transcript. Each is that hook's failure: the turn goes on as it was, and is
+    stored and written as strict JSON."""
+    from voicekit.outputs import json_text, to_json
+    from voicekit.store import MeetingStore
+
+    hooks = HookRunner()
+    hooks.register(edit, name="edit")
+    given = turn().replace(emitted_at=5.5)
+    out = hooks.run(given)
+    assert out == given
+    assert len(hooks.failures) == 1 and hooks.failures[0][2].startswith(reason), hooks.failures
+    with MeetingStore(tmp_path / "m.sqlite") as store:
+        store.commit(out)
+        json_text(to_json(store.turns()))
+
+
+def test_a_name_that_is_not_utf_8_is_refused_as_any_bad_name():
+    """A rename or a returned sender_name holding a lone surrogate reached the store, whose commit
+    raised UnicodeEncodeError and ended the meeting; set_names took one too. Only the name is
+    refused: the text edit of the same result holds."""
+    hooks = HookRunner()
+    hooks.register(lambda t: HookResult(name=f"Ann{LATIN1}", text="edited"))
+    hooks.register(lambda t: t.replace(metadata={**t.metadata, "sender_name": "Ann\udcff"}))
+    out = hooks.run(turn())
+    assert (out.text, out.sender_name) == ("edited", "Speaker A")
+    assert len(hooks.failures) == 2 and all("UTF-8" in f[2] for f in hooks.failures), hooks.failures
+    with pytest.raises(ValueError, match="UTF-8"):
+        hooks.set_names({"Speaker A": "Ann\udcff"})
+    assert hooks.names == {}
+
+
+class _HostileStr(str):
+    def strip(self, *args):
+        raise RuntimeError("strip")
+
+    def __str__(self):
+        raise RuntimeError("str")
+
+
+def test_a_name_of_a_str_subclass_is_read_as_its_characters():
+    """A rename to a str subclass whose strip() raises ended the meeting. A str subclass (numpy's
+    np.str_ is one) is read as the str it holds; none of its methods runs."""
+    import numpy as np
+
+    hooks = HookRunner()
+    hooks.register(lambda t: HookResult.rename(_HostileStr(" Diane "), for_speaker=False))
+    hooks.register(lambda t: HookResult(text=_HostileStr("edited")))
+    hooks.register(lambda t: t.replace(metadata={**t.metadata, "sender_name": np.str_("Diane")}))
+    out = hooks.run(turn())
+    assert hooks.failures == []
+    assert (out.sender_name, out.text) == ("Diane", "edited")
+    assert type(out.metadata["sender_name"]) is str and type(out.text) is str
+
+
+BROKEN_HOOKS = {   # a tester's hook scripts (/tmp/trial_crash/hooks), each of which ended the meeting
+    "latin1.py": "import os\nfrom voicekit.hooks import HookResult\nNOTE = os.fsdecode(b'caf\\xe9')\n"
+                 "def on_transcription(turn):\n    return HookResult(text=f'{turn.text} [{NOTE}]')\n",
+    "surrogate_name.py": "from voicekit.hooks import HookResult\n"
+                         "def on_transcription(turn):\n    return HookResult.rename('Ann\\udcff')\n",
+    "metakey.py": "def on_transcription(turn):\n    return turn.replace(metadata={**turn.metadata, (1, 2): 'x'})\n",
+    "metacirc.py": "def on_transcription(turn):\n    d = dict(turn.metadata); d['self'] = d\n"
+                   "    return turn.replace(metadata=d)\n",
+    "emitted.py": "def on_transcription(turn):\n    return turn.replace(emitted_at='soon')\n",
+    "emittedinf.py": "def on_transcription(turn):\n    return turn.replace(emitted_at=float('inf'))\n",
+    "kbint.py": "def on_transcription(turn):\n    raise KeyboardInterrupt\n",
+    "baseexc.py": "class Weird(BaseException): pass\ndef on_transcription(turn):\n    raise Weird('x')\n",
+    "badstr.py": "class E(Exception):\n    def __str__(self): raise RuntimeError('str fails')\n"
+                 "def on_transcription(turn):\n    raise E()\n",
+    "strsub.py": "from voicekit.hooks import HookResult\nclass S(str):\n    def strip(self, *a): raise RuntimeError\n"
+                 "def on_transcription(turn):\n    return HookResult.rename(S('Diane'))\n",
+}
+
+
+@needs_eval
+def test_a_meeting_with_every_broken_hook_keeps_every_turn(tmp_path, capsys):
+    """`voicekit replay` of a real 3-turn recording with each of a tester's broken hooks: each ended
+    the meeting (exit 1 or 130, the turns after the first lost, no outputs). Now each is its hook's
+    failure: all 3 turns are stored and written, as strict JSON, and the str subclass renames."""
+    import json
+
+    from _pipeline_support import EVAL
+    from voicekit.cli import main
+
+    scripts = []
+    for name, code in BROKEN_HOOKS.items():
+        (tmp_path / name).write_text(code, encoding="utf-8")
+        scripts += ["--hook", str(tmp_path / name)]
+    out = tmp_path / "out"
+    assert main(["replay", str(EVAL / "picovoice_falcon" / "test.wav"), "--out", str(out), "--quiet", *scripts]) == 0
+    doc = json.loads((out / "test.json").read_text(encoding="utf-8"),
+                     parse_constant=lambda c: pytest.fail(f"{c} in the transcript JSON"))
+    assert len(doc["turns"]) == 3
+    assert all(t["name"] == "Diane" and "caf" not in t["text"] for t in doc["turns"])
+    assert all(t["emitted_at"] < 60 for t in doc["turns"])
+    assert "3 turns" in capsys.readouterr().err

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from voicekit.turns import SpeakerTurn, Word, label_read_in
+from voicekit.turns import SpeakerTurn, Word, label_read_in, metadata_json
 
 log = logging.getLogger(__name__)
 
@@ -178,13 +178,14 @@ class HookRunner:
         """Persistent renames, e.g. ``{"Speaker A": "Diane"}``, on every channel.
 
         Raises:
-            ValueError: a name of more than one line or with a control character, or one that is
-                another speaker's label (``{"Speaker A": "Speaker B"}``: the outputs would show two
-                speakers as one); nothing is set then.
+            ValueError: a name of more than one line or with a control character, a name or label
+                that is not UTF-8 text (a lone surrogate), or a name that is another speaker's
+                label (``{"Speaker A": "Speaker B"}``: the outputs would show two speakers as
+                one); nothing is set then.
         """
         given = {k.strip(): v.strip() for k, v in names.items() if k.strip() and v.strip()}
         for label, name in given.items():
-            problem = _name_problem(label, name)
+            problem = _name_problem(label, name) or (None if _utf8(label) else f"the label {_NOT_UTF8}")
             if problem:
                 raise ValueError(f"the name {name!r} for {label}: {problem}")
         self._given.update(given)
@@ -358,15 +359,11 @@ class HookRunner:
                 continue
             if result is None:
                 continue
-            problem = _invalid(result)
+            result, problem = _checked(result, turn)
             if problem:
                 self._fail(hook, turn, problem)
                 continue
             if isinstance(result, SpeakerTurn):
-                if result.speaker != turn.speaker:
-                    self._fail(hook, turn, f"changed the speaker label {turn.speaker} to {result.speaker!r}: the "
-                                           "label is the diarizer's; rename with sender_name or HookResult.rename")
-                    continue
                 name = result.metadata.get("sender_name")
                 bad = _bad_name(turn.speaker, name) if name != turn.metadata.get("sender_name") else None
                 if bad:   # as for a HookResult: only the name is refused, the rest of the edit holds
@@ -531,37 +528,98 @@ def _one_line_text(text: str) -> str:
     return _BREAKS.sub(" ", text)
 
 
-def _invalid(result: Any) -> str | None:
-    """Why a hook's return value cannot be applied (None when it can)."""
+_NOT_UTF8 = ("is not UTF-8 text (it holds a lone surrogate, as os.fsdecode or errors='surrogateescape' "
+             "make of bytes that are not UTF-8: decode them with their own encoding)")
+
+
+def _plain(x: Any) -> str | None:
+    """``x`` as a plain ``str`` when it is a str, else None. A str subclass (numpy's ``np.str_``)
+    is read as the characters it holds: none of its own methods (``strip``, ``__str__``) runs."""
+    return str.__str__(x) if isinstance(x, str) else None
+
+
+def _utf8(text: str) -> bool:
+    """Whether ``text`` can be written as UTF-8, as the store and every output write it."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _checked(result: Any, turn: SpeakerTurn) -> tuple[Any, str | None]:
+    """A hook's return value as it is applied to ``turn``, with its strings made plain ``str``
+    (:func:`_plain`); or None and why it cannot be applied. Refused: anything but a HookResult or a
+    SpeakerTurn; a HookResult whose name or text is not a str, whose text is not UTF-8, or whose
+    block is not a bool; a SpeakerTurn whose text, channel or words' texts and labels are not
+    UTF-8 str, whose times are not finite seconds (or end before they start), whose words are not
+    Word records with such times, whose metadata is not a dict that the store keeps as JSON
+    (:func:`voicekit.turns.metadata_json`: str keys, no NaN, nothing that holds itself), whose
+    ``sender_name`` is not a str, or which changes the ``speaker`` label (the diarizer's) or
+    ``emitted_at`` (voicekit's measure of when the turn went out). A name is checked apart
+    (:func:`_bad_name`): a bad one drops only the name. A value whose fields cannot even be read
+    (a comparison or ``str()`` of the hook's own type raising) is refused too."""
+    try:
+        return _checked_fields(result, turn)
+    except Exception as exc:  # noqa: BLE001 - the hook's own types: a failure of the hook, never of the meeting
+        return None, f"returned {type(result).__name__} that cannot be read ({_reason(exc)})"
+
+
+def _checked_fields(result: Any, turn: SpeakerTurn) -> tuple[Any, str | None]:
     if isinstance(result, HookResult):
-        for field_name in ("name", "text"):
-            value = getattr(result, field_name)
-            if value is not None and not isinstance(value, str):
-                return f"returned HookResult({field_name}={value!r}); {field_name} must be a str or None"
+        name, text = _plain(result.name), _plain(result.text)
+        for field_name, value, plain in (("name", result.name, name), ("text", result.text, text)):
+            if value is not None and plain is None:
+                return None, f"returned HookResult({field_name}={value!r}); {field_name} must be a str or None"
+        if text is not None and not _utf8(text):
+            return None, f"returned HookResult(text={text!r}), which {_NOT_UTF8}"
         if not isinstance(result.block, bool):
-            return f"returned HookResult(block={result.block!r}); block must be True or False"
-        return None
-    if isinstance(result, SpeakerTurn):
-        if not isinstance(result.text, str) or not isinstance(result.speaker, str) or not result.speaker:
-            return "returned a SpeakerTurn whose text or speaker is not a str"
-        if not all(_finite(x) for x in (result.start, result.end)) or result.end < result.start:
-            return f"returned a SpeakerTurn with times {result.start!r}..{result.end!r}"
-        if not isinstance(result.words, (tuple, list)) or not all(
-                isinstance(w, Word) and isinstance(w.text, str) for w in result.words):
-            return "returned a SpeakerTurn whose words are not Word records"
-        bad = next((w for w in result.words if not (_finite(w.start) and _finite(w.end) and _finite(w.probability))
-                    or w.end < w.start), None)
-        if bad is not None:   # the store and the JSON take finite seconds only (NaN is not JSON)
-            return f"returned a SpeakerTurn with the word {bad.text!r} at {bad.start!r}..{bad.end!r}"
-        if not isinstance(result.channel, str):
-            return f"returned a SpeakerTurn with channel {result.channel!r}; it must be a str"
-        if not isinstance(result.metadata, dict):
-            return "returned a SpeakerTurn whose metadata is not a dict"
-        name = result.metadata.get("sender_name")
-        if name is not None and not isinstance(name, str):
-            return f"returned a SpeakerTurn with sender_name {name!r}; it must be a str"
-        return None
-    return f"returned {type(result).__name__}; expected None, a SpeakerTurn or a HookResult"
+            return None, f"returned HookResult(block={result.block!r}); block must be True or False"
+        return HookResult(name=name, for_speaker=bool(result.for_speaker), text=text, block=result.block), None
+    if not isinstance(result, SpeakerTurn):
+        return None, f"returned {type(result).__name__}; expected None, a SpeakerTurn or a HookResult"
+    text, speaker, channel = _plain(result.text), _plain(result.speaker), _plain(result.channel)
+    if text is None or not speaker:
+        return None, "returned a SpeakerTurn whose text or speaker is not a str"
+    if not _utf8(text):
+        return None, f"returned a SpeakerTurn whose text {_NOT_UTF8}"
+    if speaker != turn.speaker:
+        return None, (f"changed the speaker label {turn.speaker} to {speaker!r}: the label is the diarizer's; "
+                      "rename with sender_name or HookResult.rename")
+    if not all(_finite(x) for x in (result.start, result.end)) or result.end < result.start:
+        return None, f"returned a SpeakerTurn with times {result.start!r}..{result.end!r}"
+    if not isinstance(result.words, (tuple, list)) or not all(
+            isinstance(w, Word) and isinstance(w.text, str) and (w.speaker is None or isinstance(w.speaker, str))
+            for w in result.words):
+        return None, "returned a SpeakerTurn whose words are not Word records"
+    words = tuple(Word(w.start, w.end, _plain(w.text), w.probability, _plain(w.speaker)) for w in result.words)
+    if not all(_utf8(w.text) and _utf8(w.speaker or "") for w in words):
+        return None, f"returned a SpeakerTurn whose words hold a text or label that {_NOT_UTF8}"
+    bad = next((w for w in words if not (_finite(w.start) and _finite(w.end) and _finite(w.probability))
+                or w.end < w.start), None)
+    if bad is not None:   # the store and the JSON take finite seconds only (NaN is not JSON)
+        return None, f"returned a SpeakerTurn with the word {bad.text!r} at {bad.start!r}..{bad.end!r}"
+    if channel is None:
+        return None, f"returned a SpeakerTurn with channel {result.channel!r}; it must be a str"
+    if not _utf8(channel):
+        return None, f"returned a SpeakerTurn with channel {channel!r}, which {_NOT_UTF8}"
+    if not isinstance(result.metadata, dict):
+        return None, "returned a SpeakerTurn whose metadata is not a dict"
+    metadata = dict(result.metadata)
+    name = metadata.get("sender_name")
+    if name is not None:
+        if _plain(name) is None:
+            return None, f"returned a SpeakerTurn with sender_name {name!r}; it must be a str"
+        metadata["sender_name"] = _plain(name)   # (checked as a name by the caller: _bad_name)
+    try:
+        metadata_json(metadata).encode("utf-8")
+    except (TypeError, ValueError) as exc:   # UnicodeEncodeError included
+        return None, f"returned a SpeakerTurn whose metadata the store cannot keep as JSON ({_reason(exc)})"
+    if result.emitted_at != turn.emitted_at:
+        return None, (f"changed emitted_at {turn.emitted_at!r} to {result.emitted_at!r}: it is voicekit's "
+                      "measure of when the turn went out (edit the turn given: turn.replace(…))")
+    return SpeakerTurn(speaker=speaker, text=text, start=result.start, end=result.end, words=words,
+                       channel=channel, metadata=metadata, turn_id=turn.turn_id, emitted_at=turn.emitted_at), None
 
 
 # a label written like a diarization label ("speaker a", "Speaker_A", "SPEAKER  B"): the spelling
@@ -596,6 +654,8 @@ def _name_problem(label: str, name: str | None) -> str | None:
     if not name.strip() or len(name.strip().splitlines()) > 1 \
             or any(unicodedata.category(c) == "Cc" for c in name.strip()):
         return _NOT_ONE_LINE
+    if not _utf8(name):
+        return f"the name {_NOT_UTF8}"
     return _label_clash(label, name)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 import re
 import string
 import threading
@@ -85,6 +86,19 @@ class SpeakerTurn:
     def replace(self, **changes: Any) -> "SpeakerTurn":
         """Return a copy with ``changes`` applied (``dataclasses.replace``)."""
         return dataclasses.replace(self, **changes)
+
+
+def metadata_json(metadata: dict[str, Any]) -> str:
+    """A turn's metadata as the store keeps it: strict JSON text, without ``sender_name`` (kept in
+    a column of its own); a value JSON has no type for is written as its ``str()``.
+
+    Raises:
+        TypeError: a key that is not a str (nor an int, float, bool or None, which JSON writes as
+            a str).
+        ValueError: a NaN or infinite number (not JSON), or a dict or list that holds itself.
+    """
+    return json.dumps({k: v for k, v in metadata.items() if k != "sender_name"}, ensure_ascii=False,
+                      default=str, allow_nan=False)
 
 
 def speaker_label(index: int) -> str:

@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 
 from voicekit.attribution import AuthorRegister, Participant, meeting_lock
-from voicekit.turns import SpeakerTurn, Word, inherited_names, join_touching, majority_label, split_by_labels
+from voicekit.turns import (SpeakerTurn, Word, inherited_names, join_touching, majority_label, metadata_json,
+                            split_by_labels)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meeting (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -301,19 +302,21 @@ class MeetingStore:
             StoreError: when the store cannot be written (disk full, read-only, locked too long).
             ValueError: a turn whose times are not finite seconds (NaN, infinity); nothing is
                 written.
+            TypeError, ValueError: metadata that is not JSON (:func:`voicekit.turns.metadata_json`);
+                nothing is written.
         """
         if not (math.isfinite(turn.start) and math.isfinite(turn.end)):
             raise ValueError(f"a turn's times must be finite seconds, got {turn.start!r}.."
                              f"{turn.end!r} ({turn.speaker}: {turn.text[:40]!r})")
-        metadata = {k: v for k, v in turn.metadata.items() if k != "sender_name"}
         sender = str(turn.metadata.get("sender_name") or "").strip()
+        metadata = metadata_json(turn.metadata)
         try:
             with meeting_lock(self.conn):
                 cur = self.conn.execute(
                     'INSERT INTO turns(channel, speaker, sender_name, text, start, "end", words, metadata,'
                     " emitted_at, committed_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
                     (turn.channel, turn.speaker, sender, turn.text, turn.start, turn.end,
-                     _words_json(turn.words), json.dumps(metadata, ensure_ascii=False, default=str),
+                     _words_json(turn.words), metadata,
                      turn.emitted_at, time.time()))
                 committed = turn.replace(turn_id=cur.lastrowid)
                 self.register.record_turn(self.conn, committed.turn_id, committed, participants)
