@@ -651,6 +651,8 @@ def _circular(t):
     (lambda t: t.replace(metadata={**t.metadata, "participant_id": float("nan")}), "returned a SpeakerTurn whose metadata"),
     (lambda t: t.replace(emitted_at="soon"), "changed emitted_at"),
     (lambda t: t.replace(emitted_at=float("inf")), "changed emitted_at"),
+    (lambda t: t.replace(words=(Word(3.1, 5.1, " x", 1e308),)), "returned a SpeakerTurn with the word ' x'"),
+    (lambda t: t.replace(words=(Word(3.1, 5.1, " x", -0.1),)), "returned a SpeakerTurn with the word ' x'"),
 ])
 def test_a_returned_value_the_store_or_the_json_cannot_keep_is_that_hooks_failure(edit, reason, tmp_path):
     """A tester's hooks: a lone surrogate (text read from a Latin-1 file with os.fsdecode), a
@@ -721,6 +723,8 @@ BROKEN_HOOKS = {   # a tester's hook scripts (/tmp/trial_crash/hooks), each of w
                    "    return turn.replace(metadata=d)\n",
     "emitted.py": "def on_transcription(turn):\n    return turn.replace(emitted_at='soon')\n",
     "emittedinf.py": "def on_transcription(turn):\n    return turn.replace(emitted_at=float('inf'))\n",
+    "conf.py": "from voicekit.turns import Word\ndef on_transcription(turn):\n"
+               "    return turn.replace(words=tuple(Word(w.start, w.end, w.text, 1e308, w.speaker) for w in turn.words))\n",
     "kbint.py": "def on_transcription(turn):\n    raise KeyboardInterrupt\n",
     "baseexc.py": "class Weird(BaseException): pass\ndef on_transcription(turn):\n    raise Weird('x')\n",
     "badstr.py": "class E(Exception):\n    def __str__(self): raise RuntimeError('str fails')\n"
@@ -750,5 +754,5 @@ def test_a_meeting_with_every_broken_hook_keeps_every_turn(tmp_path, capsys):
                      parse_constant=lambda c: pytest.fail(f"{c} in the transcript JSON"))
     assert len(doc["turns"]) == 3
     assert all(t["name"] == "Diane" and "caf" not in t["text"] for t in doc["turns"])
-    assert all(t["emitted_at"] < 60 for t in doc["turns"])
+    assert all(t["emitted_at"] < 60 and t["confidence"] <= 1 for t in doc["turns"])
     assert "3 turns" in capsys.readouterr().err

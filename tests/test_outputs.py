@@ -232,3 +232,20 @@ def test_the_rttm_gives_onset_and_duration_and_reads_back_as_the_same_diarizatio
     assert sorted(ref.labels()) == ["Sheila_Smith", "Speaker_A"]
     hyp = turns_to_annotation(turns, "my_meeting")
     assert DiarizationErrorRate(collar=0.0, skip_overlap=False)(ref, hyp, uem=Timeline([Segment(0, 10)])) == 0.0
+
+
+def test_the_transcript_json_is_strict_json():
+    """A hook's emitted_at of inf wrote "emitted_at": Infinity, which no JSON parser but Python's
+    reads. The hooks refuse it now; the JSON writer refuses any NaN or infinity that would reach
+    it, so a regression fails here rather than in a reader."""
+    import json
+
+    from voicekit.outputs import json_text, to_json
+
+    t = SpeakerTurn("Speaker A", "Hi.", 1.0, 2.0, (Word(1.0, 2.0, " Hi.", 0.9, "Speaker A"),), emitted_at=2.5)
+    assert json.loads(json_text(to_json([t])))["turns"][0]["emitted_at"] == 2.5
+    for bad in (t.replace(emitted_at=float("inf")), t.replace(words=(Word(1.0, 2.0, " Hi.", float("nan")),))):
+        with pytest.raises(ValueError):
+            json_text(to_json([bad]))
+    with pytest.raises(ValueError):
+        json_text(to_json([t], {"duration": float("nan")}))

@@ -553,7 +553,7 @@ def _checked(result: Any, turn: SpeakerTurn) -> tuple[Any, str | None]:
     SpeakerTurn; a HookResult whose name or text is not a str, whose text is not UTF-8, or whose
     block is not a bool; a SpeakerTurn whose text, channel or words' texts and labels are not
     UTF-8 str, whose times are not finite seconds (or end before they start), whose words are not
-    Word records with such times, whose metadata is not a dict that the store keeps as JSON
+    Word records with such times and a probability in [0, 1], whose metadata is not a dict that the store keeps as JSON
     (:func:`voicekit.turns.metadata_json`: str keys, no NaN, nothing that holds itself), whose
     ``sender_name`` is not a str, or which changes the ``speaker`` label (the diarizer's) or
     ``emitted_at`` (voicekit's measure of when the turn went out). A name is checked apart
@@ -595,10 +595,13 @@ def _checked_fields(result: Any, turn: SpeakerTurn) -> tuple[Any, str | None]:
     words = tuple(Word(w.start, w.end, _plain(w.text), w.probability, _plain(w.speaker)) for w in result.words)
     if not all(_utf8(w.text) and _utf8(w.speaker or "") for w in words):
         return None, f"returned a SpeakerTurn whose words hold a text or label that {_NOT_UTF8}"
-    bad = next((w for w in words if not (_finite(w.start) and _finite(w.end) and _finite(w.probability))
-                or w.end < w.start), None)
+    bad = next((w for w in words if not (_finite(w.start) and _finite(w.end)) or w.end < w.start), None)
     if bad is not None:   # the store and the JSON take finite seconds only (NaN is not JSON)
         return None, f"returned a SpeakerTurn with the word {bad.text!r} at {bad.start!r}..{bad.end!r}"
+    bad = next((w for w in words if not (_finite(w.probability) and 0 <= w.probability <= 1)), None)
+    if bad is not None:   # (a mean of probabilities of 1e308 overflowed to inf in the JSON's confidence)
+        return None, (f"returned a SpeakerTurn with the word {bad.text!r} of probability {bad.probability!r}; "
+                      "a probability is a number in [0, 1]")
     if channel is None:
         return None, f"returned a SpeakerTurn with channel {result.channel!r}; it must be a str"
     if not _utf8(channel):

@@ -139,10 +139,16 @@ def json_text(doc: dict) -> str:
 
     Each turn goes through the C JSON encoder (``json.dumps`` without ``indent``; with it, the
     encoder is pure Python and a 50,000-turn meeting takes tens of seconds).
+
+    Raises:
+        ValueError: a NaN or infinite number anywhere in ``doc``: strict JSON has none (Python
+            would write ``NaN``/``Infinity``, which other readers refuse). What reaches the
+            outputs is finite: a hook's result is checked (``voicekit.hooks``), the store's times
+            too; this is the last guard.
     """
     head = {k: v for k, v in doc.items() if k != "turns"}
-    lines = json.dumps(head, ensure_ascii=False, indent=2)[:-2]  # drop the closing "\n}"
-    turns = ",\n".join("    " + json.dumps(t, ensure_ascii=False) for t in doc.get("turns", []))
+    lines = json.dumps(head, ensure_ascii=False, indent=2, allow_nan=False)[:-2]  # drop the closing "\n}"
+    turns = ",\n".join("    " + json.dumps(t, ensure_ascii=False, allow_nan=False) for t in doc.get("turns", []))
     return f'{lines},\n  "turns": [\n{turns}\n  ]\n}}\n' if turns else f'{lines},\n  "turns": []\n}}\n'
 
 
