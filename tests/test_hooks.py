@@ -756,3 +756,24 @@ def test_a_meeting_with_every_broken_hook_keeps_every_turn(tmp_path, capsys):
     assert all(t["name"] == "Diane" and "caf" not in t["text"] for t in doc["turns"])
     assert all(t["emitted_at"] < 60 and t["confidence"] <= 1 for t in doc["turns"])
     assert "3 turns" in capsys.readouterr().err
+
+
+def test_numpy_numbers_a_hook_computed_are_taken_as_floats(tmp_path):
+    """_finite took int and float only: a time or probability computed with numpy (np.float32,
+    np.int64) was refused. They are real numbers: taken, as floats the store and the JSON keep."""
+    import numpy as np
+
+    from voicekit.store import MeetingStore
+
+    def shifted(t):
+        return t.replace(start=np.float32(3.0), end=np.int64(5),
+                         words=(Word(np.float32(3.0), np.float64(5.0), " Hi", np.float32(0.5), "Speaker A"),))
+
+    hooks = HookRunner()
+    hooks.register(shifted)
+    out = hooks.run(turn())
+    assert hooks.failures == []
+    assert (out.start, out.end, out.words[0].probability) == (3.0, 5.0, 0.5)
+    assert all(type(x) is float for x in (out.start, out.end, out.words[0].start, out.words[0].probability))
+    with MeetingStore(tmp_path / "m.sqlite") as store:
+        assert store.commit(out).turn_id == 1

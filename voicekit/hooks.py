@@ -34,6 +34,7 @@ import importlib.util
 import inspect
 import logging
 import math
+import numbers
 import os
 import re
 import queue
@@ -549,7 +550,8 @@ def _utf8(text: str) -> bool:
 
 def _checked(result: Any, turn: SpeakerTurn) -> tuple[Any, str | None]:
     """A hook's return value as it is applied to ``turn``, with its strings made plain ``str``
-    (:func:`_plain`); or None and why it cannot be applied. Refused: anything but a HookResult or a
+    (:func:`_plain`) and its times and probabilities ``float`` (a numpy number is one the store
+    and the JSON cannot take as it is); or None and why it cannot be applied. Refused: anything but a HookResult or a
     SpeakerTurn; a HookResult whose name or text is not a str, whose text is not UTF-8, or whose
     block is not a bool; a SpeakerTurn whose text, channel or words' texts and labels are not
     UTF-8 str, whose times are not finite seconds (or end before they start), whose words are not
@@ -621,7 +623,8 @@ def _checked_fields(result: Any, turn: SpeakerTurn) -> tuple[Any, str | None]:
     if result.emitted_at != turn.emitted_at:
         return None, (f"changed emitted_at {turn.emitted_at!r} to {result.emitted_at!r}: it is voicekit's "
                       "measure of when the turn went out (edit the turn given: turn.replace(…))")
-    return SpeakerTurn(speaker=speaker, text=text, start=result.start, end=result.end, words=words,
+    words = tuple(Word(float(w.start), float(w.end), w.text, float(w.probability), w.speaker) for w in words)
+    return SpeakerTurn(speaker=speaker, text=text, start=float(result.start), end=float(result.end), words=words,
                        channel=channel, metadata=metadata, turn_id=turn.turn_id, emitted_at=turn.emitted_at), None
 
 
@@ -631,8 +634,9 @@ _DIARIZATION_LIKE = re.compile(r"speaker[\s_]+([a-z]{1,2})", re.IGNORECASE)
 
 
 def _finite(x: Any) -> bool:
-    """A real number that is neither NaN nor infinite (a time in seconds, a probability)."""
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+    """A real number that is neither NaN nor infinite (a time in seconds, a probability): an int,
+    a float or any other ``numbers.Real`` (numpy's ``np.float32``, ``np.int64``), not a bool."""
+    return isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x)
 
 
 def _bad_name(label: str, name: str | None) -> str | None:
