@@ -648,7 +648,8 @@ def _circular(t):
     (lambda t: t.replace(metadata={**t.metadata, LATIN1: 1}), "returned a SpeakerTurn whose metadata"),
     (lambda t: t.replace(metadata={**t.metadata, (1, 2): "x"}), "returned a SpeakerTurn whose metadata"),
     (_circular, "returned a SpeakerTurn whose metadata"),
-    (lambda t: t.replace(metadata={**t.metadata, "participant_id": float("nan")}), "returned a SpeakerTurn whose metadata"),
+    (lambda t: t.replace(metadata={**t.metadata, "participant_id": float("nan")}),
+     "returned a SpeakerTurn whose metadata"),
     (lambda t: t.replace(emitted_at="soon"), "changed emitted_at"),
     (lambda t: t.replace(emitted_at=float("inf")), "changed emitted_at"),
     (lambda t: t.replace(words=(Word(3.1, 5.1, " x", 1e308),)), "returned a SpeakerTurn with the word ' x'"),
@@ -724,7 +725,8 @@ BROKEN_HOOKS = {   # a tester's hook scripts (/tmp/trial_crash/hooks), each of w
     "emitted.py": "def on_transcription(turn):\n    return turn.replace(emitted_at='soon')\n",
     "emittedinf.py": "def on_transcription(turn):\n    return turn.replace(emitted_at=float('inf'))\n",
     "conf.py": "from voicekit.turns import Word\ndef on_transcription(turn):\n"
-               "    return turn.replace(words=tuple(Word(w.start, w.end, w.text, 1e308, w.speaker) for w in turn.words))\n",
+               "    return turn.replace(words=tuple(Word(w.start, w.end, w.text, 1e308, w.speaker)\n"
+               "                                    for w in turn.words))\n",
     "kbint.py": "def on_transcription(turn):\n    raise KeyboardInterrupt\n",
     "baseexc.py": "class Weird(BaseException): pass\ndef on_transcription(turn):\n    raise Weird('x')\n",
     "badstr.py": "class E(Exception):\n    def __str__(self): raise RuntimeError('str fails')\n"

@@ -550,12 +550,14 @@ def _utf8(text: str) -> bool:
 
 def _checked(result: Any, turn: SpeakerTurn) -> tuple[Any, str | None]:
     """A hook's return value as it is applied to ``turn``, with its strings made plain ``str``
-    (:func:`_plain`) and its times and probabilities ``float`` (a numpy number is one the store
-    and the JSON cannot take as it is); or None and why it cannot be applied. Refused: anything but a HookResult or a
-    SpeakerTurn; a HookResult whose name or text is not a str, whose text is not UTF-8, or whose
-    block is not a bool; a SpeakerTurn whose text, channel or words' texts and labels are not
-    UTF-8 str, whose times are not finite seconds (or end before they start), whose words are not
-    Word records with such times and a probability in [0, 1], whose metadata is not a dict that the store keeps as JSON
+    (:func:`_plain`) and its times and probabilities ``float`` (the store and the JSON cannot take
+    a numpy number as it is); or None and why it cannot be applied.
+
+    Refused: anything but a HookResult or a SpeakerTurn; a HookResult whose name or text is not a
+    str, whose text is not UTF-8, or whose block is not a bool; a SpeakerTurn whose text, channel
+    or words' texts and labels are not UTF-8 str, whose times are not finite seconds (or end
+    before they start), whose words are not Word records with such times and a probability in
+    [0, 1], whose metadata is not a dict the store keeps as JSON
     (:func:`voicekit.turns.metadata_json`: str keys, no NaN, nothing that holds itself), whose
     ``sender_name`` is not a str, or which changes the ``speaker`` label (the diarizer's) or
     ``emitted_at`` (voicekit's measure of when the turn went out). A name is checked apart
