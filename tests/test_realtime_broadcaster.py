@@ -307,3 +307,19 @@ def test_a_session_connect_that_cannot_open_its_file_is_one_error_line(tmp_path,
         assert errors[0].getMessage() == f"realtime broadcaster local:default stopped: {b.error}"
         assert str(path.parent) in errors[0].getMessage()
         assert bool(errors[0].exc_info) is traceback
+
+
+def test_without_a_store_every_turn_gets_its_own_item_id():
+    """Without a store the item ids were `vk-x<id(turn)>`: CPython reuses the id of a freed turn, so
+    two turns of one conversation got the same item id (a user trial). Now they are numbered."""
+    local = LocalSession(None, echo=None)
+    b = Broadcaster(local, None, session_id="nostore-ids").start()
+    for i in range(30):   # each turn freed once sent: its id is free for the next ones
+        b.on_turn(SpeakerTurn("Speaker A", f"line {i}", i, i + 1, channel="mic"))   # no turn id
+        deadline = time.monotonic() + 5
+        while len(_sent_items(local)) < i + 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    assert b.close(timeout=5)
+    ids = [item["id"] for item in _sent_items(local)]
+    assert [item["content"][0]["text"] for item in _sent_items(local)] == [f"line {i}" for i in range(30)]
+    assert len(set(ids)) == 30, ids

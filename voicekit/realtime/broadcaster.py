@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import itertools
 import logging
 import queue
 import threading
@@ -135,6 +136,7 @@ class Broadcaster:
         self._sent_speakers: list[SpeakerLabel] = []
         self._attr: RealtimeAttribution | None = None
         self._register: MemoryRegister | None = None  # labels when there is no store
+        self._item_numbers = itertools.count(1)   # item ids of turns without a turn id (vk-x<n>)
         self._catch_up_through: int | None = None  # the last turn a full queue dropped (it is in the store)
         self._reply_lost = False  # a reply owed when the connection dropped
         self._dropped_conn = False
@@ -495,7 +497,8 @@ class Broadcaster:
         else:
             label = None
             item = {"type": "message", "role": "user", "content": unlabelled_content(turn)}
-        key = f"vk-t{turn.turn_id}" if turn.turn_id is not None else f"vk-x{id(turn)}"
+        # a turn without an id (no store) is numbered: id(turn) is reused once a turn is freed
+        key = f"vk-t{turn.turn_id}" if turn.turn_id is not None else f"vk-x{next(self._item_numbers)}"
         try:
             await self.session.send_item(item, key)
         except ProviderError as exc:

@@ -143,7 +143,8 @@ class RealtimeSession(abc.ABC):
 
         Args:
             item: the item, in the OpenAI Realtime shape.
-            key: a stable id for the item within this session (``vk-t<turn id>``).
+            key: a stable id for the item within this session (``vk-t<turn id>``; ``vk-x<n>``
+                for a turn without an id).
 
         Raises:
             SessionClosed: the connection dropped; the item may not have arrived.
