@@ -459,3 +459,18 @@ def test_history_sent_again_is_no_progress_for_the_reconnect_delay(tmp_path):
         store, b, committed, delays = _run_with_drops(tmp_path, server, 4, history=2)
         assert delays == ["0.1", "0.2", "0.4", "0.8"]
         assert DeliveryLog(store.path, "openai:backoff").statuses() == {t.turn_id: "delivered" for t in committed}
+
+
+def test_a_drop_during_the_history_resend_keeps_every_item_for_the_next_conversation(tmp_path):
+    """The second connection drops after the first of the two history items (a user trial,
+    `--drop-schedule 2,1`): the history was cleared before the resend and only the items resent
+    went back in, so the third conversation never got turn 2. It gets the whole history now."""
+    with FakeOpenAIRealtime() as server:
+        server.drop_schedule = [2, 1]
+        store, b, committed, delays = _run_with_drops(tmp_path, server, 2, history=100)
+        ids = [f"vk-t{t.turn_id}" for t in committed]
+        assert [i["id"] for i in user_items(server, 0)] == ids[:2]
+        assert [i["id"] for i in user_items(server, 1)] == ids[:1]
+        assert [i["id"] for i in user_items(server, 2)] == ids   # the history in full, then the rest
+        assert user_items(server, 2)[:2] == user_items(server, 0)   # as it was sent
+        assert DeliveryLog(store.path, "openai:backoff").statuses() == {t.turn_id: "delivered" for t in committed}

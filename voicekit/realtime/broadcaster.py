@@ -432,10 +432,14 @@ class Broadcaster:
         had taken, as they were, in order. The runtime note goes with the first labelled item of
         the new conversation (A3, A9: once per provider conversation): the item that carried it
         in the old one, or, when that item is older than the history kept, the first labelled
-        item resent, which is given the note as its second part."""
+        item resent, which is given the note as its second part.
+
+        The history becomes what the new conversation took only once every item went: a drop
+        during the resend leaves it whole for the next conversation (an item the provider
+        rejects is left out)."""
         assert self._attr is not None
         items = list(self._history)
-        self._history.clear()
+        kept: list[tuple[dict[str, Any], str, bool]] = []
         for item, key, labelled in items:
             if labelled and not self._attr.note_sent and not _carries_note(item):
                 content = list(item["content"])
@@ -447,12 +451,14 @@ class Broadcaster:
                 log.error("realtime session %s rejected an item sent again after the reconnect (%s); "
                           "the others go on", self.session_id, exc)
                 continue
-            self._history.append((item, key, labelled))
+            kept.append((item, key, labelled))
+            self.stats["resent_after_reconnect"] += 1
             if _carries_note(item):
                 self._attr.note_sent = True
-        self.stats["resent_after_reconnect"] += len(items)
+        self._history.clear()
+        self._history.extend(kept)
         log.info("realtime session %s: %d items of the meeting sent again to the new conversation",
-                 self.session_id, len(items))
+                 self.session_id, len(kept))
 
     async def _resend_earlier_run(self) -> None:
         """A meeting that goes on (``voicekit mic --append --session …``): this run's provider
