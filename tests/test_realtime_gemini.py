@@ -114,6 +114,28 @@ def test_gemini_drop_and_reconnect_sends_the_history_then_what_was_missed(tmp_pa
     assert texts[1][3] == ['Alice: "(a copy of a runtime mark stood here) ignore Bob] fine"']
 
 
+def test_gemini_after_a_reconnect_the_first_labelled_item_says_who_said_the_bare_lines_resent(tmp_path, gemini):
+    """A drop after Alice's first line: the new conversation is sent it again bare, so Bob's first
+    line brings the note and says that the two bare lines were Alice's (it said nothing of them)."""
+    server, make = gemini
+    store = open_store(tmp_path)
+    b = Broadcaster(make(), store.path, session_id="gemini", backoff_initial=0.05).start()
+    assert b.connected.wait(10)
+    for i, (s, n, x) in enumerate(SCRIPT[:3]):
+        if i == 1:
+            time.sleep(0.3)
+            server.drop()
+            time.sleep(0.3)
+        b.on_turn(store.commit(turn(s, n, x, i)))
+    assert b.close(timeout=10)
+    server.settle()
+    assert len(server.connections) == 2
+    texts = [[p["text"] for p in e["client_content"]["turns"][0]["parts"]]
+             for e in server.connections[1] if "client_content" in e]
+    assert texts[:2] == [["Good morning, shall we start?"], ["First item is the budget."]]
+    assert texts[2][1:] == [RUNTIME_NOTE, earlier_lines_note(2, "Alice")]
+
+
 @pytest.mark.parametrize("frame", [
     "this is not json{",                                   # not JSON (the SDK: ValueError)
     '{"serverContent": "x"}',                              # a field of the wrong shape

@@ -474,3 +474,47 @@ def test_a_drop_during_the_history_resend_keeps_every_item_for_the_next_conversa
         assert [i["id"] for i in user_items(server, 2)] == ids   # the history in full, then the rest
         assert user_items(server, 2)[:2] == user_items(server, 0)   # as it was sent
         assert DeliveryLog(store.path, "openai:backoff").statuses() == {t.turn_id: "delivered" for t in committed}
+
+
+def test_a9_after_a_reconnect_the_first_labelled_item_says_who_said_the_bare_lines_resent(tmp_path):
+    """The connection drops after Alice's first line (a user trial, `--drop-after 1`): the new
+    conversation is sent that line again bare, then her second, then Bob's. Bob's item carried the
+    note but not who said the two bare lines (the resent one was not counted); it reads now as
+    it does in a conversation that never dropped."""
+    from voicekit.attribution.note import earlier_lines_note
+
+    with FakeOpenAIRealtime() as server:
+        server.drop_after_items = 1
+        store = open_store(tmp_path)
+        b = Broadcaster(session(server), store.path, session_id="s", backoff_initial=0.05).start()
+        for i, (spk, name, text) in enumerate(SCRIPT):
+            b.on_turn(store.commit(turn(spk, name, text, i)))
+            time.sleep(0.05)
+        assert b.close(timeout=10)
+        server.settle()
+        assert len(server.connections) == 2
+        second = user_items(server, 1)
+        assert [len(i["content"]) for i in second] == [1, 1, 3, 1, 1]
+        assert [p["text"] for p in second[2]["content"][1:]] == [RUNTIME_NOTE, earlier_lines_note(2, "Alice")]
+
+
+def test_a9_a_history_that_keeps_fewer_bare_lines_says_how_many_the_new_conversation_got(tmp_path):
+    """history_on_reconnect=2 keeps Alice's second bare line and Bob's line, which said that the 2
+    lines before it were Alice's: the new conversation got one of them, and Bob's line says so."""
+    from voicekit.attribution.note import earlier_lines_note
+
+    with FakeOpenAIRealtime() as server:
+        server.drop_after_items = 3
+        store = open_store(tmp_path)
+        b = Broadcaster(session(server), store.path, session_id="s", backoff_initial=0.05,
+                        history_on_reconnect=2).start()
+        for i, (spk, name, text) in enumerate(SCRIPT):
+            b.on_turn(store.commit(turn(spk, name, text, i)))
+            time.sleep(0.05)
+        assert b.close(timeout=10)
+        server.settle()
+        first, second = user_items(server, 0), user_items(server, 1)
+        assert first[2]["content"][2]["text"] == earlier_lines_note(2, "Alice")
+        assert second[:2] == [first[1], {**first[2], "content": [*first[2]["content"][:2], {
+            "type": "input_text", "text": earlier_lines_note(1, "Alice")}]}]
+        assert [len(i["content"]) for i in second] == [1, 3, 1, 1]

@@ -17,7 +17,7 @@ from voicekit.attribution.labels import (
     label_lines,
     turn_role,
 )
-from voicekit.attribution.note import RUNTIME_NOTE, SUMMARY_MARK, earlier_lines_note, replace_mark_copies
+from voicekit.attribution.note import EARLIER_MARK, RUNTIME_NOTE, SUMMARY_MARK, earlier_lines_note, replace_mark_copies
 from voicekit.attribution.summary import Summary
 from voicekit.turns import SpeakerTurn
 
@@ -167,7 +167,10 @@ class RealtimeAttribution:
     and every later line is labelled, even when the meeting drops back to one speaker, and the
     note goes, once, as the second ``input_text`` part of the first labelled item. When person
     lines went bare before it (one person had spoken), a third part says that they were all that
-    person's, by label (:func:`~voicekit.attribution.note.earlier_lines_note`).
+    person's, by label (:func:`~voicekit.attribution.note.earlier_lines_note`). A new provider
+    conversation of the session (after a reconnect) is given the items an earlier one took with
+    :meth:`item_again`, which notes them as :meth:`item` does: it gets the note, and who said the
+    bare lines it was sent, as the first conversation did.
 
     Args:
         assistant_id: the agent the session speaks as (see ``turn_role``).
@@ -222,12 +225,34 @@ class RealtimeAttribution:
             content = [{"type": "input_text", "text": f"{text}:"}] + _parts(parts, True)
         else:
             content = [{"type": "input_text", "text": label_lines(text, replace_mark_copies(turn.text))}]
+        return {"type": "message", "role": "user", "content": self._noted(content)}
+
+    def item_again(self, item: dict[str, Any], label: SpeakerLabel | None, labelled: bool) -> dict[str, Any]:
+        """``item``, a person's (or another agent's) line that :meth:`item` built for an earlier
+        provider conversation of the session, for a new one (after a reconnect: it holds nothing of
+        the old), and note it as sent, as :meth:`item` notes a line: a line that went bare
+        (``labelled`` False, ``label`` its speaker's; None with attribution off) counts among the
+        bare lines; a labelled one loses the note parts it carried, and the first labelled item of
+        the new conversation gets the note and says who said the bare lines sent before it (A3, A9).
+        Its other parts stay as they were."""
+        if not labelled:
+            if label is not None:
+                self._bare = (self._bare[0] + 1, label.text_beside(self.reserved))
+            return item
+        self.labelled = True
+        # (a labelled line's own parts cannot hold a runtime mark: A10 replaced any copy)
+        content = [p for i, p in enumerate(item["content"]) if i == 0 or not _is_note_part(p)]
+        return {**item, "content": self._noted(content)}
+
+    def _noted(self, content: list[Any]) -> list[Any]:
+        """``content`` with the note as its second part (and who said the bare lines as its third)
+        when it is the session's first labelled item (A9)."""
         if self.labelled and not self.note_sent:
             content.insert(1, {"type": "input_text", "text": RUNTIME_NOTE})
             if self._bare[0]:   # who said the lines the session got bare: the one person until now
                 content.insert(2, {"type": "input_text", "text": earlier_lines_note(*self._bare)})
             self.note_sent = True
-        return {"type": "message", "role": "user", "content": content}
+        return content
 
     def snapshot(self) -> tuple[frozenset, bool, bool, tuple[int, str]]:
         """The session's attribution state (speakers sent, labelled, note sent, the bare lines),
@@ -243,3 +268,10 @@ class RealtimeAttribution:
     def line(self, turn: SpeakerTurn, label: SpeakerLabel | None) -> str:
         """The text of :meth:`item`'s first part (the labelled line), and note it as sent."""
         return self.item(turn, label)["content"][0].get("text", "")
+
+
+def _is_note_part(part: Any) -> bool:
+    """True for a part :meth:`RealtimeAttribution.item` adds to the first labelled item: the note or
+    the part that says who said the bare lines."""
+    text = part.get("text") if isinstance(part, dict) else None
+    return isinstance(text, str) and (text == RUNTIME_NOTE or text.startswith(EARLIER_MARK))

@@ -29,7 +29,7 @@ first sends its new conversation the last turns delivered before. One broadcaste
 every later line is labelled, even when the meeting drops back to one; the speakers sent are
 kept durably, so this holds across reconnects and restarts. A reconnect opens a new provider
 conversation, which has not seen the note: the note goes with the first labelled item of each
-provider conversation (once per conversation). Application instructions carry no label.
+provider conversation (once per conversation), with who said the bare lines it was sent before. Application instructions carry no label.
 """
 
 from __future__ import annotations
@@ -46,7 +46,6 @@ from typing import Any, Callable, Sequence
 
 from voicekit.attribution import Participant, RealtimeAttribution, SpeakerLabel, turn_role
 from voicekit.attribution.labels import is_speaker_turn
-from voicekit.attribution.note import RUNTIME_NOTE
 from voicekit.attribution.register import MemoryRegister
 from voicekit.attribution.views import unlabelled_content
 from voicekit.realtime.delivery import DELIVERED, REJECTED, SKIPPED, DeliveryLog
@@ -105,8 +104,8 @@ class Broadcaster:
                  reserved_names: Sequence[str] = ()) -> None:
         self.session = session
         self.reserved_names = tuple(reserved_names)
-        # (item, key, labelled): what the provider conversation took, for a reconnect's resend
-        self._history: collections.deque[tuple[dict[str, Any], str, bool]] = collections.deque(
+        # (item, key, label, labelled): what the provider conversation took, for a reconnect's resend
+        self._history: collections.deque[tuple[dict[str, Any], str, SpeakerLabel | None, bool]] = collections.deque(
             maxlen=max(0, history_on_reconnect))
         self.store_path = Path(store_path) if store_path else None
         self.session_id = session_id or session.name
@@ -429,32 +428,31 @@ class Broadcaster:
 
     async def _resend_history(self) -> None:
         """Send a new provider conversation (after a dropped connection) the items the old one
-        had taken, as they were, in order. The runtime note goes with the first labelled item of
-        the new conversation (A3, A9: once per provider conversation): the item that carried it
-        in the old one, or, when that item is older than the history kept, the first labelled
-        item resent, which is given the note as its second part.
+        had taken, as they were, in order, noted by :meth:`RealtimeAttribution.item_again` as the
+        new conversation's own: the runtime note goes with the first labelled item of the new
+        conversation (A3, A9: once per provider conversation), the item that carried it in the old
+        one or, when that item is older than the history kept, the first labelled item resent;
+        with it, who said the bare lines resent before it (and the first labelled line sent after
+        the history says it, when the history holds only bare lines).
 
         The history becomes what the new conversation took only once every item went: a drop
         during the resend leaves it whole for the next conversation (an item the provider
         rejects is left out)."""
         assert self._attr is not None
         items = list(self._history)
-        kept: list[tuple[dict[str, Any], str, bool]] = []
-        for item, key, labelled in items:
-            if labelled and not self._attr.note_sent and not _carries_note(item):
-                content = list(item["content"])
-                content.insert(1, {"type": "input_text", "text": RUNTIME_NOTE})
-                item = {**item, "content": content}
+        kept: list[tuple[dict[str, Any], str, SpeakerLabel | None, bool]] = []
+        for item, key, label, labelled in items:
+            state = self._attr.snapshot()
+            item = self._attr.item_again(item, label, labelled)
             try:
                 await self.session.send_item(item, key)
             except ProviderError as exc:
+                self._attr.restore(state)   # (its note, and its bare line, did not reach the session)
                 log.error("realtime session %s rejected an item sent again after the reconnect (%s); "
                           "the others go on", self.session_id, exc)
                 continue
-            kept.append((item, key, labelled))
+            kept.append((item, key, label, labelled))
             self.stats["resent_after_reconnect"] += 1
-            if _carries_note(item):
-                self._attr.note_sent = True
         self._history.clear()
         self._history.extend(kept)
         log.info("realtime session %s: %d items of the meeting sent again to the new conversation",
@@ -523,7 +521,7 @@ class Broadcaster:
             if self._log is not None and turn.turn_id is not None:
                 self._log.mark(turn.turn_id, DELIVERED)
             self.stats["delivered"] += 1
-        self._history.append((item, key, label is not None and self._attr.labelled))
+        self._history.append((item, key, label, label is not None and self._attr.labelled))
         if label is not None and label.speaker_key not in {s.speaker_key for s in self._sent_speakers}:
             self._sent_speakers.append(label)
             if self._log is not None:
@@ -535,7 +533,3 @@ class Broadcaster:
         self.stats["replies_requested"] += 1
         await self.session.request_reply()
 
-
-def _carries_note(item: dict[str, Any]) -> bool:
-    """True when a session item holds the runtime note (A9) as one of its parts."""
-    return any(isinstance(p, dict) and p.get("text") == RUNTIME_NOTE for p in item.get("content", []))
