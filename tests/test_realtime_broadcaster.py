@@ -323,3 +323,30 @@ def test_without_a_store_every_turn_gets_its_own_item_id():
     ids = [item["id"] for item in _sent_items(local)]
     assert [item["content"][0]["text"] for item in _sent_items(local)] == [f"line {i}" for i in range(30)]
     assert len(set(ids)) == 30, ids
+
+
+def test_a_reply_asked_for_while_one_is_in_flight_goes_once_when_that_one_is_done():
+    """The base session's deferral, which every adapter uses (OpenAI and Gemini had a copy each):
+    requests made while a reply is in flight are coalesced into one, sent when it is done."""
+    class Replies(SlowSession):
+        def __init__(self) -> None:
+            super().__init__()
+            self.sent = 0
+
+        async def request_reply(self) -> bool:
+            if self._defer_reply():
+                return False
+            self.reply_in_flight = True
+            self.sent += 1
+            return True
+
+    async def go() -> None:
+        s = Replies()
+        assert [await s.request_reply() for _ in range(3)] == [True, False, False]
+        assert s.sent == 1 and s.reply_owed
+        await s._reply_done()          # the provider says the reply is done: the deferred one goes
+        assert s.sent == 2 and s.reply_in_flight and s.reply_owed
+        await s._reply_done()
+        assert s.sent == 2 and not s.reply_owed
+
+    asyncio.run(go())

@@ -99,8 +99,7 @@ class GeminiLiveSession(StreamingSession):
         await self.send_item(instruction_item(text), "instruction")
 
     async def request_reply(self) -> bool:
-        if self.reply_in_flight:
-            self._reply_deferred = True
+        if self._defer_reply():
             return False
         if self.audio_started:
             return False  # with audio flowing, Gemini answers on its own voice activity detection
@@ -167,15 +166,9 @@ class GeminiLiveSession(StreamingSession):
                 self._reply_text.append(text)
                 self._events.put_nowait(SessionEvent("text", text, None, raw))
         if sc is not None and sc.turn_complete:
-            self.reply_in_flight = False
             self._events.put_nowait(SessionEvent("reply_done", "".join(self._reply_text), None, raw))
             self._reply_text = []
-            if self._reply_deferred:
-                self._reply_deferred = False
-                try:
-                    await self.request_reply()
-                except SessionClosed:
-                    pass
+            await self._reply_done()
             return
         if sc is None:
             self._events.put_nowait(SessionEvent("other", "", None, raw))

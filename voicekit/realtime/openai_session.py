@@ -115,8 +115,7 @@ class OpenAIRealtimeSession(StreamingSession):
         await self._send(item_create(self._ids.next(), instruction_item(text), None))
 
     async def request_reply(self) -> bool:
-        if self.reply_in_flight:
-            self._reply_deferred = True
+        if self._defer_reply():
             return False
         event_id = self._ids.next()
         self.reply_in_flight = True
@@ -216,15 +215,9 @@ class OpenAIRealtimeSession(StreamingSession):
             self._events.put_nowait(SessionEvent("text", delta, ev.get("event_id"), ev))
             return
         elif kind == "response.done":
-            self.reply_in_flight = False
             self._reply_event = None
             self._events.put_nowait(SessionEvent("reply_done", _response_text(ev), ev.get("event_id"), ev))
-            if self._reply_deferred:
-                self._reply_deferred = False
-                try:
-                    await self.request_reply()
-                except SessionClosed:
-                    pass
+            await self._reply_done()
             return
         self._events.put_nowait(SessionEvent("other", "", ev.get("event_id"), ev))
 

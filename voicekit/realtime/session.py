@@ -126,6 +126,25 @@ class RealtimeSession(abc.ABC):
         flight. A connection that drops then loses it (``connect`` starts clean)."""
         return self.reply_in_flight or self._reply_deferred
 
+    def _defer_reply(self) -> bool:
+        """For :meth:`request_reply`: True, and the request deferred, when a reply is in flight
+        (requests made meanwhile are coalesced into one, sent by :meth:`_reply_done`)."""
+        if self.reply_in_flight:
+            self._reply_deferred = True
+        return self.reply_in_flight
+
+    async def _reply_done(self) -> None:
+        """The provider finished the reply in flight: none is in flight now, and a request
+        deferred behind it (:meth:`_defer_reply`) is sent. When the connection has dropped, the
+        request stays owed (:attr:`reply_owed`: ``request_reply`` marks it in flight before it
+        sends), and the broadcaster asks the next conversation for it."""
+        self.reply_in_flight = False
+        if self._reply_deferred:
+            self._reply_deferred = False
+            try:
+                await self.request_reply()
+            except SessionClosed:
+                pass
     @abc.abstractmethod
     async def connect(self) -> None:
         """Open a new provider conversation and configure it (instructions, modalities).
