@@ -96,6 +96,8 @@ class FakeOpenAIRealtime(_ServerThread):
             soon as its ``session.update`` comes); connections past the list are kept.
         frames_after_items: raw text frames sent (once) after the acknowledgements of a
             connection's *n*-th item: ``{n: [frame, …]}`` (a malformed event, a non-JSON frame).
+        vad_responses: start a response of the server's own on ``input_audio_buffer.append``
+            when none is in flight (server VAD, the GA default, does so when speech stops).
     """
 
     def __init__(self, reply_delay: float = 0.2) -> None:
@@ -105,6 +107,7 @@ class FakeOpenAIRealtime(_ServerThread):
         self.drop_after_items: int | None = None
         self.drop_schedule: list[int] = []
         self.frames_after_items: dict[int, list[str]] = {}
+        self.vad_responses = False
         self.errors_sent: list[dict] = []
         self._n = 0
 
@@ -157,6 +160,10 @@ class FakeOpenAIRealtime(_ServerThread):
                     if drop_at is not None and n_items >= drop_at:
                         ws.transport.abort()
                         return
+                elif t == "input_audio_buffer.append":
+                    if self.vad_responses and not in_flight["on"]:
+                        in_flight["on"] = True
+                        asyncio.create_task(self._respond(ws, in_flight))
                 elif t == "response.create":
                     if in_flight["on"]:
                         err = {"type": "error", "event_id": self._eid(),

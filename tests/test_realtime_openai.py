@@ -518,3 +518,64 @@ def test_a9_a_history_that_keeps_fewer_bare_lines_says_how_many_the_new_conversa
         assert second[:2] == [first[1], {**first[2], "content": [*first[2]["content"][:2], {
             "type": "input_text", "text": earlier_lines_note(1, "Alice")}]}]
         assert [len(i["content"]) for i in second] == [1, 3, 1, 1]
+
+
+def _vad_reply_run(server, wait_for_created: bool):
+    """Audio, to which the server answers with a response of its own (server VAD), and a reply
+    asked for meanwhile; returns the kinds of the session's events (until both replies are done)."""
+    import asyncio
+
+    async def go():
+        s = session(server)
+        await s.connect()
+        kinds = []
+
+        async def collect():
+            async for ev in s.events():
+                kinds.append(ev.raw.get("type") if ev.kind == "other" else ev.kind)
+                if kinds.count("reply_done") == 2:
+                    return
+
+        reader = asyncio.create_task(collect())
+        await s.send_audio(b"\0\0" * 2400, 24000)
+        if wait_for_created:
+            while "response.created" not in kinds:
+                await asyncio.sleep(0.01)
+        assert await s.request_reply() is not wait_for_created   # (deferred: the server's is in flight)
+        await asyncio.wait_for(reader, 10)
+        assert not s.reply_owed
+        await s.close()
+        return kinds
+
+    return asyncio.run(go())
+
+
+def test_a_reply_asked_for_while_the_servers_own_response_is_in_flight_waits_for_it():
+    """Server VAD starts a response itself after `input_audio_buffer.append`. A reply asked for
+    while it was in flight went as `response.create` at once, which the server refused
+    (`conversation_already_has_active_response`), and the reply was lost (a user trial). The
+    server's `response.created` now puts a response in flight: the request goes after its
+    `response.done`, and is answered."""
+    with FakeOpenAIRealtime(reply_delay=0.3) as server:
+        server.vad_responses = True
+        kinds = _vad_reply_run(server, wait_for_created=True)
+        server.settle()
+    assert server.errors_sent == []
+    assert len(server.events("response.create")) == 1
+    assert kinds.count("response.created") == 2 and kinds.count("reply_done") == 2
+
+
+def test_a_response_create_refused_for_a_response_in_flight_is_sent_again_after_it(caplog):
+    """The request goes before the client has heard of the server's own response (its
+    `response.created` was on the way): the server refuses it with
+    `conversation_already_has_active_response`. The request is deferred, not dropped: it goes
+    again after that response's `response.done`, and the refusal is no ERROR line."""
+    with FakeOpenAIRealtime(reply_delay=0.3) as server:
+        server.vad_responses = True
+        with caplog.at_level(logging.INFO, logger="voicekit.realtime"):
+            kinds = _vad_reply_run(server, wait_for_created=False)
+        server.settle()
+    assert [e["error"]["code"] for e in server.errors_sent] == ["conversation_already_has_active_response"]
+    assert len(server.events("response.create")) == 2
+    assert kinds.count("reply_done") == 2
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]

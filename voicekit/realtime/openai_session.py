@@ -24,6 +24,8 @@ from voicekit.realtime.wire import EventIds, item_create, instruction_item, resp
 
 DEFAULT_MODEL = "gpt-realtime"
 _ACKS = ("conversation.item.added", "conversation.item.created", "conversation.item.done")
+ACTIVE_RESPONSE = "conversation_already_has_active_response"
+"""The error code of a ``response.create`` refused because a response is in flight."""
 
 
 class OpenAIRealtimeSession(StreamingSession):
@@ -37,6 +39,13 @@ class OpenAIRealtimeSession(StreamingSession):
         instructions: the session's instructions, sent in ``session.update``.
         modalities: output modalities (default text only).
         ack_timeout: seconds to wait for the provider to acknowledge an item.
+
+    A response is in flight (:attr:`reply_in_flight`) from ``response.create`` or
+    ``response.created`` to ``response.done``: a response the server started itself (server VAD,
+    after ``input_audio_buffer.append``) holds a reply request back as one asked for does. A
+    ``response.create`` the server refuses because a response is in flight
+    (``conversation_already_has_active_response``: its ``response.created`` was on the way) is
+    deferred, not dropped: it goes after that response's ``response.done``.
 
     Raises:
         ValueError: no API key (neither ``api_key`` nor ``$OPENAI_API_KEY``).
@@ -64,6 +73,12 @@ class OpenAIRealtimeSession(StreamingSession):
         self._by_event: dict[str, str] = {}              # client event id -> item id
         self._reply_event: str | None = None
         self._closed = True
+
+    @property
+    def reply_owed(self) -> bool:
+        """A reply was asked for and has not come (a response the server started itself is not
+        owed): the request is in flight, or deferred."""
+        return self._reply_event is not None or self._reply_deferred
 
     async def connect(self) -> None:
         from openai import AsyncOpenAI
@@ -198,13 +213,19 @@ class OpenAIRealtimeSession(StreamingSession):
                 raise _Unreadable("its error is not an object")
             cause = err.get("event_id")
             cause = cause if isinstance(cause, str) else None
-            log.error("OpenAI Realtime error (event %s, client event %s, code %s): %s", ev.get("event_id"),
-                      cause, err.get("code"), redact(str(err.get("message")), self._api_key))
+            deferred = cause is not None and cause == self._reply_event and err.get("code") == ACTIVE_RESPONSE
+            log.log(logging.INFO if deferred else logging.ERROR,
+                    "OpenAI Realtime error (event %s, client event %s, code %s): %s%s", ev.get("event_id"),
+                    cause, err.get("code"), redact(str(err.get("message")), self._api_key),
+                    "; the reply request goes after the response in flight" if deferred else "")
             key = self._by_event.get(cause) if cause else None
             fut = self._acks.get(key) if key else None
             if fut is not None and not fut.done():
                 fut.set_exception(ProviderError(str(err.get("message")), cause, err.get("code")))
-            if cause is not None and cause == self._reply_event:
+            if deferred:   # a response we had not heard of yet is in flight: its response.done sends ours
+                self._reply_event, self._reply_deferred = None, True
+            elif cause is not None and cause == self._reply_event:
+                self._reply_event = None
                 self.reply_in_flight = False
             self._events.put_nowait(SessionEvent("error", str(err.get("message")), cause, ev))
             return
@@ -214,6 +235,8 @@ class OpenAIRealtimeSession(StreamingSession):
                 raise _Unreadable("its delta is not text")
             self._events.put_nowait(SessionEvent("text", delta, ev.get("event_id"), ev))
             return
+        elif kind == "response.created":   # ours, or one the server started itself (server VAD)
+            self.reply_in_flight = True
         elif kind == "response.done":
             self._reply_event = None
             self._events.put_nowait(SessionEvent("reply_done", _response_text(ev), ev.get("event_id"), ev))
