@@ -136,6 +136,21 @@ def test_gemini_after_a_reconnect_the_first_labelled_item_says_who_said_the_bare
     assert texts[2][1:] == [RUNTIME_NOTE, earlier_lines_note(2, "Alice")]
 
 
+def test_gemini_abort_drops_the_connection(gemini):
+    """What the broadcaster does when a close does not finish in time: no socket stays open."""
+    server, make = gemini
+    session = make()
+
+    async def go():
+        await session.connect()
+        session.abort()
+        session.abort()   # idempotent
+        await asyncio.sleep(0.1)
+
+    asyncio.run(go())
+    server.settle(timeout=2)
+
+
 @pytest.mark.parametrize("frame", [
     "this is not json{",                                   # not JSON (the SDK: ValueError)
     '{"serverContent": "x"}',                              # a field of the wrong shape

@@ -579,3 +579,46 @@ def test_a_response_create_refused_for_a_response_in_flight_is_sent_again_after_
     assert len(server.events("response.create")) == 2
     assert kinds.count("reply_done") == 2
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+def test_close_at_its_timeout_with_a_reply_in_flight_closes_the_socket():
+    """close(1) with a reply still in flight at the timeout gave up the session's close before it
+    began (the deadline had passed), so the socket stayed open and the log said "the connection
+    was dropped" (a user trial). The close now has a short grace of its own, then the transport
+    is aborted: the server sees the connection go."""
+    from voicekit.turns import SpeakerTurn
+
+    with FakeOpenAIRealtime(reply_delay=20) as server:
+        b = Broadcaster(session(server), None, session_id="late", reply_when=lambda t: True).start()
+        b.on_turn(SpeakerTurn("Speaker A", "question?", 0, 1, channel="mic"))
+        deadline = time.monotonic() + 5
+        while not server.events("response.create") and time.monotonic() < deadline:
+            time.sleep(0.02)
+        t0 = time.monotonic()
+        b.close(timeout=1.0)
+        assert not b._thread.is_alive() and time.monotonic() - t0 < 4
+        server.settle(timeout=2)   # no connection left open
+
+
+def test_a_session_close_that_hangs_is_aborted_after_its_grace(caplog):
+    """A close handshake that never ends (a provider that does not answer it): past close()'s
+    timeout and the close's grace the transport is aborted, so the log line is true."""
+    import asyncio
+
+    from voicekit.realtime.broadcaster import CLOSE_GRACE
+    from voicekit.turns import SpeakerTurn
+
+    class StuckClose(OpenAIRealtimeSession):
+        async def close(self) -> None:
+            await asyncio.sleep(3600)
+
+    with FakeOpenAIRealtime() as server:
+        s = StuckClose(api_key=KEY, websocket_base_url=f"ws://127.0.0.1:{server.port}/v1")
+        b = Broadcaster(s, None, session_id="stuck").start()
+        b.on_turn(SpeakerTurn("Speaker A", "hello", 0, 1, channel="mic"))
+        t0 = time.monotonic()
+        with caplog.at_level(logging.WARNING, logger="voicekit.realtime"):
+            assert b.close(timeout=0.5)
+        assert not b._thread.is_alive() and time.monotonic() - t0 < 0.5 + CLOSE_GRACE + 2
+        server.settle(timeout=2)
+    assert "the provider did not close in time; the connection was dropped" in caplog.text

@@ -55,6 +55,10 @@ from voicekit.turns import SpeakerTurn
 
 _TURN, _INSTRUCTION, _REPLY = "turn", "instruction", "reply"
 
+CLOSE_GRACE = 1.0
+"""Seconds a session's close may take past :meth:`Broadcaster.close`'s timeout (a reply in
+flight was waited for until then) before its connection is aborted."""
+
 
 class Broadcaster:
     """Feeds a meeting's committed turns into one realtime session.
@@ -219,7 +223,9 @@ class Broadcaster:
         return self._q.qsize() + len(self._pending) + self._refused_backlog
 
     def close(self, timeout: float = 10.0) -> bool:
-        """Send what is queued (for up to ``timeout`` seconds), then close the session.
+        """Send what is queued (for up to ``timeout`` seconds), then close the session: its close
+        may take :data:`CLOSE_GRACE` seconds past the timeout, then its connection is aborted
+        (:meth:`RealtimeSession.abort`), so no socket outlives this call.
 
         Returns:
             True when everything queued was delivered (what was not stays in the store); False
@@ -323,8 +329,9 @@ class Broadcaster:
                     except (asyncio.CancelledError, Exception):  # noqa: BLE001
                         pass
                     try:
-                        await self._within_close_deadline(self.session.close())
+                        await self._within_close_deadline(self.session.close(), grace=CLOSE_GRACE)
                     except SessionClosed:
+                        self.session.abort()   # no socket stays open past close()
                         log.warning("realtime session %s: the provider did not close in time; the "
                                     "connection was dropped", self.session_id)
                 await self._sleep(delay)
@@ -333,13 +340,15 @@ class Broadcaster:
             if self._log is not None:
                 self._log.close()
 
-    async def _within_close_deadline(self, coro):  # noqa: ANN001, ANN202
+    async def _within_close_deadline(self, coro, grace: float = 0.0):  # noqa: ANN001, ANN202
         """Await ``coro`` (a connect or close), but give it up with :class:`SessionClosed` once
-        :meth:`close` was called and its timeout has passed: a server that never answers the
-        handshake or the close cannot hold ``close(timeout)`` past its timeout."""
+        :meth:`close` was called and its timeout has passed (and ``grace`` seconds since it began): a server
+        that never answers the handshake or the close cannot hold ``close(timeout)`` past its
+        timeout (a close given up is followed by the session's ``abort``)."""
         task = asyncio.ensure_future(coro)
+        grace_end = time.monotonic() + grace
         while not task.done():
-            if self._stopping and time.monotonic() > self._deadline:
+            if self._stopping and time.monotonic() > max(self._deadline, grace_end):
                 task.cancel()
                 try:
                     await task

@@ -74,6 +74,7 @@ class GeminiLiveSession(StreamingSession):
             self._stack = None
             closed = SessionRefused if refusal(exc) else SessionClosed
             raise closed(redact(f"cannot connect to Gemini Live: {exc}", self._api_key)) from exc
+        self._socket = getattr(self._session, "_ws", None)   # (the SDK keeps it there)
         self.audio_started = False
         self.reply_in_flight = False
         self._reply_deferred = False
@@ -182,6 +183,11 @@ class GeminiLiveSession(StreamingSession):
             except Exception:  # noqa: BLE001 - already gone
                 pass
             self._stack = None
+
+    def abort(self) -> None:
+        super().abort()
+        self._session = None
+        self._stack = None   # (its exit would close the socket just aborted)
 
 
 MAX_UNREADABLE = 20

@@ -95,6 +95,7 @@ class OpenAIRealtimeSession(StreamingSession):
         except Exception as exc:  # noqa: BLE001 - any connect failure is retried, but a refusal
             closed = SessionRefused if refusal(exc) else SessionClosed
             raise closed(redact(f"cannot connect to OpenAI Realtime: {exc}", self._api_key)) from exc
+        self._socket = getattr(self._conn, "_connection", None)   # (the SDK keeps it there)
         self._closed = False
         self.reply_in_flight = False
         self._reply_deferred = False
@@ -258,6 +259,11 @@ class OpenAIRealtimeSession(StreamingSession):
             except Exception:  # noqa: BLE001 - already gone
                 pass
             self._conn = None
+
+    def abort(self) -> None:
+        self._closed = True
+        super().abort()
+        self._conn = None
 
 
 def _response_text(ev: dict[str, Any]) -> str:

@@ -191,6 +191,11 @@ class RealtimeSession(abc.ABC):
     async def close(self) -> None:
         """Close the connection (idempotent)."""
 
+    def abort(self) -> None:
+        """Drop the connection at once, without a closing handshake (idempotent): the broadcaster
+        calls it when :meth:`close` did not finish within its close timeout and grace, so that no
+        socket is left open. A session without a connection has nothing to drop."""
+
 
 class StreamingSession(RealtimeSession):
     """A session whose provider messages are read by a task (``_reader``) that puts
@@ -200,6 +205,16 @@ class StreamingSession(RealtimeSession):
         super().__init__()
         self._reader: asyncio.Task | None = None
         self._events: asyncio.Queue[SessionEvent] = asyncio.Queue()
+        self._socket: Any = None   # the SDK's WebSocket (a websockets connection), for abort()
+
+    def abort(self) -> None:
+        """Abort the WebSocket's transport (no close frame) and stop the reader."""
+        if self._reader is not None:
+            self._reader.cancel()
+        transport = getattr(self._socket, "transport", None)
+        if transport is not None:
+            transport.abort()
+        self._socket = None
 
     async def events(self) -> AsyncIterator[SessionEvent]:  # type: ignore[override]
         while True:
