@@ -151,6 +151,21 @@ def test_gemini_abort_drops_the_connection(gemini):
     server.settle(timeout=2)
 
 
+def test_gemini_a_connect_is_one_setup_complete_event(gemini):
+    """google-genai reads `setupComplete` inside connect(), so it never reached the session log,
+    which docs/realtime.md said holds it: a meeting with no reply left an empty --session-log.
+    The session now gives a `setup_complete` event once connected."""
+    import threading
+
+    server, make = gemini
+    events, seen = [], threading.Event()
+    b = Broadcaster(make(), None, session_id="gemini",
+                    on_event=lambda e: (events.append(e), seen.set())).start()
+    assert seen.wait(10)
+    assert b.close(timeout=5)
+    assert [(e.kind, next(iter(e.raw))) for e in events] == [("other", "setup_complete")]
+
+
 @pytest.mark.parametrize("frame", [
     "this is not json{",                                   # not JSON (the SDK: ValueError)
     '{"serverContent": "x"}',                              # a field of the wrong shape

@@ -31,6 +31,9 @@ class GeminiLiveSession(StreamingSession):
         modalities: response modalities (default ``TEXT``).
         http_options: extra ``HttpOptions`` fields (``async_client_args`` for a TLS context).
 
+    Each connection's first event is ``other`` with ``raw`` ``{"setup_complete": {…}}``: the SDK
+    reads the server's ``setupComplete`` inside ``connect()``, so it would not be seen otherwise.
+
     Raises:
         ValueError: no API key (neither ``api_key`` nor ``$GEMINI_API_KEY`` / ``$GOOGLE_API_KEY``).
     """
@@ -79,6 +82,11 @@ class GeminiLiveSession(StreamingSession):
         self.reply_in_flight = False
         self._reply_deferred = False
         self._events = asyncio.Queue()
+        # the SDK reads the server's setupComplete inside connect(): given here, so that a session
+        # log shows the session started even when no reply comes
+        setup = getattr(self._session, "setup_complete", None)
+        self._events.put_nowait(SessionEvent("other", "", None, {"setup_complete": setup.model_dump(
+            exclude_none=True, mode="json") if setup is not None else {}}))
         self._reader = asyncio.create_task(self._read())
 
     async def _call(self, coro: Any) -> None:
