@@ -29,7 +29,8 @@ first sends its new conversation the last turns delivered before. One broadcaste
 every later line is labelled, even when the meeting drops back to one; the speakers sent are
 kept durably, so this holds across reconnects and restarts. A reconnect opens a new provider
 conversation, which has not seen the note: the note goes with the first labelled item of each
-provider conversation (once per conversation), with who said the bare lines it was sent before. Application instructions carry no label.
+provider conversation (once per conversation), with who said the bare lines it was sent before.
+Application instructions carry no label.
 """
 
 from __future__ import annotations
@@ -342,9 +343,10 @@ class Broadcaster:
 
     async def _within_close_deadline(self, coro, grace: float = 0.0):  # noqa: ANN001, ANN202
         """Await ``coro`` (a connect or close), but give it up with :class:`SessionClosed` once
-        :meth:`close` was called and its timeout has passed (and ``grace`` seconds since it began): a server
-        that never answers the handshake or the close cannot hold ``close(timeout)`` past its
-        timeout (a close given up is followed by the session's ``abort``)."""
+        :meth:`close` was called and its timeout has passed (and ``grace`` seconds since it
+        began): a server that never answers the handshake or the close cannot hold
+        ``close(timeout)`` past its timeout (a close given up is followed by the session's
+        ``abort``)."""
         task = asyncio.ensure_future(coro)
         grace_end = time.monotonic() + grace
         while not task.done():
