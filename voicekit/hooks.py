@@ -33,8 +33,6 @@ import enum
 import importlib.util
 import inspect
 import logging
-import math
-import numbers
 import os
 import re
 import queue
@@ -46,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from voicekit._checks import is_finite_real
 from voicekit.turns import SpeakerTurn, Word, label_read_in, metadata_json
 
 log = logging.getLogger(__name__)
@@ -590,7 +589,7 @@ def _checked_fields(result: Any, turn: SpeakerTurn) -> tuple[Any, str | None]:
     if speaker != turn.speaker:
         return None, (f"changed the speaker label {turn.speaker} to {speaker!r}: the label is the diarizer's; "
                       "rename with sender_name or HookResult.rename")
-    if not all(_finite(x) for x in (result.start, result.end)) or result.end < result.start:
+    if not all(is_finite_real(x) for x in (result.start, result.end)) or result.end < result.start:
         return None, f"returned a SpeakerTurn with times {result.start!r}..{result.end!r}"
     if not isinstance(result.words, (tuple, list)) or not all(
             isinstance(w, Word) and isinstance(w.text, str) and (w.speaker is None or isinstance(w.speaker, str))
@@ -599,10 +598,10 @@ def _checked_fields(result: Any, turn: SpeakerTurn) -> tuple[Any, str | None]:
     words = tuple(Word(w.start, w.end, _plain(w.text), w.probability, _plain(w.speaker)) for w in result.words)
     if not all(_utf8(w.text) and _utf8(w.speaker or "") for w in words):
         return None, f"returned a SpeakerTurn whose words hold a text or label that {_NOT_UTF8}"
-    bad = next((w for w in words if not (_finite(w.start) and _finite(w.end)) or w.end < w.start), None)
+    bad = next((w for w in words if not (is_finite_real(w.start) and is_finite_real(w.end)) or w.end < w.start), None)
     if bad is not None:   # the store and the JSON take finite seconds only (NaN is not JSON)
         return None, f"returned a SpeakerTurn with the word {bad.text!r} at {bad.start!r}..{bad.end!r}"
-    bad = next((w for w in words if not (_finite(w.probability) and 0 <= w.probability <= 1)), None)
+    bad = next((w for w in words if not (is_finite_real(w.probability) and 0 <= w.probability <= 1)), None)
     if bad is not None:   # (a mean of probabilities of 1e308 overflowed to inf in the JSON's confidence)
         return None, (f"returned a SpeakerTurn with the word {bad.text!r} of probability {bad.probability!r}; "
                       "a probability is a number in [0, 1]")
@@ -633,12 +632,6 @@ def _checked_fields(result: Any, turn: SpeakerTurn) -> tuple[Any, str | None]:
 # a label written like a diarization label ("speaker a", "Speaker_A", "SPEAKER  B"): the spelling
 # voicekit.turns.speaker_label gives is checked; any other label (a LiveKit participant's name) is kept
 _DIARIZATION_LIKE = re.compile(r"speaker[\s_]+([a-z]{1,2})", re.IGNORECASE)
-
-
-def _finite(x: Any) -> bool:
-    """A real number that is neither NaN nor infinite (a time in seconds, a probability): an int,
-    a float or any other ``numbers.Real`` (numpy's ``np.float32``, ``np.int64``), not a bool."""
-    return isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x)
 
 
 def _bad_name(label: str, name: str | None) -> str | None:
