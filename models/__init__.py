@@ -53,12 +53,12 @@ def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
-def check_whisper_dir(path: Path, fix: str = "reinstall the model package") -> Path:
+def check_whisper_dir(path: Path, fix: str | None = None) -> Path:
     """Check that ``path`` looks like a CTranslate2 Whisper model directory: ``model.bin`` of at
     least 1 KiB, ``config.json`` that parses, and ``tokenizer.json``. Cheap (no
     hashing, no loading); a ``model.bin`` of the wrong kind is found when it loads
-    (:class:`voicekit.stt.Transcriber`). ``fix``: what repairs a cut-short ``model.bin`` or a broken
-    ``config.json`` (the pip command of a packaged model).
+    (:class:`voicekit.stt.Transcriber`). ``fix``: what repairs a packaged or cached model whose files are
+    missing or damaged (the pip command, the folder to delete); None for a user's own folder.
 
     Raises:
         ModelError: ``path`` is a file (the message names its folder) or does not exist, has no
@@ -73,21 +73,23 @@ def check_whisper_dir(path: Path, fix: str = "reinstall the model package") -> P
                          "or a local CTranslate2 Whisper directory")
     for name in ("model.bin", "config.json"):
         if not (path / name).is_file():
-            raise ModelError(f"model directory {path} has no {name}: it is not a CTranslate2 Whisper "
-                             "model (convert one with ct2-transformers-converter) or it is incomplete")
+            raise ModelError(f"model directory {path} has no {name}: " + (f"the model is incomplete; {fix}" if fix else
+                             "it is not a CTranslate2 Whisper model (convert one with ct2-transformers-converter) "
+                             "or it is incomplete"))
     if (path / "model.bin").stat().st_size < 1024:
         raise ModelError(f"{path / 'model.bin'} is truncated ({(path / 'model.bin').stat().st_size} bytes); "
-                         f"{fix}")
+                         f"{fix or 'copy or convert the model again'}")
     try:
         json.loads((path / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise ModelError(f"{path / 'config.json'} is not valid JSON ({exc}); {fix}") from exc
+        raise ModelError(f"{path / 'config.json'} is not valid JSON ({exc}); "
+                         f"{fix or 'copy or convert the model again'}") from exc
     if not (path / "tokenizer.json").is_file():
         # faster-whisper fetches openai/whisper-*'s tokenizer from the Hugging Face Hub without it
         # (CTranslate2's vocabulary.txt does not stand in for it): voicekit never downloads
         raise ModelError(f"model directory {path} has no tokenizer.json (faster-whisper would download one from "
-                         "the Hugging Face Hub, which voicekit never does): copy the tokenizer.json of the original "
-                         "model beside model.bin (ct2-transformers-converter --copy_files tokenizer.json)")
+                         "the Hugging Face Hub, which voicekit never does): " + (fix or "copy the tokenizer.json of "
+                         "the original model beside model.bin (ct2-transformers-converter --copy_files tokenizer.json)"))
     return path
 
 

