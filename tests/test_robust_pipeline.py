@@ -778,3 +778,20 @@ def test_numpy_numbers_are_numbers_for_every_argument_check():
             LiveFeed(block_seconds=bad)
         with pytest.raises(AudioError, match="sample rate must be a positive whole number of Hz"):
             normalize(np.zeros(480, np.float32), bad)
+
+
+def test_voices_or_kept_embeddings_with_a_diarizer_that_keeps_no_embeddings_are_refused():
+    """A review: the CLI refused --voices/--keep-embeddings with --diarizer pyannote, but
+    ``Pipeline(…, diarizer=PyannoteOfflineDiarizer(…), voices=…)`` took them and did nothing: no
+    voice was ever matched and no embedding kept."""
+    from voicekit.diarization.pyannote_backend import PyannoteOfflineDiarizer
+    from voicekit.pipeline import Pipeline, PipelineOptions
+    from voicekit.voiceprints import VoiceIdentifier
+
+    with pytest.raises(ValueError, match="voices and keep_embeddings need the speaker encoder's embeddings, which "
+                                         "PyannoteOfflineDiarizer does not keep"):
+        Pipeline(PipelineOptions(), components(), voices=VoiceIdentifier([]), diarizer=PyannoteOfflineDiarizer([]))
+    with pytest.raises(ValueError, match="PyannoteOfflineDiarizer does not keep"):
+        Pipeline(PipelineOptions(keep_embeddings=True), components(), diarizer=PyannoteOfflineDiarizer([]))
+    assert Pipeline(PipelineOptions(), components(), diarizer=PyannoteOfflineDiarizer([])).voices is None
+    assert Pipeline(PipelineOptions(keep_embeddings=True), components(), voices=VoiceIdentifier([])).voices is not None

@@ -209,6 +209,8 @@ class Pipeline:
 
     Raises:
         ValueError: ``resume`` without a ``store``, or with a diarizer that has no ``resume()``;
+            ``voices`` or ``options.keep_embeddings`` with a diarizer that keeps no speaker
+            embeddings (pyannote's);
             no ``diarizer`` given with components that hold no speaker encoder (loaded for
             pyannote) and no ``options.pyannote``.
 
@@ -236,6 +238,10 @@ class Pipeline:
         self.realtime_clock = realtime_clock
         self.voices = voices
         self.diarizer: Diarizer = diarizer or self._default_diarizer(labels)
+        if not hasattr(self.diarizer, "speakers") and (voices is not None or self.options.keep_embeddings):
+            # they would be ignored: no speaker is matched, no embedding is kept
+            raise ValueError(f"voices and keep_embeddings need the speaker encoder's embeddings, which "
+                             f"{type(self.diarizer).__name__} does not keep: use the embedded online diarizer")
         self.start_time, first_utterance = 0.0, 0
         if resume:
             if not hasattr(self.diarizer, "resume"):
