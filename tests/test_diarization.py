@@ -336,3 +336,36 @@ def test_labels_given_back_by_a_rolled_back_utterance_are_given_first():
     assert [labels.take(), labels.take(), labels.take()] == ["Speaker B", "Speaker C", "Speaker D"]
     labels.give_back(["Speaker D", "Speaker C"])
     assert [labels.take(), labels.take(), labels.take()] == ["Speaker C", "Speaker D", "Speaker E"]
+
+
+@pytest.mark.parametrize("counts", [{"max_speakers": 0}, {"num_speakers": 0}, {"num_speakers": -1},
+                                    {"min_speakers": 2.5}, {"max_speakers": True},
+                                    {"min_speakers": 3, "max_speakers": 2}, {"num_speakers": 4, "max_speakers": 2}])
+def test_speaker_counts_that_mean_nothing_are_refused(counts):
+    """A trial: the CLI refused these, but DiarizerOptions took them, and the live diarizer and
+    the refinement read them differently (``max_speakers=0``: one speaker live, up to 8 refined;
+    ``num_speakers=0``: automatic; ``min_speakers=3, max_speakers=2`` both)."""
+    from voicekit.diarization.online import DiarizerOptions
+
+    with pytest.raises(ValueError, match="whole number of speakers, at least 1|contradict each other"):
+        DiarizerOptions(**counts)
+
+
+def test_a_speaker_floor_above_the_windows_asks_k_means_for_no_more_clusters_than_points():
+    """A trial: ``--min-speakers 12 --refine`` on a 3 s clip (8 windows) asked k-means for 12
+    clusters of 8 points: about 110 scipy warnings ("One of the clusters is empty") per call."""
+    import warnings
+
+    import numpy as np
+
+    from voicekit.diarization.online import DiarizerOptions
+    from voicekit.diarization.refine import spectral_clusters
+
+    assert DiarizerOptions(num_speakers=np.int64(2)).speaker_cap == 2
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(8, 256)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        labels = spectral_clusters(vectors, None, min_speakers=12, max_speakers=12)
+    assert labels.shape == (8,) and len(set(labels.tolist())) <= 8

@@ -25,6 +25,7 @@ once given.
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -59,6 +60,10 @@ class DiarizerOptions:
             when one exists (short stretches give unreliable embeddings).
         num_speakers / min_speakers / max_speakers: speaker-count constraints (None = automatic);
             ``num_speakers`` is both the minimum and the maximum.
+
+    Raises:
+        ValueError: a speaker count that is not a whole number ≥ 1, or counts that contradict each
+            other (``min_speakers`` above ``max_speakers``, ``num_speakers`` outside them).
     """
 
     change_threshold: float = 0.92
@@ -69,6 +74,19 @@ class DiarizerOptions:
     num_speakers: int | None = None
     min_speakers: int | None = None
     max_speakers: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("num_speakers", "min_speakers", "max_speakers"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Integral)
+                                      or value < 1):
+                raise ValueError(f"{name} is a whole number of speakers, at least 1, or None for automatic; "
+                                 f"got {value!r}")
+        low, high = self.speaker_floor, self.speaker_cap
+        if self.min_speakers is not None and high is not None and self.min_speakers > high \
+                or self.max_speakers is not None and low is not None and self.max_speakers < low:
+            raise ValueError(f"the speaker counts contradict each other: num_speakers={self.num_speakers}, "
+                             f"min_speakers={self.min_speakers}, max_speakers={self.max_speakers}")
 
     @property
     def speaker_cap(self) -> int | None:

@@ -69,7 +69,7 @@ def spectral_clusters(vectors: np.ndarray, num_speakers: int | None = None, min_
     else:
         lo = max(1, min_speakers)
         gaps = np.diff(eigvals[: max_k + 1])
-        k = int(np.argmax(gaps[lo - 1:max_k])) + lo if max_k >= lo else lo
+        k = int(np.argmax(gaps[lo - 1:max_k])) + lo if max_k >= lo else min(lo, n)   # k-means: k ≤ n points
     if k <= 1:
         return np.zeros(n, dtype=int)
     emb = eigvecs[:, :k]
