@@ -292,3 +292,29 @@ def test_transcript_json_is_one_turn_per_line_and_loads_back(tmp_path):
     assert json.loads((tmp_path / "empty.json").read_text())["turns"] == []
 
 
+
+
+def test_a_full_disk_on_the_last_utterance_logs_that_it_was_not_committed(tmp_path, caplog):
+    """A trial (a tmpfs filling up): the utterance the endpointer closes at the end of the
+    recording was lost without the line "the utterance at … was not committed" that an utterance
+    lost mid-meeting gets (its error came out of run()'s finish, past end_after)."""
+    import logging
+
+    from _pipeline_support import EVAL, components
+    from voicekit.audio import load_audio
+    from voicekit.pipeline import Pipeline, PipelineOptions
+
+    class FillsUp(MeetingStore):
+        def commit(self, t, *args):  # noqa: ANN001, ANN002, ANN201
+            if t.start > 12.0:   # the falcon recording's last turn, 12.6-18.2 s, closed by its end
+                raise StoreError(f"cannot write to the meeting store {self.path} (database or disk is full)")
+            return super().commit(t, *args)
+
+    store = FillsUp(tmp_path / "meeting.sqlite")
+    audio = load_audio(EVAL / "picovoice_falcon" / "test.wav")
+    pipe = Pipeline(PipelineOptions(), components(), store=store)
+    with caplog.at_level(logging.ERROR, logger="voicekit.pipeline"), pytest.raises(StoreError, match="full"):
+        pipe.run([audio[i:i + 1600] for i in range(0, len(audio), 1600)])
+    lost = [r.getMessage() for r in caplog.records if "was not committed" in r.getMessage()]
+    assert len(lost) == 1 and lost[0].startswith("the utterance at 12.") and "StoreError" in lost[0], lost
+    assert [t.text for t in store.turns()][:1] == ["And so it begins."] and len(store.turns()) == 2

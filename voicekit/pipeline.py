@@ -460,7 +460,11 @@ class Pipeline:
         except BaseException as exc:
             self.end_after(exc)
             raise
-        self.finish()
+        try:
+            self.finish()
+        except Exception as exc:   # the last utterances' error: logged and the others committed, as above
+            self.end_after(exc)    # (a KeyboardInterrupt here is the second Ctrl-C: it aborts)
+            raise
         refined = None
         if refine:
             refined = self.refine()
