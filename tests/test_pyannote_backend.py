@@ -68,6 +68,21 @@ def test_swapped_checkpoints_are_found_when_the_pipeline_loads(pipeline_dir, tmp
     assert "name the right checkpoints (not swapped" in str(info.value)
 
 
+def test_a_device_error_at_load_is_not_blamed_on_config_yaml(pipeline_dir, monkeypatch):
+    """A review: the load-time check turned every error into "check that … config.yaml name the
+    right checkpoints", a CUDA out-of-memory error too, where that advice is wrong."""
+    import torch
+
+    from voicekit.diarization.pyannote_backend import PyannoteModels
+
+    def out_of_memory(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    monkeypatch.setattr(PyannoteModels, "segment", out_of_memory)
+    with pytest.raises(torch.cuda.OutOfMemoryError, match="CUDA out of memory"):
+        PyannoteModels(str(pipeline_dir))
+
+
 def test_a_checkpoint_file_bad_yaml_or_another_kind_of_checkpoint_gets_its_own_fix(pipeline_dir, tmp_path):
     """A trial: each of these got the advice about `plda` (a missing path taken for a hub name),
     which had nothing to do with it."""

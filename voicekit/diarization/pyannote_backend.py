@@ -225,7 +225,8 @@ class PyannoteModels:
 
         Raises:
             ModelError: the segmentation model does not give ``(1, frames, speakers)`` activations,
-                or the embedding model one ``(1, dimension)`` embedding.
+                or the embedding model one ``(1, dimension)`` embedding. A device error (CUDA out
+                of memory, a driver error) is raised as it is: config.yaml is not its cause.
         """
         chunk = np.random.default_rng(0).normal(0.0, 0.01, (1, int(round(chunk_seconds * SAMPLE_RATE))))
         try:
@@ -237,6 +238,8 @@ class PyannoteModels:
             if embedding.ndim != 2 or embedding.shape[0] != 1:
                 raise ValueError(f"the embedding model gave an embedding of shape {embedding.shape}, not (1, dimension)")
         except Exception as exc:  # noqa: BLE001 - whatever a wrong model raises, one line with the fix
+            if type(exc).__name__ == "OutOfMemoryError" or "CUDA" in str(exc) or "out of memory" in str(exc):
+                raise   # the device's trouble (memory, driver), not the checkpoints': its own message
             raise ModelError(f"pyannote pipeline {source!r} loads but its models do not run as a segmentation and "
                              f"an embedding model ({type(exc).__name__}: {exc}): check that the segmentation and "
                              "embedding entries of its config.yaml name the right checkpoints (not swapped, "
