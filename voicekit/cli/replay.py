@@ -59,9 +59,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
         raise CliError("--voices/--enrol-voices name diarized speakers, but with --per-channel each channel "
                        "is a speaker: drop --voices/--enrol-voices")
     if args.per_channel and (args.refine or args.keep_embeddings):
-        flag = "--refine re-clusters" if args.refine else "--keep-embeddings keeps what re-clusters"
-        raise CliError(f"{flag} speakers, but with --per-channel each channel is a speaker: "
-                       f"drop {flag.split()[0]}")
+        flag, does = ("--refine", "re-clusters") if args.refine else ("--keep-embeddings", "keeps what re-clusters")
+        raise CliError(f"{flag} {does} speakers, but with --per-channel each channel is a speaker: drop {flag}")
     counts = [flag for flag, value in (("--num-speakers", args.num_speakers), ("--min-speakers", args.min_speakers),
                                        ("--max-speakers", args.max_speakers)) if value is not None]
     if args.per_channel and counts:

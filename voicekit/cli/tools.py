@@ -97,7 +97,7 @@ def cmd_models(args: argparse.Namespace) -> int:
             print(f"    not available: {exc}")
             # nothing to check is no passed check, but for an optional model none of whose packages
             # is installed (base without voicekit[multilingual]): the default install passes --verify
-            optional = "[" in entry.get("install", "") and not any(
+            optional = entry.get("optional", False) and not any(
                 importlib.util.find_spec(part["module"]) for part in entry.get("parts", []))
             bad += bool(args.verify) and not optional
     return 1 if bad else 0
