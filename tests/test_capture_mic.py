@@ -440,9 +440,22 @@ def test_mic_cli_a_meeting_that_fails_before_its_first_turn_puts_back_the_old_on
                                                                                    monkeypatch, capsys):
     """A review: `replay --overwrite` puts the old meeting back when the new one fails before its
     first turn, but `mic --overwrite` deleted it as soon as the stream opened, so a transcriber
-    that failed on the first utterance lost it."""
+    that failed on the first utterance lost it. The stream is closed too: a pipeline that failed
+    before reading it left it open, and once the audio server went away its PortAudio thread spun
+    for the rest of the process, printing millions of ALSA errors (the CI log of stop 28)."""
+    import sounddevice
+
     from voicekit.cli import main
     from voicekit.pipeline import Pipeline
+
+    opened = []
+    real_stream = sounddevice.InputStream
+
+    def recorded(**kw):  # noqa: ANN003
+        opened.append(real_stream(**kw))
+        return opened[-1]
+
+    monkeypatch.setattr(sounddevice, "InputStream", recorded)
 
     out = tmp_path / "m"
     assert main(["replay", str(FALCON), "--out", str(out), "--quiet"]) == 0
@@ -455,6 +468,7 @@ def test_mic_cli_a_meeting_that_fails_before_its_first_turn_puts_back_the_old_on
     capsys.readouterr()
     assert main(["mic", "--device", "pulse", "--out", str(out), "--overwrite", "--seconds", "2"]) != 0
     assert "IndexError: tuple index out of range" in capsys.readouterr().err
+    assert len(opened) == 1 and opened[0].closed, opened
     assert {p.name: p.read_bytes() for p in out.iterdir() if p.suffix != ".sqlite"} == before
     from voicekit.store import MeetingStore
     assert len(MeetingStore(out / "meeting.sqlite").turns()) == 3

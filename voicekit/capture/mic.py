@@ -297,6 +297,22 @@ class MicSource:
             self._stopped.set()
             self.feed.close()
 
+    def close(self) -> None:
+        """Stop the capture and close the stream now (idempotent). Iterating closes it by itself; a
+        caller that started the stream and may fail before (or without) iterating closes it with this,
+        or uses the source as a context manager (``with source:`` starts it and closes it): a stream
+        left open goes on running PortAudio's audio thread until the process exits."""
+        self.stop()
+        self._close()
+
+    def __enter__(self) -> MicSource:
+        """Start the stream (see :meth:`start`, which raises :class:`CaptureError`)."""
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
     def _close(self) -> None:
         watchdog = self._watchdog
         if watchdog is not None and watchdog is not threading.current_thread():

@@ -84,10 +84,11 @@ def cmd_mic(args: argparse.Namespace) -> int:
     source = MicSource(args.input_device, duration=args.seconds, channels=args.channels)
     err.print(f"[dim]loading models ({args.model}, {_diarizer_name(options)})…[/dim]")
     components = Components.load(options)  # before the store: a missing model leaves no meeting
-    source.start()   # before the store too: a device that refuses the stream leaves no meeting (and
-    # --overwrite keeps the old one); the blocks it delivers meanwhile wait in its queue
-    with _replacing(out / "meeting.sqlite", args.append) as store:   # a run that fails before its first turn
-        # puts back the meeting --overwrite replaces
+    # the stream starts before the store too: a device that refuses it leaves no meeting (and --overwrite
+    # keeps the old one); the blocks it delivers meanwhile wait in its queue. The stream is closed however
+    # the block ends (a failure before the pipeline reads it left it running until the process exited).
+    # _replacing: a run that fails before its first turn puts back the meeting --overwrite replaces
+    with source, _replacing(out / "meeting.sqlite", args.append) as store:
         if hooks.names:
             store.set_speaker_names(hooks.names)
         if decide is not None and args.append:
