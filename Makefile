@@ -31,15 +31,8 @@ demo: setup
 	@echo "--- out/sample/sample.refined.txt: the same meeting re-clustered afterwards (--refine):"
 	@cat out/sample/sample.refined.txt
 
-# Each test file runs in its own pytest process. In one process for the whole suite, native memory
-# (not Python objects: tracemalloc saw 42 MiB) grew by 1-2 GiB per pipeline test once the capture
-# tests had run (MALLOC_ARENA_MAX=2 did not change it), past 10 GiB, and CI killed the run (exit 137).
-# Its cause is not found yet; one file alone stays under 1 GiB.
 test: setup $(PYANNOTE_STAMP)
-	@export VOICEKIT_PG_DSN=$$(sh ../shared/tools/pg-test.sh start) VOICEKIT_REQUIRE_PG=1 \
-	  VOICEKIT_REQUIRE_REALTIME=1 VOICEKIT_REQUIRE_PYANNOTE=1; failed=""; \
-	for f in tests/test_*.py; do echo "--- $$f"; $(PY) -m pytest -q $$f || failed="$$failed $$f"; done; \
-	if [ -n "$$failed" ]; then echo "--- FAILED in:$$failed"; exit 1; fi; echo "--- every test file passed"
+	VOICEKIT_PG_DSN=$$(sh ../shared/tools/pg-test.sh start) VOICEKIT_REQUIRE_PG=1 VOICEKIT_REQUIRE_REALTIME=1 VOICEKIT_REQUIRE_PYANNOTE=1 $(PY) -m pytest -q
 
 eval: setup
 	$(PY) scripts/evaluate.py
