@@ -1031,7 +1031,9 @@ def test_export_refine_of_a_meeting_with_no_turns_says_so(tmp_path, capsys):
     with MeetingStore(tmp_path / "meeting.sqlite") as store:
         store.set_meta(source="silence.wav", stem="silence", duration=5.0)
     assert main(["export", str(tmp_path), "--refine"]) == 2
-    assert "this meeting has no turns (no speech was transcribed), so there is nothing to refine" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "this meeting has no turns (no speech was transcribed), so there is nothing to refine" in err
+    assert f"`voicekit export {tmp_path}` without --refine" in err, err   # the folder, not a placeholder (a trial)
     assert main(["export", str(tmp_path)]) == 0
 
 
@@ -1104,7 +1106,7 @@ def test_export_of_a_per_channel_meeting_or_of_a_file_says_what_it_is(tmp_path):
     assert rc == 2 and err.strip().splitlines()[-1] == (
         "voicekit: error: this meeting has no refined labels and no speaker embeddings to refine from: it was "
         "replayed with --per-channel, where each channel is one speaker and none is diarized: there is nothing to "
-        "re-cluster (`voicekit export OUT` without --refine writes its outputs)"), err
+        f"re-cluster (`voicekit export {out}` without --refine writes its outputs)"), err
     rc, err = _cli("export", out / "stereo_diarization.txt")
     assert rc == 2 and err.strip() == (
         f"voicekit: error: {out / 'stereo_diarization.txt'} is a file: give the --out directory of a voicekit "

@@ -69,7 +69,7 @@ def cmd_export(args: argparse.Namespace) -> int:
             if redo:
                 print(f"the stored refinement lacks the {_plural(stale, 'turn')} committed since: re-clustering "
                       "the whole meeting" + ("" if count else " (--num-speakers N sets the count)"))
-            _refine_stored(store, count)
+            _refine_stored(store, count, out)
             print(_refined_summary(store))
         elif args.refine:
             print("using the refinement already stored" + (" (pass --num-speakers N, or auto, to re-cluster from "

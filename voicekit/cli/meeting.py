@@ -415,9 +415,9 @@ def _refined_summary(store) -> str:  # noqa: ANN001 - MeetingStore
                if len(refined) != len(live) else ""))
 
 
-def _refine_stored(store, num_speakers: int | None) -> None:  # noqa: ANN001 - MeetingStore
+def _refine_stored(store, num_speakers: int | None, out: Path) -> None:  # noqa: ANN001 - MeetingStore
     """Re-cluster a finished meeting from the embeddings its store kept; record the refined labels
-    beside the live ones."""
+    beside the live ones. ``out``: the meeting folder, as the errors' commands name it."""
     from voicekit.diarization.encoder import WindowEmbeddings
     from voicekit.diarization.refine import refine_turns
 
@@ -427,17 +427,17 @@ def _refine_stored(store, num_speakers: int | None) -> None:  # noqa: ANN001 - M
     if not kept:
         if not store.turns():
             raise CliError("this meeting has no turns (no speech was transcribed), so there is nothing to refine; "
-                           "`voicekit export OUT` without --refine writes its (empty) outputs")
+                           f"`voicekit export {out}` without --refine writes its (empty) outputs")
         if store.has_refined():
             raise CliError("cannot re-cluster: this meeting's speaker embeddings were not kept (or were "
-                           "dropped); its stored refinement is written by `voicekit export OUT --refine` "
+                           f"dropped); its stored refinement is written by `voicekit export {out} --refine` "
                            "without --num-speakers, and a refinement with a speaker count needs the recording "
                            "replayed again with --overwrite --refine --num-speakers N (add --keep-embeddings to "
                            "re-cluster here later)")
         source = str(store.meta().get("source", ""))
         if store.meta().get("diarizer") == "per-channel":
             how = ("it was replayed with --per-channel, where each channel is one speaker and none is "
-                   "diarized: there is nothing to re-cluster (`voicekit export OUT` without --refine writes its outputs)")
+                   f"diarized: there is nothing to re-cluster (`voicekit export {out}` without --refine writes its outputs)")
         elif source.startswith("livekit:"):
             how = "`voicekit livekit` keeps no speaker embeddings (it has no --keep-embeddings), so this meeting cannot be refined"
         elif source.startswith("mic:"):
