@@ -240,18 +240,30 @@ def test_mic_append_goes_on_with_the_meeting(virtual_mic, tmp_path):
     assert data["meeting"]["duration"] >= at + FALCON_SECONDS
     first = [t for t in data["turns"] if t["end"] <= at]
     second = [t for t in data["turns"] if t["start"] >= at]
-    print("session 1:", [(t["start"], t["speaker"]) for t in first])
-    print(f"session 2 (from {at} s):", [(t["start"], t["speaker"]) for t in second])
+    print("session 1:", [(t["start"], t["end"], t["speaker"]) for t in first])
+    print(f"session 2 (from {at} s):", [(t["start"], t["end"], t["speaker"]) for t in second])
     assert len(first) + len(second) == len(data["turns"]) and len(first) >= 3 and len(second) >= 3
     speakers = [t["speaker"] for t in first]
     assert len(set(speakers)) >= 2
-    # the same voices again: the labels of the first session, in the same order
-    assert list(dict.fromkeys(t["speaker"] for t in second)) == list(dict.fromkeys(speakers))
+    # the same voices again: each turn of the second session has the label the first session gave
+    # the same stretch of the recording (the turn it overlaps most). Not the order of first labels:
+    # the live diarization sometimes splits the second speaker's turn at 7.7 s into a fourth label,
+    # in either session, which changes that order without breaking the continuity tested here.
+    def first_label(turn: dict) -> str:
+        def overlap(t: dict) -> float:
+            return min(t["end"], turn["end"] - at) - max(t["start"], turn["start"] - at)
+        return max(first, key=overlap)["speaker"]
+
+    assert [t["speaker"] for t in second] == [first_label(t) for t in second]
+    assert len({t["speaker"] for t in second}) >= 2
     assert main(["export", str(out), "--refine"]) == 0
     refined = json.loads((out / "meeting.refined.json").read_text())["turns"]
     # every live turn is in the refined file: by its id, or in a refined turn that joins it (live_ids)
     assert {i for t in refined for i in t.get("live_ids", [t["id"]])} == {t["id"] for t in data["turns"]}
-    assert len({t["speaker"] for t in refined}) == len(set(speakers))
+    # the three voices of the recording, and no label the live meeting did not have: when the live
+    # diarization split a turn into a fourth label in one session only, the refinement may rejoin it
+    live_labels = {t["speaker"] for t in data["turns"]}
+    assert 3 <= len({t["speaker"] for t in refined}) <= len(live_labels), (refined, live_labels)
 
 
 def test_mic_feeds_a_live_model_session(virtual_mic, tmp_path):
