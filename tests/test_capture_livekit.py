@@ -71,20 +71,31 @@ def test_livekit_in_private_network_namespace():
         if required("VOICEKIT_REQUIRE_LIVEKIT"):
             pytest.fail(reason)
         pytest.skip(reason)
-    run = subprocess.run([str(TOOLS / "netns-run.sh"), sys.executable, "-m", "pytest", __file__, "-q", "-s",
-                          "-m", "netns", "-p", "no:cacheprovider", "-W", "ignore::DeprecationWarning"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=900)
+    # unbuffered, and a test past 240 s dumps every thread's stack (pytest's faulthandler_timeout):
+    # a run that hangs says where (a CI run once hung here for the whole 900 s and printed nothing)
+    try:
+        run = subprocess.run([str(TOOLS / "netns-run.sh"), sys.executable, "-m", "pytest", __file__, "-q", "-s",
+                              "-m", "netns", "-p", "no:cacheprovider", "-W", "ignore::DeprecationWarning",
+                              "-o", "faulthandler_timeout=240"],
+                             cwd=ROOT, capture_output=True, text=True, timeout=900,
+                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    except subprocess.TimeoutExpired as exc:
+        printed = [b.decode(errors="replace") if isinstance(b, bytes) else (b or "") for b in (exc.stdout, exc.stderr)]
+        pytest.fail(f"the namespace's tests ran past 900 s; their stdout ends:\n{printed[0][-6000:]}\n"
+                    f"their stderr ends:\n{printed[1][-12000:]}")
     out = run.stdout
     print("\n".join(line for line in out.splitlines() if not line.startswith("livekit")))
     assert run.returncode == 0, out[-6000:] + run.stderr[-3000:]
     assert f"{len(NETNS_TESTS)} passed" in out and "failed" not in out
 
 
-def _realtime_priority() -> None:
-    """Raise the media processes' priority where allowed (root): the SFU and the publishers stand in
-    for other machines, and must not be starved by Whisper on a small CI runner."""
+def _realtime_priority(pid: int) -> None:
+    """Raise a media process's priority where allowed (root), from this process once it started: the
+    SFU and the publishers stand in for other machines, and must not be starved by Whisper on a small
+    CI runner. Not a ``preexec_fn``: Python documents one as unsafe in a process with threads, and
+    with the bot's threads running a CI run hung in ``Popen`` (inside the fork) for its whole 900 s."""
     try:
-        os.nice(-10)
+        os.setpriority(os.PRIO_PROCESS, pid, -10)
     except OSError:
         pass
 
@@ -100,8 +111,8 @@ class Sfu:
     def __enter__(self) -> "Sfu":
         self.log = open(os.environ.get("VOICEKIT_SFU_LOG", os.devnull), "w")
         self.proc = subprocess.Popen([sys.executable, str(TOOLS / "livekit_test_sfu.py"), "--port", str(self.port),
-                                      "--api-key", KEY, "--api-secret", SECRET], stdout=self.log, stderr=self.log,
-                                     preexec_fn=_realtime_priority)
+                                      "--api-key", KEY, "--api-secret", SECRET], stdout=self.log, stderr=self.log)
+        _realtime_priority(self.proc.pid)
         deadline = time.monotonic() + 30
         while True:
             try:
@@ -153,7 +164,8 @@ def test_bot_lanes_per_participant(tmp_path):
         assert bot.room_name == "standup" and not bot.room.remote_participants
         people = await asyncio.create_subprocess_exec(
             sys.executable, str(ROOT / "tests" / "_livekit_people.py"), url, KEY, SECRET, "standup",
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, preexec_fn=_realtime_priority)
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
+        _realtime_priority(people.pid)
         events: dict[tuple[str, str], float] = {}
 
         async def read_events():
@@ -301,9 +313,10 @@ def test_cli_bad_key_is_a_clear_error(tmp_path):
 
 def _people(sfu: "Sfu") -> subprocess.Popen:
     """tests/_livekit_people.py: participants who join and speak when told (one JSON line per event)."""
-    return subprocess.Popen([sys.executable, str(ROOT / "tests" / "_livekit_people.py"), sfu.url, KEY, SECRET,
-                             "standup"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                            preexec_fn=_realtime_priority)
+    people = subprocess.Popen([sys.executable, str(ROOT / "tests" / "_livekit_people.py"), sfu.url, KEY, SECRET,
+                               "standup"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    _realtime_priority(people.pid)
+    return people
 
 
 def _sheila_speaks(people: subprocess.Popen, run: CliRun) -> None:
