@@ -99,12 +99,13 @@ SNAP_WORDS = 2
 """A refined speaker change inside a live turn moves to a clause end (a word ending in . ? ! , ;)
 at most this many words away, when there is one: Whisper's punctuation marks where a sentence ends."""
 
-MIN_NEW_WINDOWS = 8
-"""Windows (2 s of speech at a 0.25 s hop) a refined cluster that matches no live speaker needs to
+MIN_NEW_WINDOWS = 12
+"""Windows (3 s of speech at a 0.25 s hop) a refined cluster that matches no live speaker needs to
 stand as a new speaker; a smaller one joins the matched cluster it is most alike. The eigengap of
 a few dozen windows finds clusters inside one voice (a 4 s clip of one man: 4 clusters of about
-1 s), and about 2 s of evidence is what a new speaker needs before it is more often right than
-wrong (docs/accuracy.md)."""
+1 s), and clusters of 8 and 9 windows that refinement opened on an AMI far-field meeting took
+other speakers' words (its refined DER 27.6 % at 10-16 windows, 41.8 % at 9, 60.9 % at 8;
+docs/accuracy.md). 12 is the middle of the 10-16 plateau on the tuning files."""
 
 MAX_CLUSTERED = 3000
 """Most windows clustered at once: the affinity matrix is dense (n x n float64, 72 MB at 3000)
@@ -239,7 +240,7 @@ def refine_turns(turns: Sequence[SpeakerTurn], windows: Sequence[WindowEmbedding
     counts = np.bincount(clusters)
     small = [c for c in range(len(counts)) if c not in matched and 0 < counts[c] < MIN_NEW_WINDOWS]
     if small and matched:
-        # a new speaker with under 2 s of windows: its windows join the matched cluster most alike
+        # a new speaker on fewer than MIN_NEW_WINDOWS windows (3 s): they join the matched cluster most alike
         kept = sorted(matched)
         means = {c: _unit_mean(vectors[clusters == c]) for c in kept + small}
         target = {c: kept[int(np.argmax([means[k] @ means[c] for k in kept]))] for c in small}
