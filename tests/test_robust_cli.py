@@ -602,8 +602,19 @@ def test_an_unexpected_error_is_one_line_and_debug_shows_the_traceback(tmp_path,
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["voicekit: internal error: RuntimeError: decoder state lost; rerun with --debug for the "
                    "traceback and report it"]
-    with pytest.raises(RuntimeError, match="decoder state lost"):
-        main(["--debug", "replay", str(SAMPLE), "--out", str(tmp_path)])
+    # --debug adds the traceback and keeps the exit code
+    assert main(["--debug", "replay", str(SAMPLE), "--out", str(tmp_path)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0] == "Traceback (most recent call last):" and 'raise RuntimeError("decoder state lost")' in "\n".join(err)
+    assert err[-1] == "voicekit: internal error: RuntimeError: decoder state lost; report it with the traceback above"
+
+
+def test_debug_keeps_the_exit_code_of_a_mistake(tmp_path):
+    """A mistake the message names the fix of exits 2 with --debug too (it exited 1 with only a
+    traceback, a new-user trial), the traceback before the same line."""
+    rc, err = _cli("replay", SAMPLE, "--max-utterance", "0", "--out", tmp_path / "o", "--debug")
+    assert rc == 2 and err.startswith("Traceback (most recent call last):"), err
+    assert err.strip().splitlines()[-1].startswith("voicekit: error: --max-utterance must be between 1 and 30 seconds")
 
 
 def test_a_closed_pipe_on_stdout_ends_quietly_with_141(monkeypatch, capsys):

@@ -26,6 +26,7 @@ import argparse
 import logging
 import os
 import sys
+import traceback
 from pathlib import Path
 from typing import NoReturn
 
@@ -139,7 +140,9 @@ def _append_hint(args: argparse.Namespace, extra: list[str]) -> str:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    """Run the command; every expected error becomes one line on stderr and an exit code."""
+    """Run the command; every expected error becomes one line on stderr and an exit code (2 for a
+    mistake the message names the fix of, 1 for an internal error, 130 for Ctrl-C). ``--debug``
+    prints the traceback before that line and keeps the exit code."""
     from voicekit.audio import AudioError
     from voicekit.capture import CaptureError
     from voicekit.devices import DeviceError
@@ -149,19 +152,19 @@ def _dispatch(args: argparse.Namespace) -> int:
     from voicekit.store import StoreError
     from voicekit.voiceprints import VoiceprintError
 
+    def fail(message: str, code: int) -> int:
+        if args.debug:
+            traceback.print_exc(file=sys.stderr)
+        print(f"voicekit: {message}", file=sys.stderr)
+        return code
+
     try:
         return args.func(args)
     except (CliError, AudioError, ModelError, StoreError, HookError, CaptureError, OutputError,
             VoiceprintError, DeviceError) as exc:
-        if args.debug:
-            raise
-        print(f"voicekit: error: {exc}", file=sys.stderr)
-        return 2
+        return fail(f"error: {exc}", 2)
     except KeyboardInterrupt:  # Ctrl-C outside a meeting's own handling (loading models, eval…)
-        if args.debug:
-            raise
-        print("voicekit: interrupted", file=sys.stderr)
-        return 130
+        return fail("interrupted", 130)
     except BrokenPipeError:  # `voicekit export out/ | head -1`: the reader has what it wanted
         # stdout's buffer cannot be flushed at exit any more: point it at /dev/null, as the
         # Python docs advise (signal module, "Note on SIGPIPE")
@@ -171,15 +174,10 @@ def _dispatch(args: argparse.Namespace) -> int:
             pass
         return 141   # 128 + SIGPIPE, what a shell reports for a command killed by it
     except OSError as exc:  # a file or directory the command needed
-        if args.debug:
-            raise
         where = f" ({exc.filename})" if exc.filename else ""
-        print(f"voicekit: error: {exc.strerror or exc}{where}; check the path and free space "
-              "(--debug shows where)", file=sys.stderr)
-        return 2
+        return fail(f"error: {exc.strerror or exc}{where}; check the path and free space"
+                    f"{'' if args.debug else ' (--debug shows where)'}", 2)
     except Exception as exc:  # noqa: BLE001 - never a traceback without --debug
-        if args.debug:
-            raise
-        print(f"voicekit: internal error: {type(exc).__name__}: {exc}; rerun with --debug for the "
-              "traceback and report it", file=sys.stderr)
-        return 1
+        report = "report it with the traceback above" if args.debug else \
+            "rerun with --debug for the traceback and report it"
+        return fail(f"internal error: {type(exc).__name__}: {exc}; {report}", 1)
