@@ -109,7 +109,8 @@ def _tool_parsers(sub) -> None:  # noqa: ANN001
                                    "DER (collar 0 and 0.5), speakers found, WER and RTF.",
                        epilog=EPILOG_EVAL, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--eval-dir", default=str(Path(__file__).resolve().parents[2].parent / "shared" / "eval"),
-                   help="folder with index.tsv (default ../shared/eval)")
+                   help="folder with index.tsv (default: shared/eval beside the voicekit checkout, "
+                        "%(default)s)")
     p.add_argument("--files", nargs="+", metavar="ID", help="only these file ids (the first column of index.tsv; default: all)")
     _pipeline_args(p)
     p.set_defaults(func=cmd_eval)
