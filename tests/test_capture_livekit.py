@@ -494,6 +494,36 @@ def test_cli_a_failed_join_keeps_the_meeting_overwrite_would_replace(tmp_path):
         assert len(turns) == 3 and source == str(FALCON), how
 
 
+def test_cli_a_meeting_lost_before_its_first_turn_keeps_the_meeting_overwrite_would_replace(tmp_path):
+    """`--overwrite`, the room joined, then the server dies before anyone spoke: the old meeting is
+    put back when the bot gives up (it was deleted at the join, and an empty meeting written in
+    its place), as replay and mic put it back when they fail before their first turn."""
+    _sdk_or_skip()
+    from _capture_common import FALCON
+    from voicekit.cli import main
+    from voicekit.store import MeetingStore
+
+    out = tmp_path / "m"
+    assert main(["replay", str(FALCON), "--out", str(out), "--quiet"]) == 0
+    before = {p.name: p.stat().st_size for p in out.iterdir()}
+    with Sfu(port=7884) as sfu:
+        run = CliRun(["livekit", "--url", sfu.url, "--room", "standup", "--api-key", KEY, "--api-secret", SECRET,
+                      "--out", out, "--overwrite", "--quiet"], marks=["joined room 'standup'"])
+        try:
+            assert run.seen("joined room 'standup'").wait(120), run.text
+            sfu.proc.kill()                                       # the server dies, no one has spoken
+            rc = run.proc.wait(150)
+        finally:
+            run.finish()
+    print(run.text)
+    assert rc == 1 and "was lost and could not be re-established" in run.text, run.text
+    assert {p.name: p.stat().st_size for p in out.iterdir()} == before
+    store = MeetingStore(out / "meeting.sqlite")
+    turns, source = store.turns(), store.meta()["source"]
+    store.close()
+    assert len(turns) == 3 and source == str(FALCON)
+
+
 def test_cli_url_without_a_scheme_is_refused_before_the_models_load(tmp_path, capsys):
     from voicekit.cli import main
 

@@ -15,8 +15,8 @@ from pathlib import Path
 from voicekit.cli.common import (CliError, _check_writable, _GracefulStop, _lock_meeting_dir, _plural, finite_float,
                                  meeting_dir)
 from voicekit.cli.decisions import _turn_taking, _turn_taking_summary, _with_decisions
-from voicekit.cli.meeting import (_check_existing_meeting, _discard_unjoined, _interrupt_note, _replacing,
-                                  _known_speakers, _meeting_stem, _session_meta, _SetAside, _hints,
+from voicekit.cli.meeting import (_check_existing_meeting, _committed_turns, _discard_unjoined, _interrupt_note,
+                                  _replacing, _known_speakers, _meeting_stem, _session_meta, _SetAside, _hints,
                                   _turns_summary, _write_outputs)
 from voicekit.cli.options import (_diarizer_name, _hook_args, _hooks, _keep_embeddings_arg, _meeting_args,
                                   _options, _pipeline_args, _session_args, _turntaking_args, _voice_args)
@@ -258,7 +258,8 @@ def cmd_livekit(args: argparse.Namespace) -> int:
     from voicekit.store import MeetingStore
 
     store_path = out / "meeting.sqlite"
-    # --overwrite: the old meeting is set aside until the room is joined (a failed join keeps it)
+    # --overwrite: the old meeting is set aside until the new one ends; a failed join, or an error
+    # before the new meeting's first turn (a connection lost at once), puts it back, as replay and mic do
     aside = _SetAside(store_path) if store_path.exists() and not args.append else None
     store = MeetingStore(store_path)
     meta = {"source": f"livekit:{url}", "stem": args.stem, "model": args.model, "vad": args.vad}
@@ -292,8 +293,6 @@ def cmd_livekit(args: argparse.Namespace) -> int:
             await asyncio.gather(joining, return_exceptions=True)
             return False
         joining.result()   # a refused token or an unreachable server raises CaptureError here
-        if aside is not None:
-            aside.drop()
         # (with --append, a failed join leaves the stored meeting as it was)
         meta.update(_session_meta(store, meta, bot.start_time))
         err.print(f"joined room {bot.room_name!r} at {url}; Ctrl-C ends the meeting"
@@ -335,21 +334,38 @@ def cmd_livekit(args: argparse.Namespace) -> int:
         store.close()
         return written
 
+    def discard() -> None:
+        """Nothing was recorded: leave no meeting behind, put back the one --overwrite set aside."""
+        hooks.close()
+        closed.extend(_close_session(broadcaster, args, err) for broadcaster in live)
+        _discard_unjoined(store, store_path, args.append, aside)
+
+    def failed_first() -> bool:
+        """--overwrite's new meeting failed before its first turn: the old one is put back."""
+        return aside is not None and not _committed_turns(store_path)
+
     try:
         joined = asyncio.run(main())
     except BaseException:
-        if bot.room is None:   # never joined: nothing was recorded, leave no meeting behind
-            hooks.close()
-            _discard_unjoined(store, store_path, args.append, aside)
+        if bot.room is None or failed_first():   # never joined, or nothing recorded
+            discard()
         else:
             finish()
+            if aside is not None:
+                aside.drop()
         raise
     if not joined:
-        hooks.close()
-        _discard_unjoined(store, store_path, args.append, aside)
+        discard()
         err.print("[yellow]stopped before the room was joined: nothing was recorded[/yellow]")
         return 130
+    if bot.lost is not None and failed_first():
+        discard()
+        err.print(f"[red]voicekit: error: {bot.lost}; no turn was committed: the meeting --overwrite was to "
+                  f"replace is kept in {out}/ (exit code 1)[/red]")
+        return 1
     written = finish()
+    if aside is not None:
+        aside.drop()
     _enrol_voices(args, [lane.pipeline for lane in bot.all_lanes() if lane.room_mic], err)
     for lane in bot.all_lanes():
         state = f"failed: {lane.error}" if lane.error else "ok"

@@ -218,10 +218,11 @@ def _remove_meeting(store_path: Path) -> None:
 
 
 class _SetAside:
-    """The meeting ``--overwrite`` replaces in a live command, moved into ``OUT/.voicekit-replaced/``
-    until the new one has started (the room joined), then deleted; moved back when it never
-    starts (a refused token, an unreachable server, Ctrl-C while joining), so a failed start
-    loses nothing."""
+    """The meeting ``--overwrite`` replaces, moved into ``OUT/.voicekit-replaced/`` while the new
+    one runs, then deleted; moved back when the new one never starts (a refused token, an
+    unreachable server, Ctrl-C while joining) or fails before its first committed turn (a
+    connection lost at once, a model that fails on the first utterance), so a failed start loses
+    nothing."""
 
     def __init__(self, store_path: Path) -> None:
         self.dir = store_path.parent / ".voicekit-replaced"
