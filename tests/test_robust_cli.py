@@ -1219,6 +1219,15 @@ def test_mic_names_a_wrong_option_before_it_looks_for_a_microphone(tmp_path):
     assert rc == 2 and err.strip().startswith(f"voicekit: error: the voice library {tmp_path} is a folder"), err
 
 
+def test_devices_without_a_microphone_is_one_error_line_as_mic_says_it(tmp_path):
+    """A trial: `voicekit devices` on a machine without a microphone exited 1 with a bare line,
+    where `mic` exits 2 with a `voicekit: error:` line that says how to get one."""
+    env = {**os.environ, "PULSE_SERVER": f"unix:{tmp_path / 'no-such-socket'}"}   # no microphone at all
+    rc, err = _cli("devices", env=env)
+    assert (rc, err.strip()) == (2, "voicekit: error: no audio input device found: connect a microphone, or start "
+                                    "PulseAudio (see docs/capture.md for the virtual microphone)"), err
+
+
 def test_a_full_disk_on_the_first_turn_of_an_overwrite_says_the_old_meeting_is_kept(tmp_path, monkeypatch, capsys):
     """A review: a store that could not take the first turn of `replay --overwrite` (a full
     disk) put the old meeting back, but the message said "the 0 turns committed before are kept:

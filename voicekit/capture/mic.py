@@ -98,6 +98,19 @@ def list_input_devices() -> list[InputDevice]:
     return out
 
 
+def require_input_devices() -> list[InputDevice]:
+    """:func:`list_input_devices`, at least one.
+
+    Raises:
+        CaptureError: there is no input device (the message says how to get one).
+    """
+    devices = list_input_devices()
+    if not devices:
+        raise CaptureError("no audio input device found: connect a microphone, or start PulseAudio "
+                           "(see docs/capture.md for the virtual microphone)")
+    return devices
+
+
 def resolve_device(spec: str | int | None) -> InputDevice:
     """Find an input device by index, exact name, or unique name substring (case-insensitive);
     None is the default input device.
@@ -105,10 +118,7 @@ def resolve_device(spec: str | int | None) -> InputDevice:
     Raises:
         CaptureError: no input device, no match, or an ambiguous name.
     """
-    devices = list_input_devices()
-    if not devices:
-        raise CaptureError("no audio input device found: connect a microphone, or start PulseAudio "
-                           "(see docs/capture.md for the virtual microphone)")
+    devices = require_input_devices()
     if spec is None or spec == "":
         for d in devices:
             if d.default:

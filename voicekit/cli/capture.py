@@ -7,7 +7,6 @@ import argparse
 import logging
 import os
 import signal
-import sys
 import threading
 import urllib.parse
 from pathlib import Path
@@ -44,13 +43,9 @@ same way, with a message and exit code 1.
 
 
 def cmd_devices(args: argparse.Namespace) -> int:
-    from voicekit.capture.mic import list_input_devices
+    from voicekit.capture.mic import require_input_devices
 
-    devices = list_input_devices()
-    if not devices:
-        print("no audio input devices (is a microphone connected, or PulseAudio running?)", file=sys.stderr)
-        return 1
-    for d in devices:
+    for d in require_input_devices():
         print(f"{'*' if d.default else ' '} {d.index:3d}  {d.name}  ({d.hostapi}, {d.channels} ch, "
               f"{d.sample_rate} Hz)")
     return 0
