@@ -1,0 +1,37 @@
+"""The example files README's commands use (examples/rename.py, examples/members.yaml): the same
+as the blocks docs/hooks.md and docs/turn-taking.md explain them with, and working as the README
+says on the demo recording (a new-user trial found the commands but not the files)."""
+
+import json
+import re
+from pathlib import Path
+
+from _pipeline_support import SAMPLE, needs_eval
+from voicekit.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+
+
+def _block(doc: str, pattern: str) -> str:
+    return re.search(pattern, (ROOT / "docs" / doc).read_text(encoding="utf-8"), re.S).group(1)
+
+
+def test_the_examples_are_the_blocks_the_docs_explain():
+    assert (EXAMPLES / "rename.py").read_text(encoding="utf-8") == _block("hooks.md", r"```python\n(# rename\.py\n.*?)```")
+    assert (EXAMPLES / "members.yaml").read_text(encoding="utf-8") == _block(
+        "turn-taking.md", r"`members\.yaml` \(`examples/members\.yaml`\):\n\n```yaml\n(.*?)```")
+
+
+@needs_eval
+def test_the_readme_commands_with_the_examples_rename_and_decide_on_the_demo_recording(tmp_path, capsys):
+    """`voicekit replay … --hook examples/rename.py --members examples/members.yaml --explain`: the
+    speaker who says "This is Diane" is named Diane (live, the demo's two voices are one label:
+    every turn), and Iris answers each turn, Elena being held to Alice (T15)."""
+    out = tmp_path / "out"
+    assert main(["replay", str(SAMPLE), "--out", str(out), "--quiet", "--hook", str(EXAMPLES / "rename.py"),
+                 "--members", str(EXAMPLES / "members.yaml"), "--explain"]) == 0
+    turns = json.loads((out / "sample.json").read_text(encoding="utf-8"))["turns"]
+    assert [(t["speaker"], t["name"]) for t in turns] == [("Speaker A", "Diane")] * 3, turns
+    decisions = [line.strip() for line in capsys.readouterr().out.splitlines() if line.strip().startswith("[")]
+    assert decisions == ["[fallback] -> Iris (Elena excluded by speak policy)"] * 3, decisions
