@@ -1219,6 +1219,19 @@ def test_mic_names_a_wrong_option_before_it_looks_for_a_microphone(tmp_path):
     assert rc == 2 and err.strip().startswith(f"voicekit: error: the voice library {tmp_path} is a folder"), err
 
 
+def test_replays_without_out_go_to_a_folder_per_recording(tmp_path, monkeypatch, capsys):
+    """A trial: every replay without --out went to out/, so a second recording was refused there
+    ("out already holds a meeting"); the default is out/NAME, NAME the recording's file name."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("jfk.flac", "hotwords.mp3"):
+        assert main(["replay", str(EVAL / "faster_whisper" / name), "--quiet"]) == 0
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["hotwords", "jfk"]
+    assert (tmp_path / "out" / "jfk" / "jfk.json").is_file() and (tmp_path / "out" / "hotwords" / "meeting.sqlite").is_file()
+    assert "to out/hotwords/" in capsys.readouterr().err
+    assert main(["replay", str(tmp_path / "missing.wav")]) == 2   # a failed replay leaves no out/missing
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["hotwords", "jfk"]
+
+
 def test_devices_without_a_microphone_is_one_error_line_as_mic_says_it(tmp_path):
     """A trial: `voicekit devices` on a machine without a microphone exited 1 with a bare line,
     where `mic` exits 2 with a `voicekit: error:` line that says how to get one."""

@@ -104,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
                        f"`voicekit {args.command} --help` lists the options\n")
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
+    if getattr(args, "out", "") is None and hasattr(args, "default_out"):
+        args.out = args.default_out(args)   # a default that depends on the arguments (replay: out/NAME)
     out = Path(args.out).absolute() if isinstance(getattr(args, "out", None), str) else None
     made = [d for d in ([out, *out.parents] if out is not None else []) if not d.exists()]
     code = 1

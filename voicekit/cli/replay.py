@@ -255,6 +255,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
+def _default_out(args: argparse.Namespace) -> str:
+    """``--out`` when none is given: ``out/NAME``, NAME the recording's file name without its
+    extension, so that replays of two recordings never meet in one folder (``out``)."""
+    return str(Path("out", Path(args.audio).stem)) if Path(args.audio).stem else "out"
+
+
 def _replay_parser(sub) -> None:  # noqa: ANN001
     p = sub.add_parser("replay", help="replay a recording through the pipeline",
                        description="Replay a recorded meeting: one line per speaker turn as the "
@@ -264,8 +270,9 @@ def _replay_parser(sub) -> None:  # noqa: ANN001
                                    "Ctrl-C aborts what is left.",
                        epilog=EPILOG_REPLAY, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("audio", help="WAV/FLAC/OGG/MP3/M4A, any sample rate, mono or multichannel")
-    p.add_argument("--out", default="out", type=meeting_dir,
-                   help="meeting directory for the store and outputs (default out/)")
+    p.add_argument("--out", default=None, type=meeting_dir,
+                   help="meeting directory for the store and outputs (default out/NAME/, NAME the "
+                        "recording's file name without its extension: each recording a folder of its own)")
     p.add_argument("--stem", default=None, help="output file stem (default: the recording's name)")
     p.add_argument("--quiet", action="store_true",
                    help="a progress bar instead of live lines (--session local then only writes its log)")
@@ -291,4 +298,4 @@ def _replay_parser(sub) -> None:  # noqa: ANN001
     _turntaking_args(p)
     _pipeline_args(p)
     _session_args(p)
-    p.set_defaults(func=cmd_replay)
+    p.set_defaults(func=cmd_replay, default_out=_default_out)
