@@ -382,3 +382,16 @@ def test_a_spike_after_scaled_audio_is_clipped_and_never_silences_the_rest(speec
     assert np.array_equal(norm(first), first)
     assert norm(spike)[10] == 1.0 and not norm.unscaled
     assert np.array_equal(norm(later), later)
+
+
+def test_a_downmix_that_cancels_is_told_from_one_that_does_not(tmp_path):
+    """downmix_level: jfk.flac holds one voice on both channels (1.0), stereo_diarization.wav two
+    people, one a channel (about 0.7), and jfk with its second channel phase-inverted cancels (0)."""
+    from voicekit.audio import CANCELLING_DOWNMIX, downmix_level
+
+    x, rate = sf.read(JFK, dtype="float32")
+    sf.write(tmp_path / "inverted.wav", np.stack([x[:, 0], -x[:, 0]], axis=1), rate)
+    same, two, inverted = downmix_level(JFK), downmix_level(STEREO), downmix_level(tmp_path / "inverted.wav")
+    print(f"downmix level: same voice {same:.3f}, two people {two:.3f}, inverted {inverted:.2e}")
+    assert same > 0.98 and 0.5 < two < 0.9 and inverted < 1e-3 < CANCELLING_DOWNMIX
+    assert downmix_level(SAMPLE) is None   # mono

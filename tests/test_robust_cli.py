@@ -1232,6 +1232,23 @@ def test_replays_without_out_go_to_a_folder_per_recording(tmp_path, monkeypatch,
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["hotwords", "jfk"]
 
 
+def test_a_stereo_recording_whose_channels_cancel_says_to_read_one_channel(tmp_path, capsys):
+    """One channel phase-inverted (a mis-wired balanced cable): the mono downmix is silence, and the
+    replay said only "the VAD heard no speech"; now it names the cause and --channel, which works."""
+    import soundfile as sf
+
+    x, rate = sf.read(EVAL / "faster_whisper" / "jfk.flac", dtype="float32")
+    path = tmp_path / "inverted.wav"
+    sf.write(path, np.stack([x[:, 0], -x[:, 0]], axis=1), rate)
+    assert main(["replay", str(path), "--out", str(tmp_path / "a"), "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "the VAD heard no speech" in err and "the 2 channels cancel when mixed to mono" in err, err
+    assert "replay with --channel 0" in err, err
+    assert main(["replay", str(path), "--out", str(tmp_path / "b"), "--quiet", "--channel", "0"]) == 0
+    err = capsys.readouterr().err
+    assert "4 turns" in err and "cancel" not in err, err
+
+
 def test_devices_without_a_microphone_is_one_error_line_as_mic_says_it(tmp_path):
     """A trial: `voicekit devices` on a machine without a microphone exited 1 with a bare line,
     where `mic` exits 2 with a `voicekit: error:` line that says how to get one."""

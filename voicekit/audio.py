@@ -715,6 +715,22 @@ recording saved as stereo: faster-whisper's jfk.flac differs by 2.7 %; the two p
 stereo_diarization.wav by 128 %)."""
 
 
+def _native_start(path: str | Path, raw: RawPcm | None, seconds: float) -> np.ndarray | None:
+    """A recording's first ``seconds`` at its native rate, ``(n_samples, n_channels)`` float64;
+    None when nothing decodes before a failure (the :class:`AudioError` is raised then)."""
+    parts, n = [], 0
+    try:
+        for block, rate in read_native_blocks(path, block_seconds=1.0, raw=raw):
+            parts.append(block)
+            n += len(block)
+            if n >= seconds * rate:
+                break
+    except AudioError:
+        if not parts:
+            raise
+    return np.concatenate(parts).astype(np.float64) if parts else None
+
+
 def same_channels(path: str | Path, raw: RawPcm | None = None, seconds: float = 30.0,
                   tolerance: float = SAME_CHANNEL_TOLERANCE) -> list[tuple[int, int, float]]:
     """Pairs of channels that carry the same audio over a recording's first ``seconds``.
@@ -734,19 +750,9 @@ def same_channels(path: str | Path, raw: RawPcm | None = None, seconds: float = 
             failed (a file that breaks off later is compared over what it held: the replay
             transcribes a truncated recording as far as it goes).
     """
-    parts, n = [], 0
-    try:
-        for block, rate in read_native_blocks(path, block_seconds=1.0, raw=raw):
-            parts.append(block)
-            n += len(block)
-            if n >= seconds * rate:
-                break
-    except AudioError:
-        if not parts:
-            raise
-    if not parts or parts[0].shape[1] < 2:
+    x = _native_start(path, raw, seconds)
+    if x is None or x.shape[1] < 2:
         return []
-    x = np.concatenate(parts).astype(np.float64)
     level = np.linalg.norm(x, axis=0)
     pairs = []
     for a in range(x.shape[1]):
@@ -757,6 +763,30 @@ def same_channels(path: str | Path, raw: RawPcm | None = None, seconds: float = 
                 if diff < tolerance:
                     pairs.append((a, b, diff))
     return pairs
+
+
+CANCELLING_DOWNMIX = 0.1
+"""A mono downmix under this share of its channels' mean level (-20 dB) cancels itself: one
+channel is the other phase-inverted (a mis-wired balanced cable, a mid-side recording read as
+left-right). Same audio on both gives 1.0, unrelated channels about 0.7."""
+
+
+def downmix_level(path: str | Path, raw: RawPcm | None = None, seconds: float = 30.0) -> float | None:
+    """The level (RMS) of a recording's mono downmix over its first ``seconds``, as a share of
+    its channels' mean RMS: below :data:`CANCELLING_DOWNMIX` the downmix cancels and the pipeline
+    hears silence where the channels hold speech (``--channel N`` reads one).
+
+    Returns:
+        The share (float, 0 to 1); None for a mono recording or a silent start.
+
+    Raises:
+        AudioError: as :func:`same_channels`.
+    """
+    x = _native_start(path, raw, seconds)
+    if x is None or x.shape[1] < 2:
+        return None
+    channels = float(np.linalg.norm(x, axis=0).mean())
+    return float(np.linalg.norm(x.mean(axis=1)) / channels) if channels > 1e-3 else None
 
 
 def iter_16k_blocks(

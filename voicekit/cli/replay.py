@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import time
 from pathlib import Path
 
@@ -236,6 +237,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
         err.print(f"[dim]{refined_line}[/dim]")
     for hint in _hints(result, options, components.transcriber.english_only) if result is not None else ():
         err.print(f"[yellow]{hint}[/yellow]")
+    cancelled = _cancelling_downmix(source, args) if result is not None and result.speech_seconds <= 0 else None
+    if cancelled:
+        err.print(f"[yellow]{cancelled}[/yellow]")
     if unmatched and result is not None:
         err.print(f"[yellow]{unmatched}[/yellow]")
     _turn_taking_summary(decide, args, err)
@@ -253,6 +257,24 @@ def cmd_replay(args: argparse.Namespace) -> int:
                   "were transcribed (exit code 1)")
         return 1
     return 0
+
+
+def _cancelling_downmix(source, args: argparse.Namespace) -> str | None:  # noqa: ANN001 - FileSource
+    """The hint for a multichannel recording whose mono downmix cancels (one channel phase-inverted:
+    the VAD hears silence), or None."""
+    from voicekit.audio import CANCELLING_DOWNMIX, AudioError, downmix_level
+
+    if source.info.channels < 2 or args.channel is not None or args.per_channel:
+        return None
+    try:
+        level = downmix_level(source.path, source.raw)
+    except AudioError:
+        return None
+    if level is None or level >= CANCELLING_DOWNMIX:
+        return None
+    below = -20 * math.log10(max(level, 1e-6))
+    return (f"the {source.info.channels} channels cancel when mixed to mono (the mix is {below:.0f} dB below them: "
+            "one is phase-inverted), so the VAD heard silence: replay with --channel 0 to read one channel")
 
 
 def _default_out(args: argparse.Namespace) -> str:
