@@ -181,13 +181,11 @@ def test_refinement_of_a_long_meeting_clusters_a_bounded_subset(monkeypatch):
     assert agree >= 0.95
 
 
-def test_refinement_keeps_unlike_live_speakers_apart(monkeypatch):
-    """diarizationExample (4 speakers, clean turns): plain re-clustering (the eigengap) merges two
-    of the live speakers; with the cannot-link guard the refined view keeps the 4 speakers and
-    its DER is lower."""
-    from voicekit.diarization import refine
-
-    f = eval_file("diarizationExample")
+def _refined_scorer(file_id: str):
+    """The default pipeline run on an evaluation file: its turns (numbered), window embeddings,
+    and a function that scores word-level refined labels ({} = the live labels) as (speakers in
+    the refined view, DER at collar 0.5)."""
+    f = eval_file(file_id)
     pipe = Pipeline(PipelineOptions(), components())
     result = pipe.run(FileSource(f.audio), refine=True)
     windows = [w for _, w in pipe.diarizer.history]
@@ -196,15 +194,24 @@ def test_refinement_keeps_unlike_live_speakers_apart(monkeypatch):
 
     def score(refined):
         view = refined_view(turns, refined)
-        der = score_der(ref, turns_to_annotation(view, f.file_id), uem, 0.5).der
-        return len({t.speaker for t in view}), round(der, 4)
+        return len({t.speaker for t in view}), round(score_der(ref, turns_to_annotation(view, f.file_id), uem, 0.5).der, 4)
 
+    return turns, windows, score
+
+
+def test_refinement_keeps_unlike_live_speakers_apart(monkeypatch):
+    """diarizationExample (4 speakers, clean turns): plain re-clustering (the eigengap) merges two
+    of the live speakers; with the cannot-link guard the refined view keeps the 4 speakers and
+    its DER is lower."""
+    from voicekit.diarization import refine
+
+    turns, windows, score = _refined_scorer("diarizationExample")
     guarded = score(refine.refine_turns(turns, windows))
     monkeypatch.setattr(refine, "MERGE_SIMILARITY", -2.0)
     plain = score(refine.refine_turns(turns, windows))
     print(f"speakers / DER c0.5: plain {plain}, guarded {guarded}")
     assert plain[0] == 3
-    assert guarded[0] == f.speakers == 4
+    assert guarded[0] == eval_file("diarizationExample").speakers == 4
     assert guarded[1] < plain[1] - 0.05
 
 
@@ -237,17 +244,7 @@ def test_refinement_opens_no_speaker_on_2_s_of_a_far_field_meeting(monkeypatch):
     with the 3 s minimum it keeps the 2 live speakers and about the live DER."""
     from voicekit.diarization import refine
 
-    f = eval_file("trn04")
-    pipe = Pipeline(PipelineOptions(), components())
-    result = pipe.run(FileSource(f.audio), refine=True)
-    windows = [w for _, w in pipe.diarizer.history]
-    turns = [t.replace(turn_id=i) for i, t in enumerate(result.turns)]
-    ref, uem = load_reference(f, FileSource(f.audio).info.duration)
-
-    def score(refined):
-        view = refined_view(turns, refined)
-        return len({t.speaker for t in view}), round(score_der(ref, turns_to_annotation(view, f.file_id), uem, 0.5).der, 4)
-
+    turns, windows, score = _refined_scorer("trn04")
     live = score({})
     guarded = score(refine.refine_turns(turns, windows))
     monkeypatch.setattr(refine, "MIN_NEW_WINDOWS", 8)
