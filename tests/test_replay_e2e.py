@@ -303,6 +303,13 @@ def test_export_refine_without_embeddings_says_how(tmp_path, capsys):
     assert main(["export", str(refined), "--refine", "--num-speakers", "2"]) == 2
     assert ("replayed again with --overwrite --refine --num-speakers N (add --keep-embeddings"
             in capsys.readouterr().err)
+    # the same store as a mic meeting whose embeddings were dropped: no recording to replay (a trial)
+    store = MeetingStore(refined / "meeting.sqlite")
+    store.set_meta(source="mic:pulse")
+    store.close()
+    assert main(["export", str(refined), "--refine", "--num-speakers", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "a live meeting's embeddings, once dropped, are gone" in err and "replay" not in err, err
 
 
 def test_a_speaker_name_that_matches_no_speaker_is_reported(tmp_path, capsys):

@@ -429,13 +429,15 @@ def _refine_stored(store, num_speakers: int | None, out: Path) -> None:  # noqa:
         if not store.turns():
             raise CliError("this meeting has no turns (no speech was transcribed), so there is nothing to refine; "
                            f"`voicekit export {out}` without --refine writes its (empty) outputs")
+        source = str(store.meta().get("source", ""))
         if store.has_refined():
+            again = ("a live meeting's embeddings, once dropped, are gone, so no other count can be tried"
+                     if source.startswith(("mic:", "livekit:")) else
+                     "a refinement with a speaker count needs the recording replayed again with --overwrite --refine "
+                     "--num-speakers N (add --keep-embeddings to re-cluster here later)")
             raise CliError("cannot re-cluster: this meeting's speaker embeddings were not kept (or were "
                            f"dropped); its stored refinement is written by `voicekit export {out} --refine` "
-                           "without --num-speakers, and a refinement with a speaker count needs the recording "
-                           "replayed again with --overwrite --refine --num-speakers N (add --keep-embeddings to "
-                           "re-cluster here later)")
-        source = str(store.meta().get("source", ""))
+                           f"without --num-speakers, and {again}")
         if store.meta().get("diarizer") == "per-channel":
             how = ("it was replayed with --per-channel, where each channel is one speaker and none is "
                    f"diarized: there is nothing to re-cluster (`voicekit export {out}` without --refine writes its outputs)")
