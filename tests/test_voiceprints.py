@@ -8,6 +8,7 @@ for the library. Speech of one speaker is cut with the reference RTTM.
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 
 import numpy as np
@@ -295,6 +296,20 @@ def test_user_name_wins_then_enrolment_names_the_voice_next_meeting(library, tmp
         assert voice is not None and voice.name == "Diane"
         assert sim == pytest.approx(0.954, abs=0.015)
     hooks.close()
+
+
+def test_cli_replay_says_which_speakers_the_library_named(library, tmp_path, capsys):
+    """A trial: `replay --voices` named a speaker from the library, and only --debug showed it
+    or the similarity the docs ask the user to check; the end of the replay says it in one line."""
+    from voicekit.cli import main
+
+    assert main(["replay", str(eval_file("dev01").audio), "--voices", str(library.path), "--out",
+                 str(tmp_path / "out"), "--quiet"]) == 0
+    line = next((x for x in capsys.readouterr().err.splitlines() if x.startswith("known voices: ")), None)
+    print(line)
+    match = re.fullmatch(r"known voices: Speaker A is Marcus \(similarity (0\.\d{3})\) \(a match needs 0\.875\); "
+                         r"read their lines: a name given with --speaker-names wins over the library's", line or "")
+    assert match and float(match.group(1)) >= MATCH_THRESHOLD, line
 
 
 def test_a_resumed_meeting_names_a_known_voice_again_with_its_identity(library, tmp_path):

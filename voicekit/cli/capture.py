@@ -21,7 +21,7 @@ from voicekit.cli.options import (_diarizer_name, _hook_args, _hooks, _keep_embe
                                   _options, _pipeline_args, _session_args, _turntaking_args, _voice_args)
 from voicekit.cli.session import (_close_session, _live_sink, _make_session, _session_log_line,
                                   _session_missed_line, _start_session)
-from voicekit.cli.voices import _enrol_voices, _voice_identifier, _voice_list
+from voicekit.cli.voices import _enrol_voices, _voice_identifier, _voice_list, _report_voice_matches
 
 
 EPILOG_MIC = """\
@@ -144,6 +144,7 @@ def cmd_mic(args: argparse.Namespace) -> int:
                f"`voicekit export {out}` rewrites them with this session's turns under their live labels")
         err.print(f"[yellow]{stem}.refined.* lack this session's turns: {how}[/yellow]")
     store.close()
+    _report_voice_matches([pipe], err)
     _enrol_voices(args, [pipe], err)
     err.print(f"[dim]{source.report()}[/dim]")
     if result is not None:
@@ -361,7 +362,9 @@ def cmd_livekit(args: argparse.Namespace) -> int:
     written = finish()
     if aside is not None:
         aside.drop()
-    _enrol_voices(args, [lane.pipeline for lane in bot.all_lanes() if lane.room_mic], err)
+    room_mics = [lane.pipeline for lane in bot.all_lanes() if lane.room_mic]
+    _report_voice_matches(room_mics, err)
+    _enrol_voices(args, room_mics, err)
     for lane in bot.all_lanes():
         state = f"failed: {lane.error}" if lane.error else "ok"
         err.print(f"[dim]{lane.channel} {lane.label} ({lane.identity}): {_plural(len(lane.turns), 'turn')}, "

@@ -19,7 +19,7 @@ from voicekit.cli.options import (_diarizer_name, _hook_args, _hooks, _keep_embe
                                   _options, _pipeline_args, _session_args, _turntaking_args, _voice_args)
 from voicekit.cli.session import (_close_session, _make_session, _session_log_line, _session_missed_line,
                                   _start_session)
-from voicekit.cli.voices import _enrol_voices, _voice_identifier
+from voicekit.cli.voices import _enrol_voices, _voice_identifier, _report_voice_matches
 
 
 EPILOG_REPLAY = """\
@@ -228,6 +228,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         unmatched = _unmatched_names(named, store)
     finally:
         store.close()
+    _report_voice_matches([pipe], err)
     _enrol_voices(args, [pipe], err)
     if result is not None:
         err.print(f"[dim]{_turns_summary(result, speed=not args.realtime)}"

@@ -89,6 +89,19 @@ def _voice_identifier(args: argparse.Namespace):
     return None if voices is None else VoiceIdentifier(voices)
 
 
+def _report_voice_matches(pipelines: list, err) -> None:  # noqa: ANN001 - Pipeline, rich Console
+    """``--voices``: at the end of a meeting, one line naming each speaker the voice library named,
+    with its similarity (it was a DEBUG log only, and docs/voiceprints.md asks the user to check
+    matches: a wrong one names the wrong person). Nothing when the library named nobody."""
+    from voicekit.voiceprints import MATCH_THRESHOLD
+
+    matches = [m for p in pipelines if p is not None and p.voices is not None for m in p.voices.matches.values()]
+    if matches:
+        named = ", ".join(f"{m.label} is {m.voice.name} (similarity {m.similarity:.3f})" for m in matches)
+        err.print(f"known voices: {named} (a match needs {MATCH_THRESHOLD}); read their lines: a name given "
+                  "with --speaker-names wins over the library's", markup=False)
+
+
 def _enrol_voices(args: argparse.Namespace, pipelines: list, err) -> None:  # noqa: ANN001
     """``--enrol-voices``: store the voiceprint of every named speaker of the meeting."""
     if not args.enrol_voices:
