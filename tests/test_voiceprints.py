@@ -312,6 +312,23 @@ def test_cli_replay_says_which_speakers_the_library_named(library, tmp_path, cap
     assert match and float(match.group(1)) >= MATCH_THRESHOLD, line
 
 
+def test_cli_an_enrolment_that_did_not_happen_exits_1_with_the_outputs_written(tmp_path, capsys):
+    """A trial: `replay --speaker-names "Speaker A=Jack" --enrol-voices` on jfk.flac (2.5 s of
+    Speaker A's speech) said "not enrolled" and exited 0, so a script could not tell."""
+    from voicekit.cli import main
+    from voicekit.cli.voices import ENROL_FAILED
+
+    out, lib = tmp_path / "out", tmp_path / "voices.sqlite"
+    assert main(["replay", str(EVAL / "faster_whisper" / "jfk.flac"), "--out", str(out), "--quiet",
+                 "--speaker-names", "Speaker A=Jack", "--enrol-voices", "--voices", str(lib)]) == 1
+    err = capsys.readouterr().err
+    assert re.search(r"not enrolled: Jack: \d\.\d s of speech is too little", err), err
+    assert err.rstrip().endswith(ENROL_FAILED), err
+    assert (out / "jfk.json").is_file()
+    with VoiceLibrary(lib) as library:
+        assert library.voices() == []
+
+
 def test_a_resumed_meeting_names_a_known_voice_again_with_its_identity(library, tmp_path):
     """`mic --append --voices`: a label the library named in session 1 is named again in session 2
     by the library (with its identity: a registered participant, A11), not by copying the stored

@@ -21,7 +21,8 @@ from voicekit.cli.options import (_diarizer_name, _hook_args, _hooks, _keep_embe
                                   _options, _pipeline_args, _session_args, _turntaking_args, _voice_args)
 from voicekit.cli.session import (_close_session, _live_sink, _make_session, _session_log_line,
                                   _session_missed_line, _start_session)
-from voicekit.cli.voices import _enrol_voices, _voice_identifier, _voice_list, _report_voice_matches
+from voicekit.cli.voices import (ENROL_FAILED, _enrol_voices, _report_voice_matches, _voice_identifier,
+                                 _voice_list)
 
 
 EPILOG_MIC = """\
@@ -145,7 +146,7 @@ def cmd_mic(args: argparse.Namespace) -> int:
         err.print(f"[yellow]{stem}.refined.* lack this session's turns: {how}[/yellow]")
     store.close()
     _report_voice_matches([pipe], err)
-    _enrol_voices(args, [pipe], err)
+    enrolled = _enrol_voices(args, [pipe], err)
     err.print(f"[dim]{source.report()}[/dim]")
     if result is not None:
         err.print(f"[dim]{'this session: ' if pipe.start_time else ''}{_turns_summary(result)}[/dim]")
@@ -161,7 +162,9 @@ def cmd_mic(args: argparse.Namespace) -> int:
         return 1
     if result is None or stopped:
         return 130
-    return 1 if session_missed else 0
+    if not enrolled:
+        err.print(f"[yellow]{ENROL_FAILED}[/yellow]")
+    return 1 if session_missed or not enrolled else 0
 
 
 EPILOG_LIVEKIT = """\
@@ -364,7 +367,7 @@ def cmd_livekit(args: argparse.Namespace) -> int:
         aside.drop()
     room_mics = [lane.pipeline for lane in bot.all_lanes() if lane.room_mic]
     _report_voice_matches(room_mics, err)
-    _enrol_voices(args, room_mics, err)
+    enrolled = _enrol_voices(args, room_mics, err)
     for lane in bot.all_lanes():
         state = f"failed: {lane.error}" if lane.error else "ok"
         err.print(f"[dim]{lane.channel} {lane.label} ({lane.identity}): {_plural(len(lane.turns), 'turn')}, "
@@ -381,7 +384,9 @@ def cmd_livekit(args: argparse.Namespace) -> int:
         return 1
     if aborted or any(stopped for _, stopped in closed):
         return 130
-    return 1 if missed or any(lane.error for lane in bot.all_lanes()) else 0
+    if not enrolled:
+        err.print(f"[yellow]{ENROL_FAILED}[/yellow]")
+    return 1 if missed or not enrolled or any(lane.error for lane in bot.all_lanes()) else 0
 
 
 def _capture_parsers(sub) -> None:  # noqa: ANN001

@@ -19,7 +19,7 @@ from voicekit.cli.options import (_diarizer_name, _hook_args, _hooks, _keep_embe
                                   _options, _pipeline_args, _session_args, _turntaking_args, _voice_args)
 from voicekit.cli.session import (_close_session, _make_session, _session_log_line, _session_missed_line,
                                   _start_session)
-from voicekit.cli.voices import _enrol_voices, _voice_identifier, _report_voice_matches
+from voicekit.cli.voices import ENROL_FAILED, _enrol_voices, _report_voice_matches, _voice_identifier
 
 
 EPILOG_REPLAY = """\
@@ -229,7 +229,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     finally:
         store.close()
     _report_voice_matches([pipe], err)
-    _enrol_voices(args, [pipe], err)
+    enrolled = _enrol_voices(args, [pipe], err)
     if result is not None:
         err.print(f"[dim]{_turns_summary(result, speed=not args.realtime)}"
                   + (f", {result.blocked} blocked by hooks" if result.blocked else "")
@@ -256,6 +256,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
         why = f" (the decoder stopped: {cut.reason})" if cut.reason else ""
         err.print(f"{source.path} is truncated{why}: only its first {cut.held:.1f} s of {cut.declared:.1f} s "
                   "were transcribed (exit code 1)")
+        return 1
+    if not enrolled:
+        err.print(f"[yellow]{ENROL_FAILED}[/yellow]")
         return 1
     return 0
 

@@ -102,10 +102,16 @@ def _report_voice_matches(pipelines: list, err) -> None:  # noqa: ANN001 - Pipel
                   "with --speaker-names wins over the library's", markup=False)
 
 
-def _enrol_voices(args: argparse.Namespace, pipelines: list, err) -> None:  # noqa: ANN001
-    """``--enrol-voices``: store the voiceprint of every named speaker of the meeting."""
+def _enrol_voices(args: argparse.Namespace, pipelines: list, err) -> bool:  # noqa: ANN001
+    """``--enrol-voices``: store the voiceprint of every named speaker of the meeting.
+
+    Returns:
+        False when ``--enrol-voices`` was given and did not enrol every named speaker (too little
+        speech, a voice unlike the one of that name, no speaker named): the command then exits 1,
+        its outputs written, so a script can tell. True otherwise.
+    """
     if not args.enrol_voices:
-        return
+        return True
     from rich.markup import escape
 
     from voicekit.voiceprints import enrol_named_speakers
@@ -117,7 +123,7 @@ def _enrol_voices(args: argparse.Namespace, pipelines: list, err) -> None:  # no
         err.print("[yellow]--enrol-voices: no speaker of this meeting was diarized with the embedded speaker "
                   "encoder (a voiceprint is its embedding; the pyannote backend and a participant's lane "
                   "give none): nothing enrolled[/yellow]")
-        return
+        return False
     library = _voice_library(args, create=True)
     try:
         skip = [label for p in diarized if p.voices is not None for label in p.voices.matches]
@@ -137,6 +143,10 @@ def _enrol_voices(args: argparse.Namespace, pipelines: list, err) -> None:  # no
     if not outcomes:
         err.print("[yellow]--enrol-voices: no speaker was named (--speaker-names or a hook); nothing "
                   "enrolled[/yellow]")
+    return bool(outcomes) and all(o.enrolled is not None for o in outcomes)
+
+
+ENROL_FAILED = "--enrol-voices did not enrol every named speaker (above): exit code 1"
 
 
 def cmd_voices(args: argparse.Namespace) -> int:
