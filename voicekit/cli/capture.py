@@ -32,7 +32,7 @@ examples:
   voicekit mic --device pulse --out out/ --num-speakers 3
   voicekit mic --device 2 --out out/ --seconds 600
   voicekit mic --out out/ --session local             # what a live model session would be sent
-  voicekit mic --out out/ --members members.yaml --explain   # which AI member answers each turn
+  voicekit mic --out out/ --members examples/members.yaml --explain   # which AI member answers each turn
   voicekit mic --out out/ --keep-embeddings           # then, after a crash or an unplugged device:
   voicekit mic --out out/ --keep-embeddings --append  # the meeting goes on: same clock, same voices
 

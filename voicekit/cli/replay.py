@@ -23,12 +23,13 @@ from voicekit.cli.voices import ENROL_FAILED, _enrol_voices, _report_voice_match
 
 
 EPILOG_REPLAY = """\
-examples:
-  voicekit replay meeting.wav --out out/
+examples (examples/ is the folder of that name in the voicekit checkout):
+  voicekit replay meeting.wav                              # outputs in out/meeting/
   voicekit replay call.mp3 --out out/ --speaker-names "Speaker A=Diane,Speaker B=Sheila"
   voicekit replay meeting.flac --out out/ --quiet --refine --num-speakers 3
   voicekit replay meeting.wav --out out/ --realtime        # paced at 1x, as live capture
-  voicekit replay meeting.wav --out out/ --members members.yaml --explain
+  voicekit replay meeting.wav --out out/ --hook examples/rename.py
+  voicekit replay meeting.wav --out out/ --members examples/members.yaml --explain
 
 outputs in OUT: <stem>.json (turns with words, times in seconds, speaker, confidence),
 <stem>.rttm, <stem>.srt, <stem>.vtt, <stem>.txt, and meeting.sqlite (the store every output is
