@@ -517,9 +517,9 @@ def _replacing(store_path: Path, append: bool = False) -> Iterator:  # of a Meet
 
 
 def _discard_unjoined(store, store_path: Path, append: bool, aside: "_SetAside | None") -> None:  # noqa: ANN001
-    """After a join that failed or was stopped: close the store; remove it when this run made it
-    (not ``--append``) and it holds no turn, so no empty meeting is left; and put back the meeting
-    ``--overwrite`` had set aside."""
+    """After a join that failed or was stopped, or a meeting that failed before its first turn:
+    close the store; remove it when this run made it (not ``--append``) and it holds no turn, so
+    no empty meeting is left; and put back the meeting ``--overwrite`` had set aside."""
     store.close()
     if not append and not _committed_turns(store_path):
         _remove_meeting(store_path)
