@@ -305,7 +305,7 @@ def test_mic_decides_who_answers_each_turn_live(virtual_mic, tmp_path):
     from voicekit.store import MeetingStore
 
     lines = stdout.splitlines()
-    decisions = [line.strip() for line in lines if line.strip().startswith("[")]
+    decisions = [line.strip() for line in lines if line.startswith("    [")]   # the indented rung line
     # the same ladder over the committed turns, after the meeting, decides each the same way
     store = MeetingStore(out / "meeting.sqlite")
     again = speak_decisions(members)

@@ -33,5 +33,5 @@ def test_the_readme_commands_with_the_examples_rename_and_decide_on_the_demo_rec
                  "--members", str(EXAMPLES / "members.yaml"), "--explain"]) == 0
     turns = json.loads((out / "sample.json").read_text(encoding="utf-8"))["turns"]
     assert [(t["speaker"], t["name"]) for t in turns] == [("Speaker A", "Diane")] * 3, turns
-    decisions = [line.strip() for line in capsys.readouterr().out.splitlines() if line.strip().startswith("[")]
+    decisions = [line.strip() for line in capsys.readouterr().out.splitlines() if line.startswith("    [")]
     assert decisions == ["[fallback] -> Iris (Elena excluded by speak policy)"] * 3, decisions

@@ -88,6 +88,10 @@ def test_a_telephone_band_recording_gets_the_speaker_count_hint(tmp_path, capsys
     err = capsys.readouterr().err
     assert "the audio is telephone-band (nothing above 4 kHz)" in err and "--num-speakers N" in err, err
     assert "Whisper was unsure" not in err   # English: mean word probability 0.85
+    wrote = [line for line in err.splitlines() if line.startswith("wrote ")]
+    assert wrote == [f"wrote meeting.sqlite, sample.json, sample.rttm, sample.srt, sample.vtt, sample.txt "
+                     f"to {tmp_path / 'a'}/"], err   # the store first: what `voicekit export` reads
+    assert all((tmp_path / "a" / name).is_file() for name in wrote[0].split(" to ")[0][6:].split(", "))
     assert main(["replay", str(SAMPLE), "--out", str(tmp_path / "b"), "--quiet", "--num-speakers", "2"]) == 0
     assert "telephone-band" not in capsys.readouterr().err
 

@@ -53,12 +53,12 @@ def test_explain_prints_each_decision_with_its_rung(members: Path):
     on_turn(turn("Speaker B", "The budget worries me a great deal this quarter.", 6.0, "Sheila"))
     text = out.getvalue()
     lines = text.splitlines()
-    assert lines[0] == "    0.00s  Diane: Iris, can you sketch the lobby?"
+    assert lines[0] == "[00:00:00.0 → 00:00:01.5] Diane: Iris, can you sketch the lobby?"
     assert lines[1].strip() == "[mention] -> Iris"
     assert lines[3].strip() == "[continuation] -> Iris"
     # Elena answers only Diane (T15, read from the attribution label): Sheila's group address
     # reaches Iris alone, and Elena is listed as excluded.
-    assert lines[4] == "    4.00s  Sheila: What do you two think about Friday?"
+    assert lines[4] == "[00:00:04.0 → 00:00:05.5] Sheila: What do you two think about Friday?"
     assert lines[5].strip() == "[group_address] -> Iris (Elena excluded by speak policy)"
     assert lines[7].strip() == "[fallback] -> Iris (Elena excluded by speak policy)"
     steps = on_turn.steps
@@ -77,10 +77,10 @@ def test_explain_in_a_livekit_room_opens_each_block_with_the_lane(members: Path)
     on_turn(turn("Diane", "Iris, can you sketch the lobby?", 0.0, "Diane", channel="standup/1"))
     on_turn(turn("@standup/2", "Sounds good to me.", 2.0, channel="standup/2", unnamed=True))
     assert out.getvalue().splitlines() == [
-        "standup/1      0.00s  Diane: Iris, can you sketch the lobby?",
-        "                     [mention] -> Iris",
-        "standup/2      2.00s  @standup/2: Sounds good to me.",
-        "                     [continuation] -> Iris (Elena excluded by speak policy)",
+        "standup/1  [00:00:00.0 → 00:00:01.5] Diane: Iris, can you sketch the lobby?",
+        "               [mention] -> Iris",
+        "standup/2  [00:00:02.0 → 00:00:03.5] @standup/2: Sounds good to me.",
+        "               [continuation] -> Iris (Elena excluded by speak policy)",
     ]
 
 
@@ -103,7 +103,7 @@ def test_an_unnamed_participant_reads_as_its_channel_label_and_matches_no_name(t
     assert (step.label.name, step.label.text) == (None, store.labels([store.commit(lane)])[0].text)
     assert step.label.text == "@standup/2"
     assert step.decision.responders == ("Elena",) and step.decision.excluded == ("Iris",)
-    assert out.getvalue().splitlines()[0] == "standup/2     19.10s  @standup/2: and so my fellow americans"
+    assert out.getvalue().splitlines()[0] == "standup/2  [00:00:19.1 → 00:00:20.6] @standup/2: and so my fellow americans"
     store.close()
 
 
@@ -228,8 +228,8 @@ def test_a_person_named_like_a_member_reads_the_same_in_explain_and_in_the_sessi
     out = tmp_path / "out"
     assert main(["replay", str(falcon), "--out", str(out), "--members", str(members), "--explain",
                  "--speaker-names", "Speaker B=Iris", "--session", "local"]) == 0
-    explained = [line for line in capsys.readouterr().out.splitlines() if "s  Iris" in line]
-    assert len(explained) == 1 and "s  Iris (a participant): " in explained[0], explained
+    explained = [line for line in capsys.readouterr().out.splitlines() if "] Iris" in line]
+    assert len(explained) == 1 and "] Iris (a participant): " in explained[0], explained
     sent = [part["text"] for line in (out / "session.jsonl").read_text(encoding="utf-8").splitlines()
             for event in [json.loads(line)] if event.get("type") == "conversation.item.create"
             for part in event["item"]["content"] if part["text"].startswith(("Iris", "Speaker B"))]

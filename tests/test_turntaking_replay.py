@@ -58,7 +58,7 @@ def test_t12_explain_shows_a_person_named_like_a_member_as_a_participant():
     out = io.StringIO()
     [step] = explain_replay([(turn, iris)], parse_members(ROOM), out=out)
     assert step.shown == "Iris (a participant)" and step.decision.speaker == "Iris"
-    assert out.getvalue().splitlines()[0] == "    6.59s  Iris (a participant): Elena, what do you think?"
+    assert out.getvalue().splitlines()[0] == "[00:00:06.6 → 00:00:09.0] Iris (a participant): Elena, what do you think?"
 
 
 def test_t15_replay_binds_the_registered_source_not_a_claimed_id():

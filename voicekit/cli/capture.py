@@ -16,7 +16,7 @@ from voicekit.cli.common import (CliError, _check_writable, _GracefulStop, _lock
 from voicekit.cli.decisions import _turn_taking, _turn_taking_summary, _with_decisions
 from voicekit.cli.meeting import (_check_existing_meeting, _committed_turns, _discard_unjoined, _interrupt_note,
                                   _replacing, _known_speakers, _meeting_stem, _session_meta, _SetAside, _hints,
-                                  _turns_summary, _write_outputs)
+                                  _turns_summary, _write_outputs, _wrote_line)
 from voicekit.cli.options import (_diarizer_name, _hook_args, _hooks, _keep_embeddings_arg, _meeting_args,
                                   _options, _pipeline_args, _session_args, _turntaking_args, _voice_args)
 from voicekit.cli.session import (_close_session, _live_sink, _make_session, _session_log_line,
@@ -153,7 +153,7 @@ def cmd_mic(args: argparse.Namespace) -> int:
         for hint in _hints(result, options, components.transcriber.english_only):
             err.print(f"[yellow]{hint}[/yellow]")
     _turn_taking_summary(decide, args, err)
-    err.print(f"wrote {', '.join(p.name for p in written)} to {out}/")
+    err.print(_wrote_line(written, out))
     _session_log_line(session, err, [broadcaster])
     if session_missed:
         err.print(_session_missed_line(args, [broadcaster]))
@@ -374,7 +374,7 @@ def cmd_livekit(args: argparse.Namespace) -> int:
                   f"{lane.samples / 16000:.1f} s of audio, {_plural(lane.feed.overflows, 'block')} dropped, "
                   f"{state}[/dim]")
     _turn_taking_summary(decide, args, err)
-    err.print(f"wrote {', '.join(p.name for p in written)} to {out}/")
+    err.print(_wrote_line(written, out))
     _session_log_line(session, err, live)
     missed = any(m for m, _ in closed)
     if missed:

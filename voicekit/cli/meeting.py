@@ -485,6 +485,12 @@ def _write_outputs(turns, out: Path, stem: str, meta: dict, suffix: str = "") ->
                        f"{out / 'meeting.sqlite'}: {exc.remedy}, then run `voicekit export {out}`") from exc
 
 
+def _wrote_line(written: list[Path], out: Path) -> str:
+    """The closing "wrote …" line of a meeting command: the meeting store first (what `voicekit
+    export` and `--append` read), then the outputs written from it."""
+    return f"wrote meeting.sqlite, {', '.join(p.name for p in written)} to {out}/"
+
+
 @contextlib.contextmanager
 def _replacing(store_path: Path, append: bool = False) -> Iterator:  # of a MeetingStore
     """The meeting store a replay or a microphone meeting runs into, open for the block.

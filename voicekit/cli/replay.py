@@ -14,7 +14,7 @@ from voicekit.cli.common import (CliError, _chain, _check_writable, _GracefulSto
 from voicekit.cli.decisions import _check_explain, _turn_taking, _turn_taking_summary, _with_decisions
 from voicekit.cli.meeting import (_check_existing_meeting, _check_stem, _committed_turns, _replacing,
                                   _interrupt_note, _refined_summary, _hints, _turns_summary,
-                                  _unmatched_names, _write_outputs)
+                                  _unmatched_names, _write_outputs, _wrote_line)
 from voicekit.cli.options import (_diarizer_name, _hook_args, _hooks, _keep_embeddings_arg, _meeting_args,
                                   _options, _pipeline_args, _session_args, _turntaking_args, _voice_args)
 from voicekit.cli.session import (_close_session, _make_session, _session_log_line, _session_missed_line,
@@ -245,7 +245,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if unmatched and result is not None:
         err.print(f"[yellow]{unmatched}[/yellow]")
     _turn_taking_summary(decide, args, err)
-    err.print(f"wrote {', '.join(p.name for p in written)} to {out}/")
+    err.print(_wrote_line(written, out))
     _session_log_line(session, err)
     if interrupted:
         return graceful.exit_code   # 130 after Ctrl-C, 143 after SIGTERM

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator, Mapping, Sequence, TextIO
 
 from voicekit.attribution import Participant, SpeakerLabel, find_participant
+from voicekit.outputs import clock
 from voicekit.turns import SpeakerTurn
 from voicekit.turntaking.clients import ModelClient
 from voicekit.turntaking.director import Director
@@ -100,11 +101,13 @@ def replay_room(
 
 
 def format_step(step: ReplayStep, prefix: str = "") -> str:
-    """A human-readable block for one step: time, speaker, text, rung, replies; ``prefix`` (a
-    LiveKit lane's channel) opens the first line, and the others are indented past it."""
+    """A human-readable block for one step: the turn as its live line (``[00:00:01.6 → 00:00:03.8]
+    Speaker A: text``, with the name the model sees), then its rung and the replies, indented;
+    ``prefix`` (a LiveKit lane's channel) opens the first line, and the others are indented past it."""
     d = step.decision
-    pad = " " * len(prefix) + " " * 10
-    lines = [f"{prefix}{step.turn.start:8.2f}s  {step.shown or step.label.text}: {step.turn.text}", f"{pad}{d.explain()}"]
+    pad = " " * len(prefix) + " " * 4
+    when = f"[{clock(step.turn.start, digits=1)} → {clock(step.turn.end, digits=1)}]"
+    lines = [f"{prefix}{when} {step.shown or step.label.text}: {step.turn.text}", f"{pad}{d.explain()}"]
     for reply in step.replies:
         shown = reply.text if reply.error is None else f"(no reply: {reply.error})"
         lines.append(f"{pad}{reply.member}: {shown}")
