@@ -65,7 +65,7 @@ def cmd_mic(args: argparse.Namespace) -> int:
     _check_writable(out)
     _lock_meeting_dir(out)  # until the command returns: a second command into this --out is refused
     if args.seconds is not None and args.seconds <= 0:
-        raise CliError(f"--seconds must be positive, got {args.seconds}")
+        raise CliError(f"--seconds must be positive, got {args.seconds:g}")
     if args.input_device is not None and not args.input_device.strip():   # an unset $MIC: not the default
         raise CliError("--device is empty: give a microphone's name or index (`voicekit devices` lists them), "
                        "or leave --device out for the default microphone")
@@ -230,7 +230,7 @@ def cmd_livekit(args: argparse.Namespace) -> int:
                            args.api_secret or os.environ.get("LIVEKIT_API_SECRET", ""),
                            args.room or "", **{k: v for k, v in given.items() if v is not None})
     if args.seconds is not None and args.seconds <= 0:
-        raise CliError(f"--seconds must be positive, got {args.seconds}")
+        raise CliError(f"--seconds must be positive, got {args.seconds:g}")
     out = Path(args.out)
     _check_writable(out)
     _lock_meeting_dir(out)  # until the command returns: a second command into this --out is refused
