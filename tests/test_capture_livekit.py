@@ -378,7 +378,7 @@ def test_cli_transcribes_a_room_and_ends_on_ctrl_c(tmp_path):
     assert events[0]["type"] == "session.update" and len(items) == len(turns)
     assert all(t["text"] in item for t, item in zip(turns, items)), (items, turns)
     decided = next(line for line in run.lines if "turn-taking: " in line)
-    assert f"{len(turns)} turns decided:" in decided and f"answered: Iris {len(turns)} (" in decided, decided
+    assert f"{len(turns)} turn{'' if len(turns) == 1 else 's'} decided:" in decided and f"answered: Iris {len(turns)} (" in decided, decided
 
 
 @in_netns

@@ -1,6 +1,7 @@
 """ON_TRANSCRIPTION hooks: rename, edit, block, failures and timeouts never lose a turn."""
 
 import asyncio
+import logging
 import os
 import time
 
@@ -192,6 +193,25 @@ def test_hook_script(tmp_path):
     with pytest.raises(HookError, match=r"on_transcription must take one argument, def on_transcription\(turn\)"):
         hooks.load_script(lazy)
     assert hooks.registered(HookTrigger.ON_TRANSCRIPTION) == ["rename.py:on_transcription"]   # nothing half-loaded
+
+
+def test_a_misspelt_hook_function_is_named_with_the_trigger_it_missed(tmp_path, caplog):
+    """A user trial: `def on_transcripton(turn)` got "defines no on_transcription(turn) function"
+    with no hint, and a misspelt second hook beside a right first one was never called, silently."""
+    typo = tmp_path / "typo.py"
+    typo.write_text("import os\ndef on_transcripton(turn):\n    return turn\ndef helper(x):\n    return x\n")
+    hooks = HookRunner()
+    with pytest.raises(HookError, match=r"defines no on_transcription.*; it defines on_transcripton: "
+                                        r"did you mean on_transcription\?$"):
+        hooks.load_script(typo)
+    half = tmp_path / "half.py"
+    half.write_text("def on_transcription(turn):\n    return turn\ndef on_speak_decison(decision):\n    pass\n")
+    with caplog.at_level(logging.WARNING, logger="voicekit.hooks"):
+        hooks.load_script(half)
+    assert hooks.registered(HookTrigger.ON_TRANSCRIPTION) == ["half.py:on_transcription"]
+    assert hooks.registered(HookTrigger.ON_SPEAK_DECISION) == []
+    assert [r.getMessage() for r in caplog.records] == [
+        f"hook script {half} defines on_speak_decison, which no trigger calls: did you mean on_speak_decision?"]
 
 
 def test_a_hook_script_imports_the_modules_beside_it(tmp_path, monkeypatch):

@@ -166,6 +166,24 @@ def test_a_key_without_its_colon_folded_into_the_value_above_is_refused(tmp_path
     assert lovelace.name == "Ada Lovelace"
 
 
+def test_a_list_item_indented_deeper_than_the_one_above_is_refused(tmp_path):
+    """A user trial: `- Iris` over `  - Elena` (one blank more) loaded one member named "Iris -
+    Elena" and the meeting ran with it. Instructions may still hold a bulleted list."""
+    path = tmp_path / "members.yaml"
+    path.write_text("members:\n - Iris\n  - Elena\n", encoding="utf-8")
+    with pytest.raises(MembersError) as caught:
+        load_members(path)
+    assert str(caught.value) == ("line 3: '- Elena' was read as part of the value above it ('Iris' became "
+                                 "'Iris - Elena'): give each '- ' item of a list the same indent")
+    path.write_text("- name: Ada\n  aliases:\n    - Addy\n      - Lovelace\n", encoding="utf-8")
+    with pytest.raises(MembersError, match=r"^line 4: '- Lovelace' .*\('Addy' became 'Addy - Lovelace'\)"):
+        load_members(path)
+    path.write_text("- name: Ada\n  instructions: Two rules.\n    - be brief\n    - name the speaker\n"
+                    "- name: Mary-Jo - the host\n", encoding="utf-8")
+    ada, host = load_members(path).members
+    assert ada.instructions == "Two rules. - be brief - name the speaker" and host.name == "Mary-Jo - the host"
+
+
 def test_members_file_bad_yaml(tmp_path):
     path = tmp_path / "members.yaml"
     path.write_text("members: [unclosed", encoding="utf-8")

@@ -59,6 +59,7 @@ def test_t12_explain_shows_a_person_named_like_a_member_as_a_participant():
     [step] = explain_replay([(turn, iris)], parse_members(ROOM), out=out)
     assert step.shown == "Iris (a participant)" and step.decision.speaker == "Iris"
     assert out.getvalue().splitlines()[0] == "[00:00:06.6 → 00:00:09.0] Iris (a participant): Elena, what do you think?"
+    assert out.getvalue().splitlines()[-1].startswith("1 turn decided: mention=1; ")   # one turn, not "1 turns"
 
 
 def test_t15_replay_binds_the_registered_source_not_a_claimed_id():

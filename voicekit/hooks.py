@@ -227,9 +227,13 @@ class HookRunner:
             raise HookError(f"hook script {path} failed to load: {_reason(exc)}") from exc
         found = [(trigger, fn) for trigger in HookTrigger
                  if callable(fn := getattr(module, trigger.value, None))]
+        misspelt = _misspelt_triggers(module)
         if not found:
             raise HookError(f"hook script {path} defines no on_transcription(turn) function "
-                            "(nor on_speak_decision(decision))")
+                            "(nor on_speak_decision(decision))"
+                            + "".join(f"; it defines {name}: did you mean {want}?" for name, want in misspelt))
+        for name, want in misspelt:
+            log.warning("hook script %s defines %s, which no trigger calls: did you mean %s?", path, name, want)
         for trigger, fn in found:
             try:
                 inspect.signature(fn).bind(None)
@@ -503,6 +507,22 @@ def _log_traceback(hook: _Hook, exc: BaseException | None) -> None:
         exc = None if isinstance(exc.__cause__, SystemExit) else exc.__cause__
     if exc is not None:
         log.debug("traceback of hook %s:", hook.name, exc_info=exc)
+
+
+def _misspelt_triggers(module: Any) -> list[tuple[str, str]]:
+    """The functions a hook script defines whose names are near a trigger's but are none
+    (``on_transcripton``): ``(name, trigger name)`` pairs, by :func:`difflib.get_close_matches`."""
+    import difflib
+
+    triggers = [t.value for t in HookTrigger]
+    pairs = []
+    for name, fn in vars(module).items():
+        if name in triggers or not callable(fn) or getattr(fn, "__module__", None) != module.__name__:
+            continue
+        close = difflib.get_close_matches(name, triggers, n=1, cutoff=0.8)
+        if close:
+            pairs.append((name, close[0]))
+    return pairs
 
 
 def _reason(exc: BaseException) -> str:

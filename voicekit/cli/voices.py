@@ -258,7 +258,8 @@ def _voices_parser(sub) -> None:  # noqa: ANN001
             q.add_argument("--all", action="store_true", help="delete every voice")
         elif name == "enrol":
             q.add_argument("name", help="the person's name")
-            q.add_argument("audio", help="a recording in which only this person speaks (or use --start/--end)")
+            q.add_argument("audio", help="a recording in which only this person speaks (or use --start/--end): "
+                                         "at least 8 s of their speech, 12-15 s for a steady voiceprint")
             q.add_argument("--start", type=finite_float, default=None, help="start of their speech (seconds)")
             q.add_argument("--end", type=finite_float, default=None, help="end of their speech (seconds)")
             q.add_argument("--channel", type=int, default=None, help="use this channel (0-based)")

@@ -415,9 +415,10 @@ def load_members(path: str | Path) -> RoomConfig:
 
 def _check_no_key_folded(text: str) -> None:
     """Raise :class:`MembersError` when a line that reads as a member key with its colon missing
-    (``instructions Be brief``) sits indented under another key's value: YAML folds it into that
-    plain (unquoted) value, so ``name: Ada`` would become a member named "Ada instructions Be
-    brief". Instructions, and quoted or block (``|``, ``>``) values, may hold such lines: prose
+    (``instructions Be brief``), or a list item (``- Elena``), sits indented under another
+    key's value or item: YAML folds it into that plain (unquoted) value, so ``name: Ada`` would
+    become a member named "Ada instructions Be brief", and ``- Iris`` over a deeper ``- Elena``
+    one member named "Iris - Elena". Instructions, and quoted or block (``|``, ``>``) values, may hold such lines: prose
     wraps at will."""
     import yaml
 
@@ -428,6 +429,11 @@ def _check_no_key_folded(text: str) -> None:
             if node.style is None and node.end_mark.line > node.start_mark.line:
                 source = text[node.start_mark.index:node.end_mark.index].splitlines()
                 for n, line in enumerate(source[1:], start=node.start_mark.line + 2):
+                    if line.lstrip().startswith("- "):   # a list item indented deeper than the one above
+                        raise MembersError(
+                            f"line {n}: {line.strip()!r} was read as part of the value above it "
+                            f"({source[0].strip()!r} became {node.value!r}): give each '- ' item of a "
+                            f"list the same indent")
                     m = _KEY_TYPO.match(line)
                     if m is not None and m.group(1).islower():
                         raise MembersError(

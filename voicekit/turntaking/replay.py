@@ -146,7 +146,7 @@ def summarize_steps(steps: Sequence[ReplayStep]) -> str:
             answered[name] = answered.get(name, 0) + 1
     summary = ", ".join(f"{k}={v}" for k, v in sorted(counts.items()))
     who = ", ".join(f"{name} {n}" for name, n in sorted(answered.items(), key=lambda kv: -kv[1])) or "nobody"
-    return f"{len(steps)} turns decided: {summary or 'none'}; answered: {who}"
+    return f"{len(steps)} turn{'' if len(steps) == 1 else 's'} decided: {summary or 'none'}; answered: {who}"
 
 
 __all__ = ["ReplayStep", "explain_replay", "format_step", "replay_room", "summarize_steps"]
