@@ -143,6 +143,28 @@ def test_a_resumed_meeting_seeds_the_ranks_as_the_store_has_them(members: Path, 
     store.close()
 
 
+def test_a_resumed_meeting_goes_on_with_the_floor_state_of_its_stored_turns(members: Path, tmp_path: Path):
+    """A user trial: `mic --append --members` started the ladder afresh, so after a session in
+    which Iris answered last, the next fallback went to Iris again (T5: least recent first gives
+    Elena). The stored turns are decided again in silence: no step, no hook call."""
+    from voicekit.hooks import HookRunner, HookTrigger
+
+    earlier = [turn("Speaker A", "Iris, can you sketch the lobby?", 0.0, "Diane", turn_id=1)]
+    later = turn("Speaker A", "The budget worries me a great deal this quarter.", 9.0, "Diane", turn_id=2)
+    heard = []
+    hooks = HookRunner()
+    hooks.register(heard.append, HookTrigger.ON_SPEAK_DECISION)
+    resumed = speak_decisions(members, hooks=hooks)
+    resumed.seed(earlier)
+    assert resumed.steps == [] and heard == []
+    resumed(later)
+    assert [(s.decision.decided_by.value, s.decision.responders) for s in resumed.steps] == [("fallback", ("Elena",))]
+    assert [d.turn_id for d in heard] == [2] and resumed.summary() == "1 turn decided: fallback=1; answered: Elena 1"
+    fresh = speak_decisions(members)   # without the seed Iris has not answered yet: first of the two
+    fresh(later)
+    assert fresh.steps[0].decision.responders == ("Iris",)
+
+
 def test_an_enrolled_voice_keeps_its_name_and_is_the_source_a_policy_binds(tmp_path: Path):
     """With the pipeline's registered participants (an enrolled voice matched, A11 / T15), the
     voice keeps the bare name even when a look-alike spoke first, and a member bound to it

@@ -50,7 +50,8 @@ def speak_decisions(members: "str | Path | RoomConfig", *, explain: bool = False
     Returns:
         The callback. Its ``steps`` attribute lists the :class:`ReplayStep` of every turn so far,
         its ``summary()`` gives the count line (``3 turns decided: fallback=1, mention=2; answered: Iris 3``),
-        its ``seed(turns)`` ranks a resumed meeting's stored turns first, deciding nothing.
+        its ``seed(turns)`` takes in a resumed meeting's stored turns first (ranks and floor
+        state; nothing printed, counted or sent to hooks).
 
     Raises:
         CliError: when the members file cannot be read or is invalid.
@@ -86,12 +87,17 @@ def speak_decisions(members: "str | Path | RoomConfig", *, explain: bool = False
             return register.record_turn(conn, next(register_ids), turn, known)
 
     def seed(earlier: "Sequence[SpeakerTurn]") -> None:
-        """Rank a resumed meeting's stored turns first (``--append``), deciding nothing: a
-        look-alike name then reads as the store and the model read it (A11)."""
+        """Take in a resumed meeting's stored turns (``--append``) before its first new one: they
+        are ranked first, so a look-alike name reads as the store and the model read it (A11),
+        and decided again in silence (no step, no print, no hook), so the floor state (who
+        answered last, T3; least recent first, T2/T5) goes on from where the meeting stopped.
+        The turn-taking is a deterministic dry run (no director, T9), so the earlier session's
+        decisions come out the same with the same members file."""
         with lock:
             known = tuple(participants()) if participants is not None else ()
-            for turn in earlier:
-                record(turn, known)
+            pairs = [(turn, label) for turn in earlier if (label := record(turn, known)) is not None]
+            for _ in replay_room(pairs, taker, participants=known, notify=False):
+                pass
 
     def on_turn(turn: "SpeakerTurn") -> None:
         with lock:

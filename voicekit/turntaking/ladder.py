@@ -552,6 +552,7 @@ class TurnTaker:
         *,
         participant_id: str | None = None,
         turn_id: int | None = None,
+        notify: bool = True,
     ) -> Decision:
         """Decide who answers one human turn, record the turn, and notify listeners.
 
@@ -564,6 +565,9 @@ class TurnTaker:
                 metadata merely claims (a chat message that claims ``p-alice`` off Alice's
                 channels is not Alice, A5).
             turn_id: the stored turn's id, copied into the decision.
+            notify: False to decide without telling the listeners (and ``ON_SPEAK_DECISION``
+                hooks): a resumed meeting's earlier turns, decided again to rebuild the floor
+                state, were announced when they were first decided.
 
         Returns:
             The :class:`Decision`. A director failure is recorded in it, never raised.
@@ -613,7 +617,8 @@ class TurnTaker:
             turn_id=turn_id,
             **fields,
         )
-        self._emit(decision)
+        if notify:
+            self._emit(decision)
         return decision
 
     def _fallback(self, eligible: Sequence[Member]) -> tuple[str, ...]:

@@ -50,6 +50,7 @@ def replay_room(
     client: ModelClient | Mapping[str, ModelClient] | None = None,
     window: int = 50,
     participants: Sequence[Participant] = (),
+    notify: bool = True,
 ) -> Iterator[ReplayStep]:
     """Decide (and optionally answer) each human turn of a committed meeting, in order.
 
@@ -67,6 +68,8 @@ def replay_room(
             ``metadata["identity_id"]`` (an enrolled voice), or by its
             ``metadata["participant_id"]`` on a channel that participant is reached through
             (A5): a chat message that claims a participant's id elsewhere is not that participant.
+        notify: False to keep the decisions from the TurnTaker's listeners and hooks
+            (:meth:`TurnTaker.decide`): turns decided again only to rebuild the floor state.
 
     Yields:
         One :class:`ReplayStep` per turn.
@@ -80,6 +83,7 @@ def replay_room(
             label,
             participant_id=source.id if source is not None and source.registered else None,
             turn_id=turn.turn_id,
+            notify=notify,
         )
         transcript.append(TranscriptEntry(text=turn.text, label=label))
         replies: tuple[MemberReply, ...] = ()
