@@ -68,12 +68,26 @@ CREATE TABLE IF NOT EXISTS voiceprint (
     seconds REAL NOT NULL,
     meetings INTEGER NOT NULL,
     created REAL NOT NULL,
-    updated REAL NOT NULL
+    updated REAL NOT NULL,
+    sources TEXT NOT NULL DEFAULT ''
 );
 """
 
 _COLUMNS = frozenset({"name", "vector", "seconds", "meetings", "created", "updated"})
-"""The columns of :data:`_SCHEMA`'s table: a library without them is another tool's (or damaged)."""
+"""The columns of :data:`_SCHEMA`'s table that every voicekit library has: a library without them is
+another tool's (or damaged). ``sources`` came later: a library without it gains it when it is
+next written (:meth:`VoiceLibrary.enrol`)."""
+
+
+def source_digest(vector: np.ndarray, seconds: float) -> str:
+    """A short fingerprint of one enrolment's speech: its centroid (rounded to 4 decimals, so that
+    the same speech embedded again matches) and its seconds. A voiceprint keeps the fingerprints
+    of what was merged into it, so the same meeting or recording enrolled twice (a replay run
+    again) is not counted twice. 16 hex digits of SHA-256; it cannot be turned back into a voice."""
+    import hashlib
+
+    rounded = np.round(unit(vector).astype(np.float64), 4).astype("<f4")
+    return hashlib.sha256(rounded.tobytes() + f"{float(seconds):.2f}".encode()).hexdigest()[:16]
 
 
 class VoiceprintError(Exception):
@@ -351,6 +365,25 @@ class VoiceLibrary:
                                      "FROM voiceprint ORDER BY name").fetchall()
         return [self._row(r) for r in rows]
 
+    def _sources(self, stored: str) -> list[str]:
+        """The enrolment fingerprints (:func:`source_digest`) merged into the voice stored as
+        ``stored``; none in a library written before they were kept."""
+        with self._sql("reading"):
+            if "sources" not in {r[1] for r in self.conn.execute("PRAGMA table_info(voiceprint)")}:
+                return []
+            row = self.conn.execute("SELECT sources FROM voiceprint WHERE name = ?", (stored,)).fetchone()
+        return (row[0] or "").split() if row is not None else []
+
+    def holds(self, name: str, vector: np.ndarray, seconds: float) -> bool:
+        """Whether this very speech (``vector``, ``seconds``, as :meth:`enrol` takes them) is
+        already merged into ``name``'s voiceprint: enrolling it again adds nothing.
+
+        Raises:
+            VoiceprintError: for a vector that is not ``(256,)`` finite and non-zero.
+        """
+        stored = self._stored_name(name)
+        return stored is not None and source_digest(vector, seconds) in self._sources(stored)
+
     def get(self, name: str) -> Voiceprint | None:
         """The voiceprint of ``name``, or None."""
         stored = self._stored_name(name)
@@ -363,7 +396,9 @@ class VoiceLibrary:
 
     def enrol(self, name: str, vector: np.ndarray, seconds: float,
               min_seconds: float = MIN_ENROL_SECONDS) -> Voiceprint:
-        """Store ``name``'s voiceprint; a name already enrolled is merged (mean weighted by seconds).
+        """Store ``name``'s voiceprint; a name already enrolled is merged (mean weighted by seconds),
+        unless this very speech was merged into it before (:meth:`holds`: the same meeting or
+        recording enrolled again), which leaves it as it is.
 
         Args:
             name: the person's name (whitespace collapsed).
@@ -384,9 +419,15 @@ class VoiceLibrary:
         """
         name = check_enrolment(name, seconds, min_seconds)
         v = unit(vector)
+        digest = source_digest(v, seconds)
         now = time.time()
         old = self.get(name)
+        sources = [digest]
         if old is not None:
+            earlier = self._sources(old.name)
+            if digest in earlier:
+                return old
+            sources = earlier + sources
             similarity = float(unit(old.vector) @ v)
             if similarity < MATCH_THRESHOLD:
                 raise VoiceprintError(
@@ -410,9 +451,12 @@ class VoiceLibrary:
                             "≥ %g): if they are one person, delete one name (voicekit voices delete)",
                             name, other[0].name, other[1], MATCH_THRESHOLD)
         with self._sql("writing"), self.conn:
+            if "sources" not in {r[1] for r in self.conn.execute("PRAGMA table_info(voiceprint)")}:
+                self.conn.execute("ALTER TABLE voiceprint ADD COLUMN sources TEXT NOT NULL DEFAULT ''")
             self.conn.execute("INSERT OR REPLACE INTO voiceprint (name, vector, seconds, meetings, created, "
-                              "updated) VALUES (?, ?, ?, ?, ?, ?)",
-                              (name, v.astype("<f4").tobytes(), float(seconds), meetings, created, now))
+                              "updated, sources) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                              (name, v.astype("<f4").tobytes(), float(seconds), meetings, created, now,
+                               " ".join(sources)))
         return Voiceprint(name, v, float(seconds), meetings, created, now)
 
     def delete(self, name: str) -> str | None:
@@ -578,6 +622,8 @@ class EnrolOutcome:
         seconds: their seconds of speech in this meeting.
         enrolled: the stored voiceprint, or None when refused.
         reason: why it was refused ("" when enrolled).
+        repeated: this meeting's speech of the name was in its voiceprint already (the meeting
+            enrolled before, e.g. a replay run again): nothing was added.
     """
 
     name: str
@@ -585,6 +631,7 @@ class EnrolOutcome:
     seconds: float
     enrolled: Voiceprint | None
     reason: str = ""
+    repeated: bool = False
 
 
 def enrol_named_speakers(library: VoiceLibrary, speakers: Iterable[SpeakerLike], names: Mapping[str, str],
@@ -619,8 +666,9 @@ def enrol_named_speakers(library: VoiceLibrary, speakers: Iterable[SpeakerLike],
     out = []
     for name, labels, total, secs in pooled.values():
         try:
+            repeated = library.holds(name, total, secs)
             voice = library.enrol(name, total, secs, min_seconds)
-            out.append(EnrolOutcome(name, tuple(labels), round(secs, 2), voice))
+            out.append(EnrolOutcome(name, tuple(labels), round(secs, 2), voice, repeated=repeated))
         except VoiceprintError as exc:
             out.append(EnrolOutcome(name, tuple(labels), round(secs, 2), None, str(exc)))
     return out

@@ -133,7 +133,11 @@ def _enrol_voices(args: argparse.Namespace, pipelines: list, err) -> bool:  # no
     finally:
         library.close()
     for o in outcomes:
-        if o.enrolled is not None:
+        if o.repeated:
+            err.print(f"the voice of {escape(o.name)} from this speech ({escape(', '.join(o.labels))}, "
+                      f"{o.seconds:.1f} s) is in {escape(str(library.path))} already (this meeting was enrolled "
+                      "before): nothing added")
+        elif o.enrolled is not None:
             err.print(f"enrolled the voice of {escape(o.name)} ({escape(', '.join(o.labels))}, "
                       f"{o.seconds:.1f} s of speech) in {escape(str(library.path))}")
         else:
@@ -215,11 +219,16 @@ def cmd_voices(args: argparse.Namespace) -> int:
         check_enrolment(args.name, seconds, MIN_ENROL_SECONDS)   # before a library file is made
         library = _voice_library(args, create=True)
         try:
+            repeated = library.holds(args.name, vector, seconds)
             voice = library.enrol(args.name, vector, seconds, min_seconds=MIN_ENROL_SECONDS)
         finally:
             library.close()
     except VoiceprintError as exc:
         raise CliError(str(exc)) from exc
+    if repeated:
+        print(f"the voice of {voice.name} from this speech ({seconds:.1f} s) is in {path} already: nothing added "
+              f"({voice.seconds:.1f} s in all)")
+        return 0
     print(f"enrolled the voice of {voice.name} ({seconds:.1f} s of speech; {voice.seconds:.1f} s in all) in {path}")
     print(kept_note(path))
     return 0
