@@ -19,7 +19,6 @@ from voicekit.devices import require_torch_device, torch_precision
 N_FFT = 400  # 25 ms at 16 kHz
 HOP = 160  # 10 ms
 N_MELS = 40
-WINDOW_FRAMES = 160  # 1.6 s: resemblyzer's partial utterance length
 TARGET_DBFS = -30.0  # resemblyzer's audio_norm_target_dBFS
 
 

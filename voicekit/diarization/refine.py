@@ -22,7 +22,6 @@ reaches across a turn boundary also hears the neighbouring speaker (28.5 %).
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
 
 import numpy as np
@@ -319,11 +318,3 @@ def snap_to_clause_ends(turn: SpeakerTurn, labels: list[str], max_words: int | N
                 out[i:j + 1] = [out[i - 1]] * (j + 1 - i)
             break
     return out
-
-
-def speaker_seconds(turns: Sequence[SpeakerTurn]) -> dict[str, float]:
-    """Seconds of speech per speaker label."""
-    out: dict[str, float] = defaultdict(float)
-    for t in turns:
-        out[t.speaker] += t.end - t.start
-    return dict(out)
