@@ -35,3 +35,23 @@ def test_the_readme_commands_with_the_examples_rename_and_decide_on_the_demo_rec
     assert [(t["speaker"], t["name"]) for t in turns] == [("Speaker A", "Diane")] * 3, turns
     decisions = [line.strip() for line in capsys.readouterr().out.splitlines() if line.startswith("    [")]
     assert decisions == ["[fallback] -> Iris (Elena excluded by speak policy)"] * 3, decisions
+
+
+@needs_eval
+def test_the_own_audio_stack_block_of_capture_md_runs_on_48_khz_stereo(tmp_path, capsys, monkeypatch):
+    """docs/capture.md's Python block (resample and downmix your own blocks, then push): a Python
+    trial pushed 48 kHz blocks as they were and got 0 turns with no warning; the documented way
+    hears the three speakers of the Picovoice recording from a 48 kHz stereo copy of it."""
+    import numpy as np
+    import soundfile as sf
+
+    from voicekit.audio import load_audio, resample
+
+    mono = resample(load_audio(SAMPLE.parent.parent / "picovoice_falcon" / "test.wav"), 16000, 48000)
+    sf.write(tmp_path / "meeting-48k-stereo.wav", np.stack([mono, 0.8 * mono], axis=1), 48000, subtype="FLOAT")
+    block = _block("capture.md", r"## Your own audio stack \(Python\).*?```python\n(.*?)```")
+    monkeypatch.chdir(tmp_path)
+    exec(compile(block, "capture.md", "exec"), {})
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(" ", 2)[:2] for line in lines] == [["Speaker", "A"], ["Speaker", "B"], ["Speaker", "C"]], lines
+    assert "crocodile" in lines[1] and "seat belts" in lines[2].replace("seatbelts", "seat belts"), lines

@@ -198,6 +198,9 @@ def test_pushed_int16_and_nan_blocks_are_normalised_and_stereo_is_refused(caplog
     assert turns[0].text.endswith("fellow Americans.") and wer("And so my fellow Americans.", turns[0].text) <= 0.4
     assert any("NaN" in r.getMessage() for r in caplog.records)
     pipe = Pipeline(PipelineOptions(), components())
+    # a Python trial: run() of a path iterated its characters ("got shape ()… downmix first")
+    with pytest.raises(TypeError, match=r"takes audio blocks, not a path \('x\.wav'\): run\(FileSource\('x\.wav'\)\)"):
+        pipe.run("x.wav")
     # an API trial: audio pushed before start() was counted, then start()/run() reset the clock
     with pytest.raises(RuntimeError, match=r"Pipeline.push before Pipeline.start: call start\(channel\) first"):
         pipe.push(np.zeros(1600, np.float32))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -438,7 +439,11 @@ class Pipeline:
         """Run a stream through the pipeline until it ends (or raises KeyboardInterrupt).
 
         Args:
-            source: ``(n,)`` float32 16 kHz blocks.
+            source: an iterable of ``(n,)`` mono blocks at 16 kHz, float32 in [-1, 1] (or integer
+                PCM, see :meth:`push`): :class:`voicekit.sources.FileSource` for a recording
+                (decoded, downmixed and resampled), :class:`voicekit.sources.LiveFeed` for a
+                capture; blocks at another rate go through :class:`voicekit.audio.StreamResampler`
+                first.
             channel: the turns' channel (``replay``, ``mic``…).
             progress: called with the seconds of audio consumed after each block.
             refine: after the stream, re-cluster the whole meeting (:func:`refine_turns`) and
@@ -448,9 +453,15 @@ class Pipeline:
             :class:`MeetingResult`.
 
         Raises:
+            TypeError: ``source`` is a path (or other text), not audio blocks: the message names
+                ``FileSource(path)``.
             KeyboardInterrupt, MeetingAborted, or the error of a stage: after :meth:`end_after`
             ended the stream as that exception asks.
         """
+        if isinstance(source, (str, bytes, os.PathLike)):
+            raise TypeError(f"Pipeline.run takes audio blocks, not a path ({source!r}): "
+                            f"run(FileSource({str(source)!r})) decodes and resamples a recording "
+                            "(from voicekit.sources import FileSource)")
         self.start(channel)
         try:
             for block in source:
@@ -495,6 +506,12 @@ class Pipeline:
         float32 in [-1, 1] is used as it is; integer PCM (int16, int32, uint8) is scaled by its
         full scale, and NaN or out-of-range samples are fixed with a warning
         (:class:`~voicekit.audio.PcmNormalizer`, one per stream).
+
+        The rate cannot be read from the samples: a block at another rate is taken as 16 kHz
+        (48 kHz audio plays three times too slow, and Whisper hears no words in it). Resample
+        first, one :class:`voicekit.audio.StreamResampler` per stream (``StreamResampler(48000,
+        channels=2).process(block)``, then :func:`voicekit.audio.downmix` for stereo), as
+        docs/capture.md shows.
 
         Raises:
             RuntimeError: before :meth:`start` (which sets the stream's channel and clock).
