@@ -799,3 +799,25 @@ def test_numpy_numbers_a_hook_computed_are_taken_as_floats(tmp_path):
     assert all(type(x) is float for x in (out.start, out.end, out.words[0].start, out.words[0].probability))
     with MeetingStore(tmp_path / "m.sqlite") as store:
         assert store.commit(out).turn_id == 1
+
+
+def test_the_python_api_refuses_what_would_fail_on_every_turn():
+    """A Python-API trial: HookRunner(timeout="2") or timeout=-1, register("not callable") or a
+    function of no argument, and set_names({1: "Dana"}) were accepted, then every hook "failed"
+    on every turn (or an AttributeError came out of set_names). Each is refused where it is given."""
+    for timeout in ("2", -1, 0, float("nan"), None):
+        with pytest.raises(ValueError, match=r"HookRunner timeout is the seconds a hook may run, a positive number"):
+            HookRunner(timeout=timeout)
+    hooks = HookRunner(timeout=1)
+    with pytest.raises(TypeError, match=r"a hook is a function of one argument, def on_transcription\(turn\): …, "
+                                        r"not str"):
+        hooks.register("not callable")
+    with pytest.raises(TypeError, match=r"hook \S*<lambda>: it must take one argument, def on_speak_decision\(decision\)"):
+        hooks.register(lambda: None, "on_speak_decision")
+    for bad in ({1: "Dana"}, {"Speaker A": 5}):
+        with pytest.raises(TypeError, match=r"set_names takes text labels and names"):
+            hooks.set_names(bad)
+    hooks.register(lambda turn, *rest: None)   # one argument or more that may be left out: fine
+    hooks.register(print)                      # a builtin, no signature to read: taken as it is
+    assert [name.rsplit(".", 1)[-1] for name in hooks.registered(HookTrigger.ON_TRANSCRIPTION)] == ["<lambda>", "print"]
+    assert hooks.names == {}

@@ -138,6 +138,9 @@ class HookRunner:
     Args:
         timeout: seconds a hook may run before it is abandoned (default 2.0).
 
+    Raises:
+        ValueError: ``timeout`` is not a positive finite number of seconds.
+
     Attributes:
         names: persistent renames, speaker label -> name (``--speaker-names`` and hooks' renames
             ``for_speaker``), as the store keeps them. Applied to every turn before hooks run: a
@@ -149,7 +152,9 @@ class HookRunner:
     """
 
     def __init__(self, timeout: float = 2.0) -> None:
-        self.timeout = timeout
+        if not (is_finite_real(timeout) and timeout > 0):
+            raise ValueError(f"HookRunner timeout is the seconds a hook may run, a positive number, got {timeout!r}")
+        self.timeout = float(timeout)
         self._hooks: dict[HookTrigger, list[_Hook]] = {t: [] for t in HookTrigger}
         self.names: dict[str, str] = {}
         self._given: dict[str, str] = {}  # set_names: label -> name, on every channel
@@ -166,9 +171,17 @@ class HookRunner:
 
         Raises:
             ValueError: for a trigger that is neither.
+            TypeError: ``fn`` is not callable, or cannot be called with one argument (the turn,
+                or the decision).
         """
         trigger = HookTrigger(trigger)
-        self._hooks[trigger].append(_Hook(name or getattr(fn, "__qualname__", repr(fn)), fn))
+        name = name or getattr(fn, "__qualname__", repr(fn))
+        if not callable(fn):
+            raise TypeError(f"hook {name}: a hook is a function of one argument, def {trigger.value}("
+                            f"{_ARGUMENT[trigger]}): …, not {type(fn).__name__}")
+        if not _takes_one_argument(fn):
+            raise TypeError(f"hook {name}: it must take one argument, def {trigger.value}({_ARGUMENT[trigger]}): …")
+        self._hooks[trigger].append(_Hook(name, fn))
 
     def registered(self, trigger: HookTrigger) -> list[str]:
         """The names of the hooks registered on ``trigger``, in order."""
@@ -178,11 +191,16 @@ class HookRunner:
         """Persistent renames, e.g. ``{"Speaker A": "Diane"}``, on every channel.
 
         Raises:
+            TypeError: a label or a name that is not text (``{1: "Dana"}``).
             ValueError: a name of more than one line or with a control character, a name or label
                 that is not UTF-8 text (a lone surrogate), or a name that is another speaker's
                 label (``{"Speaker A": "Speaker B"}``: the outputs would show two speakers as
                 one); nothing is set then.
         """
+        for label, name in names.items():
+            if not isinstance(label, str) or not isinstance(name, str):
+                raise TypeError(f"set_names takes text labels and names, {{'Speaker A': 'Diane'}}, got "
+                                f"{label!r}: {name!r}")
         given = {k.strip(): v.strip() for k, v in names.items() if k.strip() and v.strip()}
         for label, name in given.items():
             problem = _name_problem(label, name) or (None if _utf8(label) else f"the label {_NOT_UTF8}")
@@ -235,14 +253,9 @@ class HookRunner:
         for name, want in misspelt:
             log.warning("hook script %s defines %s, which no trigger calls: did you mean %s?", path, name, want)
         for trigger, fn in found:
-            try:
-                inspect.signature(fn).bind(None)
-            except TypeError:
-                arg = "turn" if trigger is HookTrigger.ON_TRANSCRIPTION else "decision"
+            if not _takes_one_argument(fn):
                 raise HookError(f"hook script {path}: {trigger.value} must take one argument, "
-                                f"def {trigger.value}({arg}): …") from None
-            except ValueError:  # no signature to read (a builtin): it is called as it is
-                pass
+                                f"def {trigger.value}({_ARGUMENT[trigger]}): …")
         for trigger, fn in found:   # all checked first: a script is loaded whole or not at all
             self.register(fn, trigger, name=f"{path.name}:{trigger.value}")
 
@@ -507,6 +520,22 @@ def _log_traceback(hook: _Hook, exc: BaseException | None) -> None:
         exc = None if isinstance(exc.__cause__, SystemExit) else exc.__cause__
     if exc is not None:
         log.debug("traceback of hook %s:", hook.name, exc_info=exc)
+
+
+_ARGUMENT = {HookTrigger.ON_TRANSCRIPTION: "turn", HookTrigger.ON_SPEAK_DECISION: "decision"}
+"""The argument each trigger calls its hooks with, as the error messages name it."""
+
+
+def _takes_one_argument(fn: Callable[..., Any]) -> bool:
+    """Whether ``fn`` can be called with one positional argument (a callable without a signature
+    to read, a builtin, is taken as it is)."""
+    try:
+        inspect.signature(fn).bind(None)
+    except TypeError:
+        return False
+    except ValueError:
+        return True
+    return True
 
 
 def _misspelt_triggers(module: Any) -> list[tuple[str, str]]:

@@ -181,7 +181,7 @@ def _hooks(args: argparse.Namespace, err):  # noqa: ANN001 - rich Console
         raise CliError("--hook-timeout limits how long a hook script runs on a turn: add --hook script.py, or "
                        "drop --hook-timeout")
     if args.hook_timeout is not None and args.hook_timeout <= 0:
-        raise CliError(f"--hook-timeout must be a positive number of seconds, got {args.hook_timeout}")
+        raise CliError(f"--hook-timeout must be a positive number of seconds, got {args.hook_timeout:g}")
     hooks = HookRunner() if args.hook_timeout is None else HookRunner(timeout=args.hook_timeout)
     if args.speaker_names:
         text = args.speaker_names
