@@ -304,6 +304,30 @@ def test_a_stored_name_now_refused_does_not_stop_a_resumed_meeting(tmp_path, cap
     assert any("the stored name of Speaker A is not used again" in r.getMessage() for r in caplog.records)
 
 
+def test_a_meeting_run_from_python_resumes_after_its_audio_not_after_its_last_turn(tmp_path):
+    """A Python-API trial: `Pipeline(store=…).run(…)` stored no duration, so with its last turn
+    blocked by a hook, `resume=True` started the next session at the end of the turn before
+    (11.3 s of an 18.6 s recording), its turns over the first session's. The pipeline stores
+    where its stream ended; a later, shorter stream of the meeting never moves it back."""
+    from voicekit.hooks import HookResult
+
+    store = MeetingStore(tmp_path / "meeting.sqlite")
+    audio = load_audio(JFK)
+    hooks = HookRunner()
+    hooks.register(lambda turn: HookResult.blocked() if turn.start > 7.0 else None)
+    result = Pipeline(PipelineOptions(), components(), store=store, hooks=hooks).run(_blocks(audio, 1600))
+    assert result.blocked >= 1 and max(t.end for t in store.turns()) < 8.0
+    assert store.meta()["duration"] == store.resume_point().start_time == round(len(audio) / 16000, 3)
+    resumed = Pipeline(PipelineOptions(), components(), store=store, resume=True)
+    assert resumed.start_time == round(len(audio) / 16000, 3)
+    resumed.run(_blocks(audio[:16000], 1600))
+    assert store.meta()["duration"] == round(len(audio) / 16000 + 1.0, 3)
+    other = MeetingStore(tmp_path / "other.sqlite")
+    other.set_meta(duration=99.0)   # the caller's own, longer (a LiveKit room's other lanes): kept
+    Pipeline(PipelineOptions(), components(), store=other).run(_blocks(audio[:1600], 1600))
+    assert other.meta()["duration"] == 99.0
+
+
 # --- degenerate content -----------------------------------------------------------------------
 
 def _music(seconds=20.0, rate=16000):

@@ -25,7 +25,7 @@ from voicekit.diarization.encoder import SpeakerEncoder
 from voicekit.diarization.online import DiarizerOptions, OnlineDiarizer
 from voicekit.diarization.refine import refine_turns
 from voicekit.hooks import HookRunner
-from voicekit.store import MeetingStore
+from voicekit.store import MeetingStore, StoreError
 from voicekit.stt import SttOptions, Transcriber
 from voicekit.turns import SpeakerLabels, SpeakerTurn, Word, extend_to_speech, words_to_turns
 from voicekit.vad import Endpointer, EndpointerOptions, Utterance, make_vad
@@ -540,11 +540,28 @@ class Pipeline:
     def finish(self) -> None:
         """End of stream: commit the utterances still pending (an interrupt or an error stopped
         :meth:`push`), then the open one; sets :attr:`finished`. Safe to call again after an
-        interrupt inside it."""
+        interrupt inside it.
+
+        With a store, the meeting's ``duration`` metadata becomes at least where this stream
+        ended (:attr:`start_time` plus the seconds pushed): a session that goes on with the
+        meeting (``resume=True``) starts there, not at the end of the last turn (a hook may have
+        blocked the turns after it). A store that cannot be written then is logged; the turns
+        are committed already."""
         self._drain()
         self._pending.extend(self.endpointer.flush())
         self._drain()
         self.finished = True
+        if self.store is not None:
+            self._store_duration()
+
+    def _store_duration(self) -> None:
+        heard = round(self.start_time + self.consumed_seconds, 3)
+        try:
+            stored = self.store.meta().get("duration")
+            if not isinstance(stored, (int, float)) or isinstance(stored, bool) or stored < heard:
+                self.store.set_meta(duration=heard)
+        except StoreError as exc:
+            log.warning("the meeting's duration (%.3f s) was not stored: %s", heard, exc)
 
     def end_after(self, exc: BaseException) -> None:
         """End a stream that ``exc`` stopped, before it propagates (what :meth:`run` does).
