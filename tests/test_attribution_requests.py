@@ -350,3 +350,31 @@ def test_a7_a_person_named_like_an_ai_member_reads_as_a_participant_in_the_sessi
     assert rt.line(turn("IRIS", "three"), iris) == 'IRIS (a participant): "three"'
     assert rt.line(turn("Dr Park", "four"), SpeakerLabel("dr. park", 2, "mic")) == 'dr. park (a participant) (2): "four"'
     assert RealtimeAttribution(already_sent=[bob]).line(turn("IRIS", "five"), iris) == 'IRIS: "five"'
+
+
+def test_bare_names_for_labels_or_participants_are_a_type_error_with_the_fix(tmp_path):
+    """A Python-API trial: `build_chat_messages(turns, ["Alice", "ALICE"])` and
+    `RealtimeAttribution().item(turn, "Alice")` failed with "'str' object has no attribute
+    'speaker_key'", `rank_labels(turns, ["Alice"])` with another AttributeError, and
+    `store.labels(turns, participants=["Diane"])` named nobody, silently."""
+    from voicekit.store import MeetingStore
+
+    turns = [turn("Alice", "hello"), turn("ALICE", "hi")]
+    with pytest.raises(TypeError, match=r"a label must be a voicekit.attribution.SpeakerLabel .*not str 'Alice'; "
+                                        r"for a bare name: SpeakerLabel\('Alice', None, 'mic'\)$"):
+        build_chat_messages(turns, ["Alice", "ALICE"])
+    with pytest.raises(TypeError, match=r"not str 'Alice'; for a bare name"):
+        RealtimeAttribution().item(turns[0], "Alice")
+    participant = r"participants are voicekit.attribution.Participant records .*, not str 'Diane'$"
+    with pytest.raises(TypeError, match=participant):
+        rank_labels(turns, ["Diane"])
+    with pytest.raises(TypeError, match=participant):
+        build_chat_messages(turns, participants=["Diane"])
+    store = MeetingStore(tmp_path / "meeting.sqlite")
+    committed = [store.commit(t) for t in turns]
+    with pytest.raises(TypeError, match=participant):
+        store.labels(committed, participants=["Diane"])
+    with pytest.raises(TypeError, match=participant):
+        store.commit(turn("Bob", "late"), ["Diane"])
+    assert [lab.text for lab in store.labels(committed)] == ["Alice", "ALICE (2)"] and len(store.turns()) == 2
+    store.close()

@@ -350,3 +350,19 @@ def test_a_reply_asked_for_while_one_is_in_flight_goes_once_when_that_one_is_don
         assert s.sent == 2 and not s.reply_owed
 
     asyncio.run(go())
+
+
+def test_a_session_or_turn_of_the_wrong_type_is_refused_where_it_is_given(tmp_path):
+    """A Python-API trial: `Broadcaster("x")` and `on_turn("x")` failed later with an
+    AttributeError (the second one in the broadcaster's thread, the turn lost from view)."""
+    import pytest
+
+    with pytest.raises(TypeError, match=r"Broadcaster takes a voicekit.realtime.RealtimeSession .*not str 'x'"):
+        Broadcaster("x")
+    local = LocalSession(tmp_path / "session.jsonl", echo=lambda line: None)
+    b = Broadcaster(local, None, session_id="t").start()
+    with pytest.raises(TypeError, match=r"on_turn takes a committed voicekit.turns.SpeakerTurn, not str 'x'; "
+                                        r"an application instruction goes to instruct\(text\)"):
+        b.on_turn("x")
+    b.on_turn(turn("Speaker A", "Alice", "still delivered", 0).replace(turn_id=1))
+    assert b.close(timeout=5) and b.stats["delivered"] == 1

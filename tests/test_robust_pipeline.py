@@ -197,6 +197,8 @@ def test_pushed_int16_and_nan_blocks_are_normalised_and_stereo_is_refused(caplog
     assert (turns[0].start, turns[0].end) == (ref[0].start, ref[0].end)
     assert turns[0].text.endswith("fellow Americans.") and wer("And so my fellow Americans.", turns[0].text) <= 0.4
     assert any("NaN" in r.getMessage() for r in caplog.records)
+    with pytest.raises(TypeError, match=r"Pipeline takes a PipelineOptions, not dict"):   # a Python trial
+        Pipeline({"vad": "silero"}, components())
     pipe = Pipeline(PipelineOptions(), components())
     # a Python trial: run() of a path iterated its characters ("got shape ()… downmix first")
     with pytest.raises(TypeError, match=r"takes audio blocks, not a path \('x\.wav'\): run\(FileSource\('x\.wav'\)\)"):

@@ -297,6 +297,18 @@ def test_a_bare_name_for_a_label_is_a_clear_type_error():
     with pytest.raises(TypeError, match=r"label must be a voicekit.attribution.SpeakerLabel .* not str "
                                         r"'Speaker B'; for a bare name: SpeakerLabel\('Speaker B', None, 'mic'\)"):
         room("Iris").decide("Iris, hi", "Speaker B")
+    with pytest.raises(TypeError, match=r"not dict \{'name': 'Alice'\}$"):   # no SpeakerLabel({…}) hint
+        room("Iris").decide("Iris, hi", {"name": "Alice"})
+
+
+def test_members_may_be_bare_names_as_in_members_yaml():
+    """A Python-API trial: `TurnTaker(["Iris", "Elena"])` failed with "'str' object has no
+    attribute 'name'", where members.yaml takes `- Iris`; anything else is a MembersError."""
+    taker = TurnTaker(["Iris", "Elena"])
+    assert [m.name for m in taker.members] == ["Iris", "Elena"]
+    assert taker.decide("Elena, what do you think?").responders == ("Elena",)
+    with pytest.raises(MembersError, match=r"a member is a voicekit.turntaking.Member .*not dict \{'name': 'Iris'\}"):
+        TurnTaker([{"name": "Iris"}])
 
 
 def test_t6_an_apostrophe_is_typed_either_way():

@@ -65,14 +65,21 @@ def load_index(eval_dir: str | Path, only: Collection[str] | None = None) -> lis
 
     Args:
         eval_dir: the folder holding ``index.tsv``.
-        only: file ids whose rows are checked (the others are listed as they are, so a folder
-            holding some of the recordings can score those); None checks every row.
+        only: the file ids to read (one id may be given as a string), in index order; only their
+            rows are checked, so a folder holding some of the recordings can score those. None
+            reads and checks every row.
+
+    Returns:
+        The rows read, in index order.
 
     Raises:
         FileNotFoundError: when the index is missing (point ``--eval-dir`` at ``../shared/eval``).
         EvalIndexError: a missing column, a path that is not a file, a speaker count that is not
-            a positive whole number, or an RTTM with no line for the row's file id.
+            a positive whole number, an RTTM with no line for the row's file id, or an id of
+            ``only`` that no row has (the message lists the index's ids).
     """
+    if isinstance(only, str):
+        only = [only]
     eval_dir = Path(eval_dir)
     index = eval_dir / "index.tsv"
     if not index.is_file():
@@ -115,7 +122,13 @@ def load_index(eval_dir: str | Path, only: Collection[str] | None = None) -> lis
             if check:
                 _check_rttm_ids(file, where)
             out.append(file)
-    return out
+    if only is None:
+        return out
+    unknown = set(only) - {f.file_id for f in out}
+    if unknown:
+        raise EvalIndexError(f"unknown file id{'s' if len(unknown) > 1 else ''} {', '.join(sorted(unknown))}; the ids "
+                             f"in {index}: {', '.join(f.file_id for f in out)}")
+    return [f for f in out if f.file_id in only]
 
 
 def _speaker_lines(rttm: Path) -> list[list[str]]:

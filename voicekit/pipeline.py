@@ -209,6 +209,7 @@ class Pipeline:
             name the voice library gave is given by ``voices`` again, with its identity).
 
     Raises:
+        TypeError: ``options`` that is not a :class:`PipelineOptions` (a dict).
         ValueError: ``resume`` without a ``store``, or with a diarizer that has no ``resume()``;
             ``voices`` or ``options.keep_embeddings`` with a diarizer that keeps no speaker
             embeddings (pyannote's);
@@ -231,6 +232,9 @@ class Pipeline:
                  labels: SpeakerLabels | None = None, resume: bool = False) -> None:
         if resume and store is None:
             raise ValueError("resume=True continues the meeting in a store: pass store")
+        if options is not None and not isinstance(options, PipelineOptions):
+            raise TypeError(f"Pipeline takes a PipelineOptions, not {type(options).__name__}: "
+                            f"PipelineOptions(vad='silero', stt=SttOptions(…), diarizer=DiarizerOptions(…))")
         self.options = options or PipelineOptions()
         self.components = components or Components.load(self.options)
         self.hooks = hooks or HookRunner()

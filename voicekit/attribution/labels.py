@@ -6,7 +6,7 @@ import json
 import re
 import unicodedata
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from voicekit.attribution._unicode import (BLANK_SYMBOLS, INVISIBLE_TABLE, _uset_chars, ascii_reading, is_invisible,
                                            mark_view, mark_view_char, name_keys, reads_alike, skeleton,
@@ -388,20 +388,41 @@ def distinct_speakers(labels: Iterable[SpeakerLabel | None]) -> set[tuple[str, s
     return {lab.speaker_key for lab in labels if lab is not None}
 
 
+def check_label(label: Any) -> None:
+    """Raise a TypeError that names the fix when ``label`` is neither a :class:`SpeakerLabel`
+    nor None (a bare name, ``"Alice"``)."""
+    if label is not None and not isinstance(label, SpeakerLabel):
+        bare = f"; for a bare name: SpeakerLabel({label!r}, None, 'mic')" if isinstance(label, str) else ""
+        raise TypeError(f"a label must be a voicekit.attribution.SpeakerLabel (name, rank, channel), such as "
+                        f"MeetingStore.labels(turns) gives, or None, not {type(label).__name__} {label!r}{bare}")
+
+
 def check_labels(labels: Sequence[SpeakerLabel | None], n: int) -> Sequence[SpeakerLabel | None]:
-    """Check that ``labels`` has one entry per turn.
+    """Check that ``labels`` has one :class:`SpeakerLabel` (or None) per turn.
 
     Raises:
         ValueError: when the lengths differ.
+        TypeError: an entry that is not a label (:func:`check_label`).
     """
     if len(labels) != n:
         raise ValueError(f"expected {n} labels (one per turn), got {len(labels)}")
+    for label in labels:
+        check_label(label)
     return labels
+
+
+def check_participants(participants: Iterable[Any]) -> None:
+    """Raise a TypeError that names the fix for an entry that is not a :class:`Participant`
+    (a bare name, ``"Diane"``, which would name nobody, silently)."""
+    for p in participants:
+        if not isinstance(p, Participant):
+            raise TypeError(f"participants are voicekit.attribution.Participant records (Participant(id='p-diane', "
+                            f"display_name='Diane')), not {type(p).__name__} {p!r}")
 
 
 __all__ = [
     "OTHER_QUOTE_MARKS", "replace_quote_marks", "quote_line", "label_lines", "reads_like_role",
     "display_name", "SpeakerLabel", "Participant", "ROLE_KEY", "PERSON", "ASSISTANT", "AGENT",
     "INSTRUCTION", "EVENT", "turn_role", "is_speaker_turn", "find_participant", "resolve_name",
-    "source_key", "distinct_speakers", "check_labels",
+    "source_key", "distinct_speakers", "check_label", "check_labels", "check_participants",
 ]

@@ -38,6 +38,7 @@ from voicekit.attribution._unicode import name_keys
 from voicekit.attribution.labels import (
     Participant,
     SpeakerLabel,
+    check_participants,
     display_name,
     find_participant,
     is_speaker_turn,
@@ -321,9 +322,11 @@ class AuthorRegister:
         Raises:
             RuntimeError: outside a transaction.
             ValueError: for an unknown turn role.
+            TypeError: a participant that is not a :class:`Participant` (a bare name).
             sqlite3.IntegrityError / psycopg.errors.UniqueViolation: when ``turn_id`` already
                 has a record.
         """
+        check_participants(participants)
         self._lock(conn)
         role = turn_role(turn, assistant_id)
         salt, roster = self._salt(conn, create=True)
@@ -362,7 +365,11 @@ class AuthorRegister:
         before the register existed. Nothing is written: they are ranked in a private in-memory
         copy of this meeting's register (:meth:`_rank_unrecorded`). Turns that carry no label
         give None.
+
+        Raises:
+            TypeError: a participant that is not a :class:`Participant` (a bare name).
         """
+        check_participants(participants)
         ids = [t.turn_id for t in turns if t.turn_id is not None]
         stored: dict[int, tuple[str | None, int | None]] = {}
         for i in range(0, len(ids), self._CHUNK):

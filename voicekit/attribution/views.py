@@ -11,6 +11,7 @@ from voicekit.attribution.labels import (
     INSTRUCTION,
     Participant,
     SpeakerLabel,
+    check_label,
     check_labels,
     distinct_speakers,
     is_speaker_turn,
@@ -114,6 +115,8 @@ def build_chat_messages(turns: Sequence[SpeakerTurn],
     Raises:
         ValueError: when ``labels`` and ``turns`` differ in length, a role is unknown, or a
             person's turn has no label.
+        TypeError: a label that is not a :class:`SpeakerLabel` or None, or a participant that
+            is not a :class:`Participant` (bare names, ``["Alice"]``).
     """
     labels = _resolve(turns, labels, participants, assistant_id)
     on = attribution and attribution_on(turns, labels, summary=summary, assistant_id=assistant_id)
@@ -199,7 +202,9 @@ class RealtimeAttribution:
 
         Raises:
             ValueError: when a person's turn has no label, or its role is unknown.
+            TypeError: ``label`` is not a :class:`SpeakerLabel` or None (a bare name).
         """
+        check_label(label)
         role = turn_role(turn, self.assistant_id)
         parts = turn.metadata.get(PARTS_KEY)
         if role == INSTRUCTION:

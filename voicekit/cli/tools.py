@@ -32,14 +32,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     err = Console(stderr=True, highlight=False)
     try:
         files = load_index(args.eval_dir, only=args.files)
-    except (FileNotFoundError, EvalIndexError) as exc:
+    except FileNotFoundError as exc:
         raise CliError(str(exc)) from exc
-    if args.files:
-        unknown = set(args.files) - {f.file_id for f in files}
-        if unknown:
-            raise CliError(f"--files: unknown file id{'s' if len(unknown) > 1 else ''} {', '.join(sorted(unknown))}; "
-                           f"the ids in {Path(args.eval_dir) / 'index.tsv'}: {', '.join(f.file_id for f in files)}")
-        files = [f for f in files if f.file_id in args.files]
+    except EvalIndexError as exc:
+        raise CliError(f"--files: {exc}" if str(exc).startswith("unknown file id") else str(exc)) from exc
     options = _options(args)
     components = Components.load(options)
     results = []

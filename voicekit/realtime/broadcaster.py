@@ -97,6 +97,9 @@ class Broadcaster:
             :class:`~voicekit.realtime.session.SessionRefused` connect (HTTP 401/403, close code
             1008: it is not retried, and every item given after it counts in :attr:`backlog`), an
             ``OSError`` of a session's connect, or a bug.
+
+    Raises:
+        TypeError: ``session`` is not a :class:`~voicekit.realtime.session.RealtimeSession`.
     """
 
     def __init__(self, session: RealtimeSession, store_path: str | Path | None = None, *,
@@ -107,6 +110,9 @@ class Broadcaster:
                  on_event: Callable[[SessionEvent], None] | None = None,
                  meeting_id: str = "default", history_on_reconnect: int = 100,
                  reserved_names: Sequence[str] = ()) -> None:
+        if not isinstance(session, RealtimeSession):
+            raise TypeError(f"Broadcaster takes a voicekit.realtime.RealtimeSession (make_session('local'), "
+                            f"'openai' or 'gemini'), not {type(session).__name__} {session!r}")
         self.session = session
         self.reserved_names = tuple(reserved_names)
         # (item, key, label, labelled): what the provider conversation took, for a reconnect's resend
@@ -168,7 +174,15 @@ class Broadcaster:
         return self
 
     def on_turn(self, turn: SpeakerTurn) -> None:
-        """The pipeline's ``on_turn`` callback: queue a committed turn and return at once."""
+        """The pipeline's ``on_turn`` callback: queue a committed turn and return at once.
+
+        Raises:
+            TypeError: ``turn`` is not a :class:`~voicekit.turns.SpeakerTurn` (text to send as
+                an instruction goes to :meth:`instruct`).
+        """
+        if not isinstance(turn, SpeakerTurn):
+            raise TypeError(f"on_turn takes a committed voicekit.turns.SpeakerTurn, not {type(turn).__name__} "
+                            f"{turn!r}; an application instruction goes to instruct(text)")
         self._put((_TURN, turn), f"turn {turn.turn_id}")
 
     def instruct(self, text: str) -> None:

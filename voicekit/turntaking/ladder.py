@@ -409,8 +409,9 @@ class TurnTaker:
     """Runs the decision ladder for one room.
 
     Args:
-        members: the AI members, in configured order (or a :class:`RoomConfig`, whose floor and
-            thresholds then apply unless given here).
+        members: the AI members, in configured order: :class:`Member` records, or bare names
+            (``["Iris", "Elena"]``, members with only a name); or a :class:`RoomConfig`, whose
+            floor and thresholds then apply unless given here.
         director: the T4 director (a callable, :class:`~voicekit.turntaking.director.ModelDirector`
             for a model); None (the default) skips T4 (T9).
         floor: ``Floor.ALWAYS`` (default) or ``Floor.WHEN_ADDRESSED`` (T10).
@@ -445,8 +446,8 @@ class TurnTaker:
     ) -> None:
         if isinstance(members, RoomConfig):
             cfg = members
-        else:
-            cfg = RoomConfig(members=validate_members(list(members)))
+        else:   # a bare name is short for a member with only a name, as in members.yaml
+            cfg = RoomConfig(members=validate_members([Member(m) if isinstance(m, str) else m for m in members]))
         self.members: tuple[Member, ...] = validate_members(list(cfg.members))
         self._by_name = {m.name: m for m in self.members}
         self._all_names = frozenset(self._by_name)
@@ -576,9 +577,9 @@ class TurnTaker:
             TypeError: when ``label`` is not a SpeakerLabel (a bare name, ``"Speaker B"``).
         """
         if label is not None and not isinstance(label, SpeakerLabel):
+            bare = f"; for a bare name: SpeakerLabel({label!r}, None, 'mic')" if isinstance(label, str) else ""
             raise TypeError(f"label must be a voicekit.attribution.SpeakerLabel (name, rank, channel), such as "
-                            f"MeetingStore.labels(turns) gives, not {type(label).__name__} {label!r}; for a bare "
-                            f"name: SpeakerLabel({label!r}, None, 'mic')")
+                            f"MeetingStore.labels(turns) gives, not {type(label).__name__} {label!r}{bare}")
         t0 = time.perf_counter()
         speaker = label.text if label is not None else None
         if self._any_policy:
