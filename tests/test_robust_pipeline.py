@@ -310,7 +310,8 @@ def test_a_meeting_run_from_python_resumes_after_its_audio_not_after_its_last_tu
     """A Python-API trial: `Pipeline(store=…).run(…)` stored no duration, so with its last turn
     blocked by a hook, `resume=True` started the next session at the end of the turn before
     (11.3 s of an 18.6 s recording), its turns over the first session's. The pipeline stores
-    where its stream ended; a later, shorter stream of the meeting never moves it back."""
+    where its stream ended; a later, shorter stream of the meeting never moves it back, and a
+    meeting the command line marks in progress (duration None) is the command line's to end."""
     from voicekit.hooks import HookResult
 
     store = MeetingStore(tmp_path / "meeting.sqlite")
@@ -328,6 +329,9 @@ def test_a_meeting_run_from_python_resumes_after_its_audio_not_after_its_last_tu
     other.set_meta(duration=99.0)   # the caller's own, longer (a LiveKit room's other lanes): kept
     Pipeline(PipelineOptions(), components(), store=other).run(_blocks(audio[:1600], 1600))
     assert other.meta()["duration"] == 99.0
+    other.set_meta(duration=None)   # the command line's "in progress" mark (export tells a crash by it): kept
+    Pipeline(PipelineOptions(), components(), store=other).run(_blocks(audio[:1600], 1600))
+    assert other.meta()["duration"] is None
 
 
 # --- degenerate content -----------------------------------------------------------------------

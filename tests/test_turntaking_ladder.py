@@ -303,12 +303,14 @@ def test_a_bare_name_for_a_label_is_a_clear_type_error():
 
 def test_members_may_be_bare_names_as_in_members_yaml():
     """A Python-API trial: `TurnTaker(["Iris", "Elena"])` failed with "'str' object has no
-    attribute 'name'", where members.yaml takes `- Iris`; anything else is a MembersError."""
+    attribute 'name'", where members.yaml takes `- Iris`; anything else is a TypeError."""
     taker = TurnTaker(["Iris", "Elena"])
     assert [m.name for m in taker.members] == ["Iris", "Elena"]
     assert taker.decide("Elena, what do you think?").responders == ("Elena",)
-    with pytest.raises(MembersError, match=r"a member is a voicekit.turntaking.Member .*not dict \{'name': 'Iris'\}"):
+    with pytest.raises(TypeError, match=r"a member is a voicekit.turntaking.Member .*not dict \{'name': 'Iris'\}"):
         TurnTaker([{"name": "Iris"}])
+    with pytest.raises(TypeError, match=r"a list of members, not one string: TurnTaker\(\['Max'\]\)"):
+        TurnTaker("Max")   # not the members "M", "a" and "x"
 
 
 def test_t6_an_apostrophe_is_typed_either_way():

@@ -290,6 +290,10 @@ def test_user_name_wins_then_enrolment_names_the_voice_next_meeting(library, tmp
         assert [(o.name, o.labels) for o in outcomes] == [("Diane", ("Speaker A",))]
         assert outcomes[0].seconds == pytest.approx(speaker_a.seconds, abs=0.01)
         assert outcomes[0].seconds >= MIN_ENROL_SECONDS and outcomes[0].enrolled is not None
+        assert not outcomes[0].repeated
+        # the same meeting enrolled again (a replay run again): recognised, nothing added
+        [again] = enrol_named_speakers(lib, pipe.diarizer.speakers, hooks.names, skip=pipe.voices.matches)
+        assert again.repeated and (again.enrolled.meetings, again.enrolled.seconds) == (1, outcomes[0].enrolled.seconds)
         # next meeting (dev00): MEE009's speech is named Diane
         voice, sim = best_match(speech_of("dev00", "MEE009")[0], lib.voices())
         print(f"Diane enrolled from dev01 Speaker A -> dev00 MEE009: similarity {sim:.3f}")

@@ -50,6 +50,10 @@ class EvalIndexError(ValueError):
     the row, the problem and the fix."""
 
 
+class UnknownFileIdError(EvalIndexError):
+    """A file id asked for (``load_index(only=…)``, ``voicekit eval --files``) that the index has no row for."""
+
+
 #: The columns of ``index.tsv`` (tab-separated, a header row first); uem, transcript and kind may
 #: be left out, and ``-`` or an empty cell means "none".
 INDEX_COLUMNS = ("file_id", "audio", "rttm", "uem", "transcript", "speakers", "kind")
@@ -75,8 +79,9 @@ def load_index(eval_dir: str | Path, only: Collection[str] | None = None) -> lis
     Raises:
         FileNotFoundError: when the index is missing (point ``--eval-dir`` at ``../shared/eval``).
         EvalIndexError: a missing column, a path that is not a file, a speaker count that is not
-            a positive whole number, an RTTM with no line for the row's file id, or an id of
-            ``only`` that no row has (the message lists the index's ids).
+            a positive whole number, an RTTM with no line for the row's file id; its subclass
+            :class:`UnknownFileIdError` for an id of ``only`` that no row has (the message lists
+            the index's ids).
     """
     if isinstance(only, str):
         only = [only]
@@ -126,7 +131,7 @@ def load_index(eval_dir: str | Path, only: Collection[str] | None = None) -> lis
         return out
     unknown = set(only) - {f.file_id for f in out}
     if unknown:
-        raise EvalIndexError(f"unknown file id{'s' if len(unknown) > 1 else ''} {', '.join(sorted(unknown))}; the ids "
+        raise UnknownFileIdError(f"unknown file id{'s' if len(unknown) > 1 else ''} {', '.join(sorted(unknown))}; the ids "
                              f"in {index}: {', '.join(f.file_id for f in out)}")
     return [f for f in out if f.file_id in only]
 

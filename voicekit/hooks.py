@@ -546,9 +546,10 @@ def _misspelt_triggers(module: Any) -> list[tuple[str, str]]:
     triggers = [t.value for t in HookTrigger]
     pairs = []
     for name, fn in vars(module).items():
-        if name in triggers or not callable(fn) or getattr(fn, "__module__", None) != module.__name__:
+        if (name in triggers or not callable(fn) or getattr(fn, "__module__", None) != module.__name__
+                or name.startswith(tuple(triggers))):   # a helper of a hook: on_transcription_impl
             continue
-        close = difflib.get_close_matches(name, triggers, n=1, cutoff=0.8)
+        close = difflib.get_close_matches(name, triggers, n=1, cutoff=0.85)
         if close:
             pairs.append((name, close[0]))
     return pairs

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import sqlite3
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -546,11 +547,13 @@ class Pipeline:
         :meth:`push`), then the open one; sets :attr:`finished`. Safe to call again after an
         interrupt inside it.
 
-        With a store, the meeting's ``duration`` metadata becomes at least where this stream
-        ended (:attr:`start_time` plus the seconds pushed): a session that goes on with the
-        meeting (``resume=True``) starts there, not at the end of the last turn (a hook may have
-        blocked the turns after it). A store that cannot be written then is logged; the turns
-        are committed already."""
+        With a store whose meeting has no ``duration`` yet, or a shorter one, it becomes where
+        this stream ended (:attr:`start_time` plus the seconds pushed): a session that goes on
+        with the meeting (``resume=True``) starts there, not at the end of the last turn (a hook
+        may have blocked the turns after it). A ``duration`` of None is left alone: the command
+        line marks a meeting in progress so and stores the duration itself when the meeting
+        ends. A store that cannot be read or written then is logged; the turns are committed
+        already."""
         self._drain()
         self._pending.extend(self.endpointer.flush())
         self._drain()
@@ -561,10 +564,11 @@ class Pipeline:
     def _store_duration(self) -> None:
         heard = round(self.start_time + self.consumed_seconds, 3)
         try:
-            stored = self.store.meta().get("duration")
-            if not isinstance(stored, (int, float)) or isinstance(stored, bool) or stored < heard:
+            meta = self.store.meta()
+            stored = meta.get("duration", 0.0)
+            if isinstance(stored, (int, float)) and not isinstance(stored, bool) and stored < heard:
                 self.store.set_meta(duration=heard)
-        except StoreError as exc:
+        except (StoreError, sqlite3.Error) as exc:
             log.warning("the meeting's duration (%.3f s) was not stored: %s", heard, exc)
 
     def end_after(self, exc: BaseException) -> None:

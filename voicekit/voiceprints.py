@@ -80,10 +80,13 @@ next written (:meth:`VoiceLibrary.enrol`)."""
 
 
 def source_digest(vector: np.ndarray, seconds: float) -> str:
-    """A short fingerprint of one enrolment's speech: its centroid (rounded to 4 decimals, so that
-    the same speech embedded again matches) and its seconds. A voiceprint keeps the fingerprints
-    of what was merged into it, so the same meeting or recording enrolled twice (a replay run
-    again) is not counted twice. 16 hex digits of SHA-256; it cannot be turned back into a voice."""
+    """A short fingerprint of one enrolment's speech: its centroid (rounded to 4 decimals) and its
+    seconds. A voiceprint keeps the fingerprints of what was merged into it, so the same meeting
+    or recording enrolled twice (a replay run again) is not counted twice. The same speech
+    embedded again by the same code on the same machine gives the same centroid, bit for bit;
+    on another CPU, a GPU or another library version its float rounding may differ, the
+    fingerprint then differs too, and the speech is merged again as new. 16 hex digits of
+    SHA-256; it cannot be turned back into a voice."""
     import hashlib
 
     rounded = np.round(unit(vector).astype(np.float64), 4).astype("<f4")
@@ -365,11 +368,15 @@ class VoiceLibrary:
                                      "FROM voiceprint ORDER BY name").fetchall()
         return [self._row(r) for r in rows]
 
+    def _has_sources(self) -> bool:
+        """Whether the library has the ``sources`` column (one written before it has not)."""
+        return "sources" in {r[1] for r in self.conn.execute("PRAGMA table_info(voiceprint)")}
+
     def _sources(self, stored: str) -> list[str]:
         """The enrolment fingerprints (:func:`source_digest`) merged into the voice stored as
         ``stored``; none in a library written before they were kept."""
         with self._sql("reading"):
-            if "sources" not in {r[1] for r in self.conn.execute("PRAGMA table_info(voiceprint)")}:
+            if not self._has_sources():
                 return []
             row = self.conn.execute("SELECT sources FROM voiceprint WHERE name = ?", (stored,)).fetchone()
         return (row[0] or "").split() if row is not None else []
@@ -451,7 +458,7 @@ class VoiceLibrary:
                             "≥ %g): if they are one person, delete one name (voicekit voices delete)",
                             name, other[0].name, other[1], MATCH_THRESHOLD)
         with self._sql("writing"), self.conn:
-            if "sources" not in {r[1] for r in self.conn.execute("PRAGMA table_info(voiceprint)")}:
+            if not self._has_sources():
                 self.conn.execute("ALTER TABLE voiceprint ADD COLUMN sources TEXT NOT NULL DEFAULT ''")
             self.conn.execute("INSERT OR REPLACE INTO voiceprint (name, vector, seconds, meetings, created, "
                               "updated, sources) VALUES (?, ?, ?, ?, ?, ?, ?)",

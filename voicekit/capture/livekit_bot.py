@@ -236,6 +236,10 @@ class _LanePipeline(Pipeline):
     def _meeting_time(self, t: float) -> float:
         return t + (self.lane.offset or 0.0)
 
+    def _store_duration(self) -> None:
+        """Nothing: a lane may end mid-meeting, on its own thread; the room's duration is the
+        bot's meeting time, which ``voicekit livekit`` stores when the meeting ends."""
+
     def _commit(self, turn: SpeakerTurn) -> None:
         lane = self.lane
         shift = lane.offset or 0.0

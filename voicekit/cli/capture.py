@@ -87,13 +87,15 @@ def cmd_mic(args: argparse.Namespace) -> int:
     with source, _replacing(out / "meeting.sqlite", args.append) as store:
         if hooks.names:
             store.set_speaker_names(hooks.names)
-        if decide is not None and args.append:
-            decide.seed(store.turns())   # the stored meeting's names rank first, as in the store
         # the broadcaster of --session joins ``live`` just before the capture is read
         on_turn, live = _live_sink(_with_decisions(
             None if args.quiet else (lambda t: console.print(format_line(t), markup=False)), decide, args))
         pipe = Pipeline(options, components, hooks=hooks, store=store, on_turn=on_turn, realtime_clock=True,
                         voices=voices, resume=args.append)
+        if decide is not None and args.append:
+            # the stored meeting's names rank first, as in the store, with the voices the resumed
+            # pipeline knows registered (pipe.participants): decided again as they were live
+            decide.seed(store.turns())
         meta = _session_meta(store, {"source": f"mic:{source.device.name}", "stem": stem,
                                      "sample_rate": source.sample_rate, "channels": source.channels,
                                      "model": args.model, "vad": args.vad}, pipe.start_time)

@@ -40,7 +40,7 @@ def speak_decisions(members: "str | Path | RoomConfig", *, explain: bool = False
         explain: print each turn with its decision and rung (``format_step``) to ``out``.
         out: where ``explain`` prints (default: stdout at call time).
         channels: open each printed block with the turn's channel (``voicekit livekit``, whose
-            plain lines do: ``standup/2  12.30s  Speaker A: …``).
+            plain lines do: ``standup/2  [00:00:12.3 → 00:00:14.0] Speaker A: …``).
         hooks: a runner whose ``ON_SPEAK_DECISION`` hooks receive every decision.
         participants: called with each turn for the meeting's registered participants so far
             (``Pipeline.participants``: the enrolled voices matched), which keep their bare names

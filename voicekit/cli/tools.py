@@ -26,16 +26,16 @@ adds WER; speakers is the true count. Then: voicekit eval --eval-dir FOLDER
 def cmd_eval(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from voicekit.evaluation import EvalIndexError, evaluate_file, format_table, load_index
+    from voicekit.evaluation import EvalIndexError, UnknownFileIdError, evaluate_file, format_table, load_index
     from voicekit.pipeline import Components
 
     err = Console(stderr=True, highlight=False)
     try:
         files = load_index(args.eval_dir, only=args.files)
-    except FileNotFoundError as exc:
+    except UnknownFileIdError as exc:
+        raise CliError(f"--files: {exc}") from exc
+    except (FileNotFoundError, EvalIndexError) as exc:
         raise CliError(str(exc)) from exc
-    except EvalIndexError as exc:
-        raise CliError(f"--files: {exc}" if str(exc).startswith("unknown file id") else str(exc)) from exc
     options = _options(args)
     components = Components.load(options)
     results = []

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 import regex
 
 from voicekit.attribution import SpeakerLabel
+from voicekit.attribution.labels import check_label
 from voicekit.turntaking.director import (
     DEFAULT_TIMEOUT_S,
     Director,
@@ -426,6 +427,7 @@ class TurnTaker:
 
     Raises:
         MembersError: if the member list is invalid.
+        TypeError: ``members`` is one string, or holds something other than members and names.
         ValueError: if a threshold or the timeout is negative.
 
     Not thread-safe: decide and record turns of one room from one thread (or under a lock).
@@ -444,6 +446,8 @@ class TurnTaker:
         room_exclusions: Iterable[str] = DEFAULT_ROOM_EXCLUSIONS,
         room_vocatives: Iterable[str] = DEFAULT_ROOM_VOCATIVES,
     ) -> None:
+        if isinstance(members, str):
+            raise TypeError(f"TurnTaker takes a list of members, not one string: TurnTaker([{members!r}])")
         if isinstance(members, RoomConfig):
             cfg = members
         else:   # a bare name is short for a member with only a name, as in members.yaml
@@ -576,10 +580,7 @@ class TurnTaker:
         Raises:
             TypeError: when ``label`` is not a SpeakerLabel (a bare name, ``"Speaker B"``).
         """
-        if label is not None and not isinstance(label, SpeakerLabel):
-            bare = f"; for a bare name: SpeakerLabel({label!r}, None, 'mic')" if isinstance(label, str) else ""
-            raise TypeError(f"label must be a voicekit.attribution.SpeakerLabel (name, rank, channel), such as "
-                            f"MeetingStore.labels(turns) gives, not {type(label).__name__} {label!r}{bare}")
+        check_label(label)
         t0 = time.perf_counter()
         speaker = label.text if label is not None else None
         if self._any_policy:

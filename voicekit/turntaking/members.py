@@ -175,8 +175,8 @@ def validate_members(members: Sequence[Member]) -> tuple[Member, ...]:
     """Check a member list and return it as a tuple.
 
     Raises:
-        MembersError: if the list is empty or holds something other than :class:`Member`
-            records, a name or alias is blank, two members share a name
+        TypeError: an entry that is not a :class:`Member`.
+        MembersError: if the list is empty, a name or alias is blank, two members share a name
             or alias (case-insensitive, after NFC, as mentions match: T6), two members' names
             read alike (attribution A11's look-alike keys: case, NFKC, confusables, so ``Iris``
             and ``Іris`` with a Cyrillic І; the views show a member by its name), or a member's
@@ -192,8 +192,8 @@ def validate_members(members: Sequence[Member]) -> tuple[Member, ...]:
         raise MembersError("a room needs at least one member")
     for m in members:
         if not isinstance(m, Member):
-            raise MembersError(f"a member is a voicekit.turntaking.Member (Member('Iris', instructions=…)), "
-                               f"not {type(m).__name__} {m!r}")
+            raise TypeError(f"a member is a voicekit.turntaking.Member (Member('Iris', instructions=…)), "
+                            f"not {type(m).__name__} {m!r}")
     seen: list[tuple[str, int]] = []   # (a call name, the index of its member)
     for i, m in enumerate(members):
         if label_read_in(m.name) is not None:   # "Speaker B", "Spеaker B", "SPEAKER_01"; not "Speaker Bob"
