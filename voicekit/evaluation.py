@@ -131,8 +131,8 @@ def load_index(eval_dir: str | Path, only: Collection[str] | None = None) -> lis
         return out
     unknown = set(only) - {f.file_id for f in out}
     if unknown:
-        raise UnknownFileIdError(f"unknown file id{'s' if len(unknown) > 1 else ''} {', '.join(sorted(unknown))}; the ids "
-                             f"in {index}: {', '.join(f.file_id for f in out)}")
+        raise UnknownFileIdError(f"unknown file id{'s' if len(unknown) > 1 else ''} {', '.join(sorted(unknown))}; "
+                                 f"the ids in {index}: {', '.join(f.file_id for f in out)}")
     return [f for f in out if f.file_id in only]
 
 

@@ -564,8 +564,7 @@ class Pipeline:
     def _store_duration(self) -> None:
         heard = round(self.start_time + self.consumed_seconds, 3)
         try:
-            meta = self.store.meta()
-            stored = meta.get("duration", 0.0)
+            stored = self.store.meta().get("duration", 0.0)
             if isinstance(stored, (int, float)) and not isinstance(stored, bool) and stored < heard:
                 self.store.set_meta(duration=heard)
         except (StoreError, sqlite3.Error) as exc:

@@ -91,8 +91,9 @@ def speak_decisions(members: "str | Path | RoomConfig", *, explain: bool = False
         are ranked first, so a look-alike name reads as the store and the model read it (A11),
         and decided again in silence (no step, no print, no hook), so the floor state (who
         answered last, T3; least recent first, T2/T5) goes on from where the meeting stopped.
-        The turn-taking is a deterministic dry run (no director, T9), so the earlier session's
-        decisions come out the same with the same members file."""
+        The turn-taking is a deterministic dry run (no director, T9): with the same members file
+        and the same known voices (``participants`` when this is called) the earlier sessions'
+        decisions come out as they were."""
         with lock:
             known = tuple(participants()) if participants is not None else ()
             pairs = [(turn, label) for turn in earlier if (label := record(turn, known)) is not None]
