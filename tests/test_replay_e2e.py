@@ -16,7 +16,7 @@ import pytest
 from _pipeline_support import EVAL, SAMPLE, eval_file, needs_eval
 from voicekit.cli import main
 from voicekit.evaluation import load_reference, reference_text, score_der, turns_to_annotation, wer
-from voicekit.outputs import FORMATS
+from voicekit.outputs import FORMATS, format_line
 from voicekit.store import MeetingStore
 from voicekit.turns import CONTINUOUS_GAP
 
@@ -227,6 +227,31 @@ def test_a_killed_replay_keeps_every_committed_turn(tmp_path, capsys):
     assert doc["meeting"]["duration"] == round(max(t.end for t in turns), 3) < 30.0
     printed = capsys.readouterr().out
     assert f"the meeting in {out} did not end: the command recording it ({SAMPLE}) was stopped before" in printed
+
+
+def test_a_reader_that_leaves_after_the_first_line_ends_the_replay_with_its_outputs(tmp_path):
+    """`voicekit replay sample.wav | head -1` ended with exit code 1, no word and no outputs (rich
+    exits when stdout's reader has gone): now the replay stops as after a first Ctrl-C, commits
+    what it heard, writes every output and exits 141, a shell's code for a writer its reader left."""
+    out = tmp_path / "m"
+    proc = subprocess.Popen([sys.executable, "-m", "voicekit.cli", "replay", str(SAMPLE), "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = proc.stdout.readline()
+    proc.stdout.close()   # what `head -1` does after its line
+    rc = proc.wait(120)
+    err = proc.stderr.read()
+    assert rc == 141, err
+    assert "the reader of the live lines went away (stdout closed): ending the meeting" in err
+    assert "every utterance heard so far was committed; writing outputs" in err
+    assert "Traceback" not in err and "internal error" not in err, err
+    doc = json.loads((out / "sample.json").read_text())
+    turns = doc["turns"]
+    store = MeetingStore(out / "meeting.sqlite")
+    assert first.rstrip("\n") == format_line(store.turns()[0])
+    store.close()
+    assert len(turns) >= 2   # the turn whose line found no reader is committed too
+    assert all((out / f"sample.{ext}").is_file() for ext in ("rttm", "srt", "vtt", "txt"))
+    assert turns[-1]["end"] <= doc["meeting"]["duration"] < 30.0   # what was heard, not the whole recording
 
 
 def test_a_failed_start_leaves_nothing_that_blocks_the_retry(tmp_path, capsys):

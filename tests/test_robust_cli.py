@@ -635,6 +635,37 @@ def test_a_closed_pipe_on_stdout_ends_quietly_with_141(monkeypatch, capsys):
     assert capsys.readouterr().err == ""
 
 
+def test_a_live_line_whose_reader_left_stops_the_meeting_once(monkeypatch, capsys):
+    """The watch on stdout of replay, mic and livekit, on a real pipe whose reader has closed:
+    rich's write (which exits with status 1 unwatched) and print's, from two threads (a LiveKit
+    meeting's lanes), stop the meeting once; stdout then goes to /dev/null without an error."""
+    import threading
+
+    from rich.console import Console
+
+    from voicekit.cli.common import _ReaderWatch
+
+    r, w = os.pipe()
+    os.close(r)
+    stream = os.fdopen(w, "w")
+    monkeypatch.setattr(sys, "stdout", stream)
+    stops = []
+    with _ReaderWatch(lambda: stops.append(threading.current_thread().name)) as watch:
+        assert sys.stdout is watch and not watch.gone
+        Console(highlight=False, soft_wrap=True).print("[00:00:01.6 → 00:00:03.8] Speaker A: hello", markup=False)
+        lanes = [threading.Thread(target=print, args=("a lane's line",), kwargs={"flush": True}) for _ in range(2)]
+        for lane in lanes:
+            lane.start()
+        for lane in lanes:
+            lane.join()
+    assert sys.stdout is stream and watch.gone
+    assert stops == ["MainThread"]
+    assert watch.EXIT_CODE == 141
+    stream.write("after the meeting\n")
+    stream.flush()   # fd 1 of the command is /dev/null now: its exit flush raises nothing
+    assert capsys.readouterr().err.count("the reader of the live lines went away") == 1
+
+
 def test_a_language_code_in_capitals_is_taken():
     """`--language FR` was "not one of Whisper's language codes" (a user trial)."""
     from voicekit.cli import build_parser

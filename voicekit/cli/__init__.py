@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 import traceback
 from pathlib import Path
@@ -32,7 +31,8 @@ from typing import NoReturn
 
 from voicekit import __version__
 from voicekit.cli.capture import _capture_parsers
-from voicekit.cli.common import CliError, _release_meeting_dirs, machine_line, source_commit
+from voicekit.cli.common import (CliError, _ReaderWatch, _release_meeting_dirs, _silence_stdout, machine_line,
+                                 source_commit)
 from voicekit.cli.export import _export_parser
 from voicekit.cli.decisions import speak_decisions
 from voicekit.cli.replay import _replay_parser
@@ -168,13 +168,8 @@ def _dispatch(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:  # Ctrl-C outside a meeting's own handling (loading models, eval…)
         return fail("interrupted", 130)
     except BrokenPipeError:  # `voicekit export out/ | head -1`: the reader has what it wanted
-        # stdout's buffer cannot be flushed at exit any more: point it at /dev/null, as the
-        # Python docs advise (signal module, "Note on SIGPIPE")
-        try:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except (OSError, ValueError):   # stdout is no file (a test's capture)
-            pass
-        return 141   # 128 + SIGPIPE, what a shell reports for a command killed by it
+        _silence_stdout()   # stdout's buffer cannot be flushed at exit any more
+        return _ReaderWatch.EXIT_CODE
     except OSError as exc:  # a file or directory the command needed
         where = f" ({exc.filename})" if exc.filename else ""
         return fail(f"error: {exc.strerror or exc}{where}; check the path and free space"

@@ -11,8 +11,8 @@ import threading
 import urllib.parse
 from pathlib import Path
 
-from voicekit.cli.common import (CliError, _check_writable, _GracefulStop, _lock_meeting_dir, _plural, finite_float,
-                                 meeting_dir)
+from voicekit.cli.common import (CliError, _check_writable, _GracefulStop, _lock_meeting_dir, _plural, _ReaderWatch,
+                                 finite_float, meeting_dir)
 from voicekit.cli.decisions import _turn_taking, _turn_taking_summary, _with_decisions
 from voicekit.cli.meeting import (_check_existing_meeting, _committed_turns, _discard_unjoined, _interrupt_note,
                                   _replacing, _known_speakers, _meeting_stem, _session_meta, _SetAside, _hints,
@@ -108,6 +108,7 @@ def cmd_mic(args: argparse.Namespace) -> int:
         err.print(f"listening on {source.device.name!r} ({source.sample_rate} Hz, {source.channels} ch); "
                   "Ctrl-C ends the meeting")
         result = None
+        watch = _ReaderWatch()   # `voicekit mic | head -3`: the meeting ends as after Ctrl-C
 
         def announce() -> None:
             if source.first_callback.wait(30.0):
@@ -122,7 +123,8 @@ def cmd_mic(args: argparse.Namespace) -> int:
             err.print("[yellow]stopping: committing the utterances heard so far (Ctrl-C again to abort)…[/yellow]")
 
         try:
-            with _GracefulStop(stop):
+            with _GracefulStop(stop) as graceful, watch:
+                watch.on_gone = graceful.reader_gone
                 result = pipe.run(source, channel="mic")
             heard = round(source.samples_16k / 16000, 3)
         except KeyboardInterrupt:   # the second Ctrl-C: what is still queued is not transcribed
@@ -164,6 +166,8 @@ def cmd_mic(args: argparse.Namespace) -> int:
         return 1
     if result is None or stopped:
         return 130
+    if watch.gone:
+        return watch.EXIT_CODE
     if not enrolled:
         err.print(f"[yellow]{ENROL_FAILED}[/yellow]")
     return 1 if session_missed or not enrolled else 0
@@ -285,6 +289,7 @@ def cmd_livekit(args: argparse.Namespace) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
+        watch.on_gone = lambda: loop.call_soon_threadsafe(stop.set)   # from a lane's thread
         err.print(f"[dim]joining {url}…[/dim]")
         joining, stopping = asyncio.ensure_future(bot.connect()), asyncio.ensure_future(stop.wait())
         await asyncio.wait({joining, stopping}, return_when=asyncio.FIRST_COMPLETED)
@@ -345,8 +350,10 @@ def cmd_livekit(args: argparse.Namespace) -> int:
         """--overwrite's new meeting failed before its first turn: the old one is put back."""
         return aside is not None and not _committed_turns(store_path)
 
+    watch = _ReaderWatch()   # `voicekit livekit … | head -3`: the meeting ends as after Ctrl-C
     try:
-        joined = asyncio.run(main())
+        with watch:
+            joined = asyncio.run(main())
     except BaseException:
         if bot.room is None or failed_first():   # never joined, or nothing recorded
             discard()
@@ -386,6 +393,8 @@ def cmd_livekit(args: argparse.Namespace) -> int:
         return 1
     if aborted or any(stopped for _, stopped in closed):
         return 130
+    if watch.gone:
+        return watch.EXIT_CODE
     if not enrolled:
         err.print(f"[yellow]{ENROL_FAILED}[/yellow]")
     return 1 if missed or not enrolled or any(lane.error for lane in bot.all_lanes()) else 0

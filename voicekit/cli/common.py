@@ -1,5 +1,6 @@
 """What the whole command line shares: :class:`CliError` (the one-line error, exit code 2), small
-helpers (plurals, a writable ``--out``, chained ``on_turn`` callbacks, graceful Ctrl-C) and the
+helpers (plurals, a writable ``--out``, chained ``on_turn`` callbacks, graceful Ctrl-C, a reader of
+the live lines that goes away) and the
 lines a measurement is recorded with (:func:`machine_line`, :func:`source_commit`)."""
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ import math
 import os
 import platform
 import signal
+import sys
+import threading
 from pathlib import Path
 
 
@@ -132,7 +135,7 @@ class _GracefulStop:
     :class:`voicekit.pipeline.MeetingAborted` (the pipeline then commits nothing more).
 
     Attributes:
-        signum: the first signal received (None before one).
+        signum: the first signal received (None before one; SIGPIPE after :meth:`reader_gone`).
     """
 
     def __init__(self, stop) -> None:  # noqa: ANN001
@@ -150,6 +153,12 @@ class _GracefulStop:
         reports a process the signal ended (130 for Ctrl-C, 143 for SIGTERM)."""
         return 128 + (self.signum or signal.SIGINT)
 
+    def reader_gone(self) -> None:
+        """The live lines' reader went away (:class:`_ReaderWatch`): the first stop, unless one
+        was asked for already; :attr:`exit_code` is then 141 (128 + SIGPIPE)."""
+        if not self.requested:
+            self._handler(signal.SIGPIPE, None)
+
     def _handler(self, signum, frame) -> None:  # noqa: ANN001
         if self.requested and signum == signal.SIGINT:
             from voicekit.pipeline import MeetingAborted
@@ -166,6 +175,76 @@ class _GracefulStop:
     def __exit__(self, *exc) -> None:  # noqa: ANN002
         for s, h in self._old.items():
             signal.signal(s, h)
+
+
+def _silence_stdout() -> None:
+    """Point file descriptor 1 at /dev/null: what is still buffered for a reader that went away
+    can be flushed at exit without another BrokenPipeError, as the Python docs advise (signal
+    module, "Note on SIGPIPE"). Does nothing where stdout is no file (a test's capture)."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):   # io.UnsupportedOperation is an OSError
+        pass
+
+
+class _ReaderWatch:
+    """sys.stdout for the length of a meeting command, watched for its reader going away
+    (``voicekit replay talk.wav | head -1``). The first write or flush that fails with
+    BrokenPipeError silences stdout (:func:`_silence_stdout`) and calls :attr:`on_gone` once, a
+    stop like the first Ctrl-C: the utterances heard so far are committed and the outputs
+    written, where an unwatched write would end the command inside the pipeline (rich exits with
+    status 1) and write none. The command then exits :data:`EXIT_CODE`.
+
+    Both ``print`` and a rich ``Console`` made without ``file=`` write through ``sys.stdout``,
+    so both are watched. Thread-safe: the live lines of a LiveKit meeting come from its lanes'
+    threads.
+
+    Attributes:
+        on_gone: called (no arguments) when the reader goes away; None: only silenced.
+        gone: the reader went away.
+    """
+
+    EXIT_CODE = 128 + signal.SIGPIPE   # 141, what a shell reports for a writer its reader left
+
+    def __init__(self, on_gone=None) -> None:  # noqa: ANN001
+        self.on_gone = on_gone
+        self.gone = False
+        self._lock = threading.Lock()
+        self._stdout = sys.stdout
+
+    def __enter__(self) -> "_ReaderWatch":
+        self._stdout, sys.stdout = sys.stdout, self
+        return self
+
+    def __exit__(self, *exc) -> None:  # noqa: ANN002
+        sys.stdout = self._stdout
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stdout.write(text)
+        except BrokenPipeError:
+            self._left()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stdout.flush()
+        except BrokenPipeError:
+            self._left()
+
+    def __getattr__(self, name: str):  # noqa: ANN204 - isatty, fileno, encoding… of the real stdout
+        return getattr(self._stdout, name)
+
+    def _left(self) -> None:
+        with self._lock:
+            if self.gone:
+                return
+            self.gone = True
+        _silence_stdout()
+        print("voicekit: the reader of the live lines went away (stdout closed): ending the meeting",
+              file=sys.stderr, flush=True)
+        if self.on_gone is not None:
+            self.on_gone()
 
 
 def source_commit() -> str:

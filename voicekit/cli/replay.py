@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from voicekit.cli.common import (CliError, _chain, _check_writable, _GracefulStop, _lock_meeting_dir, _plural,
-                                 meeting_dir)
+                                 _ReaderWatch, meeting_dir)
 from voicekit.cli.decisions import _check_explain, _turn_taking, _turn_taking_summary, _with_decisions
 from voicekit.cli.meeting import (_check_existing_meeting, _check_stem, _committed_turns, _replacing,
                                   _interrupt_note, _refined_summary, _hints, _turns_summary,
@@ -172,7 +172,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         interrupted, result, session_missed = False, None, False
         try:
             try:
-                with _GracefulStop(stop) as graceful:
+                with _GracefulStop(stop) as graceful, _ReaderWatch(graceful.reader_gone):
                     if pipe is not None:
                         result = pipe.run(source, progress=pipeline_kw.get("progress"), refine=False)
                     else:
