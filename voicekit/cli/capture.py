@@ -289,7 +289,14 @@ def cmd_livekit(args: argparse.Namespace) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        watch.on_gone = lambda: loop.call_soon_threadsafe(stop.set)   # from a lane's thread
+
+        def reader_gone() -> None:   # on a lane's thread
+            try:
+                loop.call_soon_threadsafe(stop.set)
+            except RuntimeError:   # the loop has closed: the meeting is ending already
+                pass
+
+        watch.on_gone = reader_gone
         err.print(f"[dim]joining {url}…[/dim]")
         joining, stopping = asyncio.ensure_future(bot.connect()), asyncio.ensure_future(stop.wait())
         await asyncio.wait({joining, stopping}, return_when=asyncio.FIRST_COMPLETED)
