@@ -1,7 +1,7 @@
 """What the whole command line shares: :class:`CliError` (the one-line error, exit code 2), small
 helpers (plurals, a writable ``--out``, chained ``on_turn`` callbacks, graceful Ctrl-C, a reader of
-the live lines that goes away) and the
-lines a measurement is recorded with (:func:`machine_line`, :func:`source_commit`)."""
+the live lines that goes away) and the lines a measurement is recorded with (:func:`machine_line`,
+:func:`source_commit`)."""
 
 from __future__ import annotations
 
