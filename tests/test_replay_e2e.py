@@ -254,6 +254,28 @@ def test_a_reader_that_leaves_after_the_first_line_ends_the_replay_with_its_outp
     assert turns[-1]["end"] <= doc["meeting"]["duration"] < 30.0   # what was heard, not the whole recording
 
 
+@pytest.mark.parametrize("stdout, rc, said", [
+    ("closed", 0, None),   # `>&-`: Python starts with sys.stdout None; there are no live lines to show
+    ("/dev/full", 2, "voicekit: error: the live lines cannot be written to stdout (No space left on device): "
+                     "ending the meeting; its outputs are written to its folder"),
+])
+def test_a_stdout_that_cannot_be_written_costs_no_output_and_no_traceback(tmp_path, stdout, rc, said):
+    """A scripting trial (2026-12-06): `replay … >&-` and `replay … > /dev/full` logged "a turn
+    sink failed" with a traceback for every turn and exited 0. Closed: the replay runs as with
+    --quiet. Full: one error line, the meeting ends as after Ctrl-C with its outputs, exit 2."""
+    out = tmp_path / "m"
+    with open(os.devnull if stdout == "closed" else stdout, "w") as sink:
+        proc = subprocess.run([sys.executable, "-m", "voicekit.cli", "replay", str(SAMPLE), "--out", str(out)],
+                              stdout=sink, stderr=subprocess.PIPE, text=True, timeout=300,
+                              preexec_fn=(lambda: os.close(1)) if stdout == "closed" else None)
+    assert proc.returncode == rc, proc.stderr
+    assert "Traceback" not in proc.stderr and "sink failed" not in proc.stderr, proc.stderr
+    if said:
+        assert proc.stderr.count(said) == 1, proc.stderr
+    doc = json.loads((out / "sample.json").read_text())
+    assert doc["turns"] and all((out / f"sample.{ext}").is_file() for ext in ("rttm", "srt", "vtt", "txt"))
+
+
 def test_a_failed_start_leaves_nothing_that_blocks_the_retry(tmp_path, capsys):
     stereo = EVAL / "faster_whisper" / "stereo_diarization.wav"
     assert main(["replay", str(stereo), "--out", str(tmp_path), "--channel", "2"]) == 2

@@ -660,7 +660,7 @@ def test_a_live_line_whose_reader_left_stops_the_meeting_once(monkeypatch, capsy
             lane.join()
     assert sys.stdout is stream and watch.gone
     assert stops == ["MainThread"]
-    assert watch.EXIT_CODE == 141
+    assert watch.exit_code == 141
     stream.write("after the meeting\n")
     stream.flush()   # fd 1 of the command is /dev/null now: its exit flush raises nothing
     assert capsys.readouterr().err.count("the reader of the live lines went away") == 1

@@ -169,7 +169,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         return fail("interrupted", 130)
     except BrokenPipeError:  # `voicekit export out/ | head -1`: the reader has what it wanted
         _silence_stdout()   # stdout's buffer cannot be flushed at exit any more
-        return _ReaderWatch.EXIT_CODE
+        return _ReaderWatch.PIPE_EXIT_CODE
     except OSError as exc:  # a file or directory the command needed
         where = f" ({exc.filename})" if exc.filename else ""
         return fail(f"error: {exc.strerror or exc}{where}; check the path and free space"

@@ -167,7 +167,7 @@ def cmd_mic(args: argparse.Namespace) -> int:
     if result is None or stopped:
         return 130
     if watch.gone:
-        return watch.EXIT_CODE
+        return watch.exit_code
     if not enrolled:
         err.print(f"[yellow]{ENROL_FAILED}[/yellow]")
     return 1 if session_missed or not enrolled else 0
@@ -401,7 +401,7 @@ def cmd_livekit(args: argparse.Namespace) -> int:
     if aborted or any(stopped for _, stopped in closed):
         return 130
     if watch.gone:
-        return watch.EXIT_CODE
+        return watch.exit_code
     if not enrolled:
         err.print(f"[yellow]{ENROL_FAILED}[/yellow]")
     return 1 if missed or not enrolled or any(lane.error for lane in bot.all_lanes()) else 0

@@ -154,8 +154,8 @@ class _GracefulStop:
         return 128 + (self.signum or signal.SIGINT)
 
     def reader_gone(self) -> None:
-        """The live lines' reader went away (:class:`_ReaderWatch`): the first stop, unless one
-        was asked for already; :attr:`exit_code` is then 141 (128 + SIGPIPE)."""
+        """stdout failed (:class:`_ReaderWatch`): the first stop, unless one was asked for
+        already (signum SIGPIPE; the command exits with the watch's code)."""
         if not self.requested:
             self._handler(signal.SIGPIPE, None)
 
@@ -188,61 +188,81 @@ def _silence_stdout() -> None:
 
 
 class _ReaderWatch:
-    """sys.stdout for the length of a meeting command, watched for its reader going away
-    (``voicekit replay talk.wav | head -1``). The first write or flush that fails with
-    BrokenPipeError silences stdout (:func:`_silence_stdout`) and calls :attr:`on_gone` once, a
-    stop like the first Ctrl-C: the utterances heard so far are committed and the outputs
-    written, where an unwatched write would end the command inside the pipeline (rich exits with
-    status 1) and write none. The command then exits :data:`EXIT_CODE`.
+    """sys.stdout for the length of a meeting command, watched for the live lines' destination
+    failing: its reader going away (``voicekit replay talk.wav | head -1``, BrokenPipeError) or
+    any other write error (``> /dev/full``, a full disk: OSError). The first failed write or
+    flush silences stdout (:func:`_silence_stdout`), says so on stderr in one line and calls
+    :attr:`on_gone` once, a stop like the first Ctrl-C: the utterances heard so far are committed
+    and the outputs written, where an unwatched write would end the command inside the pipeline
+    (rich exits with status 1 on a broken pipe) or log a traceback per turn. The command then
+    exits :attr:`exit_code`.
 
     Both ``print`` and a rich ``Console`` made without ``file=`` write through ``sys.stdout``,
-    so both are watched. Thread-safe: the live lines of a LiveKit meeting come from its lanes'
-    threads.
+    so both are watched. A command started with stdout closed (``>&-``: sys.stdout is None) has
+    no live lines to watch: sys.stdout is left as it is. Thread-safe: the live lines of a
+    LiveKit meeting come from its lanes' threads.
 
     Attributes:
-        on_gone: called (no arguments) when the reader goes away; None: only silenced.
-        gone: the reader went away.
+        on_gone: called (no arguments) when stdout fails; None: only silenced.
+        error: the first write error (None while stdout works).
     """
 
-    EXIT_CODE = 128 + signal.SIGPIPE   # 141, what a shell reports for a writer its reader left
+    PIPE_EXIT_CODE = 128 + signal.SIGPIPE   # 141, what a shell reports for a writer its reader left
 
     def __init__(self, on_gone=None) -> None:  # noqa: ANN001
         self.on_gone = on_gone
-        self.gone = False
+        self.error: OSError | None = None
         self._lock = threading.Lock()
         self._stdout = sys.stdout
 
+    @property
+    def gone(self) -> bool:
+        """stdout failed: the meeting was stopped for it."""
+        return self.error is not None
+
+    @property
+    def exit_code(self) -> int:
+        """141 after a reader that went away, 2 (voicekit's error code) after another write error."""
+        return self.PIPE_EXIT_CODE if isinstance(self.error, BrokenPipeError) else 2
+
     def __enter__(self) -> "_ReaderWatch":
-        self._stdout, sys.stdout = sys.stdout, self
+        self._stdout = sys.stdout
+        if self._stdout is not None:
+            sys.stdout = self
         return self
 
     def __exit__(self, *exc) -> None:  # noqa: ANN002
-        sys.stdout = self._stdout
+        if self._stdout is not None:
+            sys.stdout = self._stdout
 
     def write(self, text: str) -> int:
         try:
             return self._stdout.write(text)
-        except BrokenPipeError:
-            self._left()
+        except OSError as exc:
+            self._failed(exc)
             return len(text)
 
     def flush(self) -> None:
         try:
             self._stdout.flush()
-        except BrokenPipeError:
-            self._left()
+        except OSError as exc:
+            self._failed(exc)
 
     def __getattr__(self, name: str):  # noqa: ANN204 - isatty, fileno, encoding… of the real stdout
         return getattr(self._stdout, name)
 
-    def _left(self) -> None:
+    def _failed(self, exc: OSError) -> None:
         with self._lock:
-            if self.gone:
+            if self.error is not None:
                 return
-            self.gone = True
+            self.error = exc
         _silence_stdout()
-        print("voicekit: the reader of the live lines went away (stdout closed): ending the meeting",
-              file=sys.stderr, flush=True)
+        if isinstance(exc, BrokenPipeError):
+            line = "the reader of the live lines went away (stdout closed): ending the meeting"
+        else:
+            line = (f"error: the live lines cannot be written to stdout ({exc.strerror or exc}): ending the "
+                    "meeting; its outputs are written to its folder")
+        print(f"voicekit: {line}", file=sys.stderr, flush=True)
         if self.on_gone is not None:
             self.on_gone()
 

@@ -39,6 +39,13 @@ With --members, every committed turn goes through the turn-taking ladder (docs/t
 under its speaker's attribution label (the speaker name after renames, ranked against look-alike
 names); no model is called: a dry run in which each chosen member counts as having answered.
 --explain prints each turn with its decision and rung, and a count per rung at the end.
+
+stdout carries only the live lines and --explain's decisions (no lines with --quiet); the rest
+goes to stderr. exit codes: 0 done; 1 a truncated recording (transcribed as far as it goes), a
+--session that missed turns or an --enrol-voices that enrolled nothing; 2 a bad argument, an
+unreadable recording, a full disk (one `voicekit: error:` line); 130 / 143 stopped by Ctrl-C /
+SIGTERM; 141 the reader of stdout went away (`| head -1`). After 1, 130, 141 and 143 the outputs
+hold what was heard.
 """
 
 
@@ -172,7 +179,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         interrupted, result, session_missed = False, None, False
         try:
             try:
-                with _GracefulStop(stop) as graceful, _ReaderWatch(graceful.reader_gone):
+                with _GracefulStop(stop) as graceful, _ReaderWatch(graceful.reader_gone) as watch:
                     if pipe is not None:
                         result = pipe.run(source, progress=pipeline_kw.get("progress"), refine=False)
                     else:
@@ -234,7 +241,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if result is not None:
         err.print(f"[dim]{_turns_summary(result, speed=not args.realtime)}"
                   + (f", {result.blocked} blocked by hooks" if result.blocked else "")
-                  + (f", {len(hooks.failures)} hook failures" if hooks.failures else "") + "[/dim]")
+                  + (f", {_plural(len(hooks.failures), 'hook failure')}" if hooks.failures else "") + "[/dim]")
     if refined_line:
         err.print(f"[dim]{refined_line}[/dim]")
     for hint in _hints(result, options, components.transcriber.english_only) if result is not None else ():
@@ -247,8 +254,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     _turn_taking_summary(decide, args, err)
     err.print(_wrote_line(written, out))
     _session_log_line(session, err)
-    if interrupted:
-        return graceful.exit_code   # 130 after Ctrl-C, 143 after SIGTERM
+    if interrupted:   # 130 after Ctrl-C, 143 after SIGTERM, 141 or 2 when stdout failed
+        return watch.exit_code if watch.gone else graceful.exit_code
     if session_missed:
         err.print(_session_missed_line(args, [broadcaster]))
         return 1
