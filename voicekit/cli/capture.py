@@ -124,7 +124,7 @@ def cmd_mic(args: argparse.Namespace) -> int:
 
         try:
             with _GracefulStop(stop) as graceful, watch:
-                watch.on_gone = graceful.reader_gone
+                watch.on_gone = graceful.stdout_failed
                 result = pipe.run(source, channel="mic")
             heard = round(source.samples_16k / 16000, 3)
         except KeyboardInterrupt:   # the second Ctrl-C: what is still queued is not transcribed
@@ -290,13 +290,13 @@ def cmd_livekit(args: argparse.Namespace) -> int:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
 
-        def reader_gone() -> None:   # on a lane's thread
+        def stdout_failed() -> None:   # on a lane's thread
             try:
                 loop.call_soon_threadsafe(stop.set)
             except RuntimeError:   # the loop has closed: the meeting is ending already
                 pass
 
-        watch.on_gone = reader_gone
+        watch.on_gone = stdout_failed
         err.print(f"[dim]joining {url}…[/dim]")
         joining, stopping = asyncio.ensure_future(bot.connect()), asyncio.ensure_future(stop.wait())
         await asyncio.wait({joining, stopping}, return_when=asyncio.FIRST_COMPLETED)

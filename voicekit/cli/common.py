@@ -135,7 +135,7 @@ class _GracefulStop:
     :class:`voicekit.pipeline.MeetingAborted` (the pipeline then commits nothing more).
 
     Attributes:
-        signum: the first signal received (None before one; SIGPIPE after :meth:`reader_gone`).
+        signum: the first signal received (None before one; SIGPIPE after :meth:`stdout_failed`).
     """
 
     def __init__(self, stop) -> None:  # noqa: ANN001
@@ -153,7 +153,7 @@ class _GracefulStop:
         reports a process the signal ended (130 for Ctrl-C, 143 for SIGTERM)."""
         return 128 + (self.signum or signal.SIGINT)
 
-    def reader_gone(self) -> None:
+    def stdout_failed(self) -> None:
         """stdout failed (:class:`_ReaderWatch`): the first stop, unless one was asked for
         already (signum SIGPIPE; the command exits with the watch's code)."""
         if not self.requested:

@@ -179,7 +179,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         interrupted, result, session_missed = False, None, False
         try:
             try:
-                with _GracefulStop(stop) as graceful, _ReaderWatch(graceful.reader_gone) as watch:
+                with _GracefulStop(stop) as graceful, _ReaderWatch(graceful.stdout_failed) as watch:
                     if pipe is not None:
                         result = pipe.run(source, progress=pipeline_kw.get("progress"), refine=False)
                     else:
