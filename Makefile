@@ -31,8 +31,12 @@ demo: setup
 	@echo "--- out/sample/sample.refined.txt: the same meeting re-clustered afterwards (--refine):"
 	@cat out/sample/sample.refined.txt
 
+# two pytest workers, one test file each at a time (--dist loadfile: a file's module fixtures, the
+# virtual microphone and the PostgreSQL tests stay in one process): the paced microphone and LiveKit
+# tests wait on the clock, so the other worker's CPU-bound tests run meanwhile (on 2 cores: 10.3
+# min against 17.6 min in one process, 2026-12-07)
 test: setup $(PYANNOTE_STAMP)
-	VOICEKIT_PG_DSN=$$(sh ../shared/tools/pg-test.sh start) VOICEKIT_REQUIRE_PG=1 VOICEKIT_REQUIRE_REALTIME=1 VOICEKIT_REQUIRE_PYANNOTE=1 $(PY) -m pytest -q
+	VOICEKIT_PG_DSN=$$(sh ../shared/tools/pg-test.sh start) VOICEKIT_REQUIRE_PG=1 VOICEKIT_REQUIRE_REALTIME=1 VOICEKIT_REQUIRE_PYANNOTE=1 $(PY) -m pytest -q -n 2 --dist loadfile
 
 eval: setup
 	$(PY) scripts/evaluate.py
