@@ -90,6 +90,8 @@ CASES = [
     ("unwritable --out", lambda t: [SAMPLE, "--out", _file(t / "f", b"x") / "sub"],
      "is a file, not a directory; choose another --out"),
     ("--out is a file", lambda t: [SAMPLE, "--out", _file(t / "f", b"x")], "f is a file, not a directory"),
+    ("--out is a device", lambda t: [SAMPLE, "--out", "/dev/null"],
+     "/dev/null is a device or special file, not a directory"),
     ("missing model", lambda t: [SAMPLE, "--model", t / "nomodel"], "does not exist"),
     ("corrupt model", lambda t: [SAMPLE, "--model", _corrupt_model(t / "m")], "is truncated (10 bytes)"),
     ("channel out of range", lambda t: [STEREO, "--channel", "5"], "has 2 channels (0..1)"),

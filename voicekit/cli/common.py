@@ -69,7 +69,8 @@ def _check_writable(out: Path) -> None:
     except OSError as exc:
         a_file = next((p for p in (out, *out.parents) if p.exists() and not p.is_dir()), None)
         if a_file is not None:
-            raise CliError(f"cannot write to the output directory {out}: {a_file} is a file, not a "
+            what = "a file" if a_file.is_file() else "a device or special file"   # --out /dev/full
+            raise CliError(f"cannot write to the output directory {out}: {a_file} is {what}, not a "
                            "directory; choose another --out") from exc
         if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
             # the folder to fix: out itself, or the nearest one above it that exists (mkdir failed there)
