@@ -144,3 +144,27 @@ def test_a_short_word_before_a_pause_opens_the_utterance():
     assert text.lstrip(" ,.").startswith("ask not"), text
     with pytest.raises(ValueError, match="neg_threshold"):
         EndpointerOptions(threshold=0.5, neg_threshold=0.6)
+
+
+@pytest.mark.parametrize("opt_in", [None, "0"])
+def test_silero_vad_leaves_no_onnxruntime_device_id_unless_the_user_opts_in(tmp_path, opt_in):
+    """A privacy trial: each replay wrote ~/.cache/Microsoft/DeveloperTools/.onnxruntime/deviceid
+    and queued a usage event (OS, CPU, interpreter path) in onnxruntime.db, for ONNX Runtime to
+    send to Microsoft. voicekit turns that off unless the user set the variable (a clean
+    environment: no CI variable, by which ONNX Runtime would turn it off itself)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {"HOME": str(tmp_path), "PATH": os.environ["PATH"]}
+    if opt_in is not None:
+        env["ORT_DISABLE_TELEMETRY"] = env["ORT_TELEMETRY_DISABLED"] = opt_in
+    code = "import numpy as np; from voicekit.vad import SileroVad; print(SileroVad()(np.zeros(512, np.float32)))"
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    written = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
+    print(opt_in, written)
+    if opt_in is None:
+        assert written == []
+    else:   # the user's own setting is left alone: ONNX Runtime's default comes back
+        assert ".cache/Microsoft/DeveloperTools/.onnxruntime/deviceid" in written

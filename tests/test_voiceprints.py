@@ -176,7 +176,10 @@ def test_cli_list_and_delete(library, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "3 voices" in out and "Marcus" in out
     assert main(["voices", "delete", "marcus", "--library", path]) == 0
-    assert f"deleted the voice of Marcus from {path}" in capsys.readouterr().out  # as enrolled, not as typed
+    out = capsys.readouterr().out
+    assert f"deleted the voice of Marcus from {path}" in out  # as enrolled, not as typed
+    # a privacy trial: what the delete leaves, in the meetings, is said where it is done
+    assert "keep the name" in out and "voicekit export OUT --drop-embeddings" in out
     assert main(["voices", "delete", "Marcus", "--library", path]) == 2
     assert "no voice named 'Marcus'" in capsys.readouterr().err
     assert main(["voices", "delete", "--all", "--library", path]) == 0
@@ -579,3 +582,51 @@ def test_the_enrol_voices_library_check_creates_and_changes_nothing(tmp_path, mo
 def _touched(path):
     path.touch()
     return path
+
+
+def test_a_turn_a_hook_blocked_is_in_no_kept_embedding_and_no_voiceprint(tmp_path):
+    """A privacy trial: a turn a hook blocked ("not committed, not written, not sent") still went
+    into the kept speaker embeddings and into the voiceprint --enrol-voices stored, byte for byte
+    the one of a meeting with nothing blocked. Its windows now stay out of both (and out of the
+    refinement); the live labels are those of the meeting with nothing blocked."""
+    from voicekit.hooks import HookResult, HookRunner
+    from voicekit.pipeline import Pipeline, PipelineOptions
+    from voicekit.sources import FileSource
+    from voicekit.store import MeetingStore
+
+    def meeting(name, block):
+        hooks = HookRunner()
+        hooks.set_names({"Speaker A": "Diane"})
+        seen = []
+
+        def hook(turn):
+            seen.append(turn)
+            mine = [t for t in seen if t.speaker == "Speaker A"]
+            return HookResult.blocked() if block and turn.speaker == "Speaker A" and len(mine) == 2 else None
+
+        hooks.register(hook)
+        store = MeetingStore(tmp_path / f"{name}.sqlite")
+        pipe = Pipeline(PipelineOptions(keep_embeddings=True), components(), hooks=hooks, store=store)
+        result = pipe.run(FileSource(eval_file("dev01").audio))
+        with VoiceLibrary(tmp_path / f"{name}-voices.sqlite") as lib:
+            [outcome] = enrol_named_speakers(lib, pipe.diarizer.session_speakers, hooks.names)
+        return seen, result, store.embeddings(), pipe, outcome
+
+    seen, whole, kept_whole, _, enrolled_whole = meeting("whole", block=False)
+    _, blocked, kept, pipe, enrolled = meeting("blocked", block=True)
+    gone = [t for t in seen if t.speaker == "Speaker A"][1]
+    overlaps = lambda e: int(((e[0] < gone.end) & (e[1] > gone.start)).sum())  # noqa: E731
+    print(f"blocked {gone.start:.1f}-{gone.end:.1f} s; Diane enrolled from {enrolled.seconds} s "
+          f"against {enrolled_whole.seconds} s; kept windows {sum(len(e[0]) for e in kept)} "
+          f"against {sum(len(e[0]) for e in kept_whole)}")
+    assert blocked.blocked == 1
+    # the live labels are as without the block
+    assert [(t.speaker, t.start) for t in blocked.turns] == [(t.speaker, t.start) for t in whole.turns
+                                                            if t.start != gone.start]
+    # no kept window holds audio of the blocked turn; the meeting with nothing blocked kept some
+    assert sum(map(overlaps, kept_whole)) > 0 and sum(map(overlaps, kept)) == 0
+    assert sum(len(e[0]) for e in kept) == sum(len(e) for _, e in pipe.diarizer.history) \
+        == sum(s.windows for s in pipe.diarizer.session_speakers)
+    # the voiceprint is built from the committed speech only
+    assert 0 < enrolled.seconds <= enrolled_whole.seconds - 1.0
+    assert enrolled.seconds == pytest.approx(pipe.diarizer.session_speakers[0].seconds, abs=0.01)

@@ -169,6 +169,7 @@ class _Progress:
     turns: list[SpeakerTurn] | None = None
     done: int = 0       # turns of ``turns`` committed or blocked by a hook
     committed: int = 0  # of which committed
+    blocked: list[int] = field(default_factory=list)  # indices in ``turns`` of those blocked
 
 
 class Pipeline:
@@ -346,11 +347,7 @@ class Pipeline:
         if p.diarized is None:
             p.diarized = self.diarizer.process(utt, p.words)[0]
         if p.turns is None:
-            # what follows the diarizer may run twice after an interrupt: both are idempotent
-            history = getattr(self.diarizer, "history", None)
-            if self.options.keep_embeddings and self.store is not None and history and history[-1][0] == utt.index:
-                emb = history[-1][1]
-                self.store.add_embeddings(utt.index, emb.starts, emb.ends, emb.vectors)
+            # what follows the diarizer may run twice after an interrupt: it is idempotent
             if self.voices is not None:
                 for m in self.voices.update(getattr(self.diarizer, "speakers", ()), named=self.hooks.names):
                     log.info("%s is %s (voiceprint similarity %.3f after %.1f s of speech)",
@@ -365,11 +362,26 @@ class Pipeline:
         self.stage_seconds["diarization"] += t_diar - t_stt
         while p.done < len(p.turns):
             self._commit(p.turns[p.done])  # counts the turn in p.done once its fate is sealed
+        self._keep_evidence(p)
         speech = utt.speech_span(utt.start, utt.end)
         if p.committed and speech is not None and self.turns[-1].emitted_at is not None:
             end = self._meeting_time(speech[1])
             self.utterance_latencies.append(round(float(self.turns[-1].emitted_at - end), 3))
         self.stage_seconds["commit"] += time.perf_counter() - t_diar
+
+    def _keep_evidence(self, p: _Progress) -> None:
+        """After an utterance's turns are committed or blocked: the speech of the blocked ones is
+        kept out of the diarizer's history and of the evidence a voiceprint is enrolled from
+        (:meth:`~voicekit.diarization.online.OnlineDiarizer.withhold`, for a diarizer that keeps
+        them), then the windows left are stored with ``keep_embeddings``. Idempotent (it runs
+        again when an interrupt lands here)."""
+        withhold = getattr(self.diarizer, "withhold", None)
+        if p.blocked and withhold is not None:
+            withhold(p.utt.index, [(p.turns[i].start, p.turns[i].end) for i in p.blocked])
+        history = getattr(self.diarizer, "history", None)
+        if self.options.keep_embeddings and self.store is not None and history and history[-1][0] == p.utt.index:
+            emb = history[-1][1]
+            self.store.add_embeddings(p.utt.index, emb.starts, emb.ends, emb.vectors)
 
     def _meeting_time(self, t: float) -> float:
         """Meeting time (s) of time ``t`` of this stream's clock: the same here (the endpointer
@@ -384,6 +396,7 @@ class Pipeline:
             turn = turn.replace(metadata=self.voices.stamp(turn.metadata, turn.speaker))
         final = self.hooks.run(turn)
         if final is None:
+            progress.blocked.append(progress.done)
             progress.done += 1
             self.blocked += 1
             return

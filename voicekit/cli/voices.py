@@ -150,6 +150,9 @@ def _enrol_voices(args: argparse.Namespace, pipelines: list, err) -> bool:  # no
     return bool(outcomes) and all(o.enrolled is not None for o in outcomes)
 
 
+MEETINGS_KEEP_NOTE = ("meetings in which a deleted voice was named keep the name, and those run with "
+                      "--keep-embeddings can still recognise it: `voicekit export OUT --drop-embeddings` "
+                      "deletes their embeddings (docs/privacy.md)")
 ENROL_FAILED = "--enrol-voices did not enrol every named speaker (above): exit code 1"
 
 
@@ -186,6 +189,8 @@ def cmd_voices(args: argparse.Namespace) -> int:
             if args.all:
                 n = library.delete_all()
                 print(f"deleted {n} voice{'s' if n != 1 else ''} from {path}")
+                if n:
+                    print(MEETINGS_KEEP_NOTE)
                 return 0
             deleted = library.delete(args.name)
             if deleted is None:
@@ -194,6 +199,7 @@ def cmd_voices(args: argparse.Namespace) -> int:
         finally:
             library.close()
         print(f"deleted the voice of {deleted} from {path}")
+        print(MEETINGS_KEEP_NOTE)
         return 0
     # enrol
     from voicekit.audio import SAMPLE_RATE, load_audio, probe

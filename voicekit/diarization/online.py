@@ -217,6 +217,9 @@ class OnlineDiarizer:
         self.speakers: list[SpeakerState] = []
         self.history: list[tuple[int, WindowEmbeddings]] = []
         self._resumed: dict[str, SpeakerState] = {}  # the evidence resume() gave each stored speaker
+        self._withheld: dict[str, SpeakerState] = {}  # the evidence of blocked turns (withhold)
+        # the last utterance's index and the speaker (index into speakers) of each of its windows
+        self._last_owners: tuple[int, np.ndarray] | None = None
 
     def resume(self, turns: Sequence[SpeakerTurn],
                embeddings: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]] = (),
@@ -264,16 +267,19 @@ class OnlineDiarizer:
 
     @property
     def session_speakers(self) -> list[SpeakerState]:
-        """:attr:`speakers` with only this session's evidence: without what :meth:`resume` took
-        from the stored meeting (a speaker heard only there is left out); what a voice enrolled
-        at the end of this session is built from."""
+        """:attr:`speakers` with only this session's committed evidence: without what
+        :meth:`resume` took from the stored meeting and what :meth:`withhold` kept out (a speaker
+        left with none is left out); what a voice enrolled at the end of this session is built
+        from."""
         out = []
         for s in self.speakers:
-            old = self._resumed.get(s.label)
-            if old is None:
-                out.append(s)
-            elif s.windows > old.windows:
-                out.append(SpeakerState(s.label, s.total - old.total, s.seconds - old.seconds, s.windows - old.windows))
+            state = s
+            for taken in (self._resumed.get(s.label), self._withheld.get(s.label)):
+                if taken is not None:
+                    state = SpeakerState(s.label, state.total - taken.total, state.seconds - taken.seconds,
+                                         state.windows - taken.windows)
+            if state.windows > 0:
+                out.append(state)
         return out
 
     # --- evidence -----------------------------------------------------------------------------
@@ -444,4 +450,47 @@ class OnlineDiarizer:
         emitted = np.array([index[next((p.speaker for p in pieces if p.start <= c < p.end), pieces[-1].speaker)]
                             for c in centers])
         self._remember(emb.vectors, emitted)
+        self._last_owners = (utt.index, emitted)
         return out, pieces
+
+    def withhold(self, index: int, spans: Iterable[tuple[float, float]]) -> int:
+        """Keep the speech of turns a hook blocked out of everything built after the meeting:
+        every window of utterance ``index`` that holds any audio of one of ``spans`` leaves
+        :attr:`history` (what ``--keep-embeddings`` stores and the refinement clusters) and no
+        longer counts in :attr:`session_speakers` (what ``--enrol-voices`` builds a voiceprint
+        from). The live decisions keep it in :attr:`speakers`: a voice keeps its label, and the
+        name a hook gave it, whether or not one of its turns was blocked.
+
+        Args:
+            index: the utterance just given to :meth:`process` (an earlier one is left alone:
+                its windows were stored already).
+            spans: ``(start, end)`` seconds of the blocked turns, on the utterance's clock.
+
+        Returns:
+            the number of windows withheld (0 when called again for the same spans).
+        """
+        spans = list(spans)
+        if not spans or self._last_owners is None or self._last_owners[0] != index \
+                or not self.history or self.history[-1][0] != index:
+            return 0
+        emb, owners = self.history[-1][1], self._last_owners[1]
+        drop = np.zeros(len(emb), dtype=bool)
+        for a, b in spans:
+            drop |= (emb.starts < b) & (emb.ends > a)
+        if not drop.any():
+            return 0
+        hop = self.encoder.hop_frames / 100
+        for idx in np.unique(owners[drop]):
+            mask = drop & (owners == idx)
+            label = self.speakers[int(idx)].label
+            gone = self._withheld.setdefault(label, SpeakerState(label, np.zeros(emb.vectors.shape[1])))
+            gone.total += emb.vectors[mask].astype(np.float64).sum(axis=0)
+            gone.windows += int(mask.sum())
+            gone.seconds += float(mask.sum()) * hop
+        if drop.all():
+            self.history.pop()
+            self._last_owners = None
+        else:
+            self.history[-1] = (index, emb.take(~drop))
+            self._last_owners = (index, owners[~drop])
+        return int(drop.sum())

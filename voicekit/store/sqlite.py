@@ -463,8 +463,8 @@ class MeetingStore:
 
     def resume_point(self) -> ResumePoint:
         """Where a session continuing this meeting begins (:class:`ResumePoint`): after its
-        recorded duration, its last turn, its last kept window (the windows of an utterance
-        whose last turns a crash or a hook left out reach past its last turn) and the start of
+        recorded duration, its last turn, its last kept window (an utterance's windows reach
+        past its last turn to the end of its audio) and the start of
         its last capture session (a session killed before it committed a turn, or stored its
         duration, began there)."""
         meta = self.meta()
