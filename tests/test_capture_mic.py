@@ -485,3 +485,35 @@ def test_mic_cli_a_meeting_that_fails_before_its_first_turn_puts_back_the_old_on
     from voicekit.store import MeetingStore
     assert len(MeetingStore(out / "meeting.sqlite").turns()) == 3
     assert not (out / ".voicekit-replaced").exists()
+
+
+def test_mic_cli_a_full_disk_keeps_the_committed_turns_and_names_the_export(virtual_mic, tmp_path, monkeypatch,
+                                                                             capsys):
+    """An ops trial: a disk that filled up mid-meeting ended `voicekit mic` with the store's error
+    alone (no word of the turns kept or of the way back, as replay gives), and `export` then said
+    the meeting was killed."""
+    from voicekit.cli import main
+    from voicekit.pipeline import Pipeline
+    from voicekit.store import StoreError
+    from voicekit.turns import SpeakerTurn, Word
+
+    def fills_the_disk(self, source, **kwargs):  # noqa: ANN001, ANN003
+        words = (Word(0.5, 0.9, "Hello", 0.9, "Speaker A"), Word(1.0, 1.4, "there.", 0.9, "Speaker A"))
+        self.store.commit(SpeakerTurn("Speaker A", "Hello there.", 0.5, 1.4, words, channel="mic",
+                                      metadata={"sender_name": "Speaker A"}))
+        raise StoreError(f"cannot write to the meeting store {self.store.path} (database or disk is full); "
+                         "free disk space")
+
+    monkeypatch.setattr(Pipeline, "run", fills_the_disk)
+    out = tmp_path / "m"
+    assert main(["mic", "--device", "pulse", "--out", str(out), "--seconds", "2"]) == 2
+    err = capsys.readouterr().err
+    print(err)
+    assert ("(database or disk is full); free disk space; the 1 turn committed before is kept: free space, then "
+            f"run `voicekit export {out}` to write the outputs") in err, err
+    assert "Traceback" not in err
+    monkeypatch.undo()
+    assert main(["export", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert "(killed, the machine went down, or its disk filled up)" in said and "the 1 turn committed" in said
+    assert (out / "meeting.txt").read_text(encoding="utf-8").count("Hello there.") == 1

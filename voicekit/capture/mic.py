@@ -231,9 +231,10 @@ class MicSource:
     def _callback(self, indata: np.ndarray, frames: int, time_info, status) -> None:  # noqa: ANN001
         if status and status.input_overflow:
             self.input_overflows += 1
-        if self._stopped.is_set():
+        resampler = self._resampler   # None once closed (_close)
+        if self._stopped.is_set() or resampler is None:
             return
-        block = self._resampler.process(downmix(indata))  # copies: indata is reused by PortAudio
+        block = resampler.process(downmix(indata))  # copies: indata is reused by PortAudio
         self.callbacks += 1
         self.last_callback_at = time.monotonic()
         if self.first_callback_at is None:
@@ -330,6 +331,10 @@ class MicSource:
         stream, self._stream = self._stream, None
         if stream is None:
             return
+        # a stream whose audio server hangs stays referenced by its closer thread (below), and
+        # through its callback this source: the resampler (soxr, a nanobind object) is let go
+        # now, or nanobind reports it leaked when the process exits (20 lines after the error)
+        self._resampler = None
         # PortAudio's stop joins its audio thread, which waits on the audio server: a server that
         # hangs (instead of dying) would hold this thread in C for good, deaf to Ctrl-C, before the
         # pipeline could commit the open utterance. The stream is closed on a thread of its own.

@@ -16,7 +16,7 @@ from voicekit.cli.common import (CliError, _check_writable, _GracefulStop, _lock
 from voicekit.cli.decisions import _turn_taking, _turn_taking_summary, _with_decisions
 from voicekit.cli.meeting import (_check_existing_meeting, _committed_turns, _discard_unjoined, _interrupt_note,
                                   _replacing, _known_speakers, _meeting_stem, _session_meta, _SetAside, _hints,
-                                  _turns_summary, _write_outputs, _wrote_line)
+                                  _store_failed, _turns_summary, _write_outputs, _wrote_line)
 from voicekit.cli.options import (_diarizer_name, _hook_args, _hooks, _keep_embeddings_arg, _meeting_args,
                                   _options, _pipeline_args, _session_args, _turntaking_args, _voice_args)
 from voicekit.cli.session import (_close_session, _live_sink, _make_session, _session_log_line,
@@ -40,6 +40,14 @@ Ctrl-C (or SIGTERM) ends the meeting: capture stops, the audio already captured 
 the open utterance is committed and the outputs are written (a second Ctrl-C aborts the rest).
 A device that stops delivering audio (unplugged, audio server gone) ends the meeting the
 same way, with a message and exit code 1.
+
+As a service: stdout carries only the live lines (none with --quiet), stderr one line per event.
+exit codes: 0 ended (Ctrl-C, SIGTERM, --seconds); 1 the device stopped delivering, a --session
+that missed turns or an --enrol-voices that enrolled nothing; 2 a bad argument, no input device
+(also while the audio server is down), a full disk (one `voicekit: error:` line); 130 aborted by
+a second Ctrl-C; 141 the reader of stdout went away. SIGHUP and SIGKILL end it at once: the
+turns committed are kept in OUT/meeting.sqlite, and `--append` (which also starts a new meeting
+in an empty OUT) goes on with it, or `voicekit export OUT` writes its outputs.
 """
 
 
@@ -58,6 +66,7 @@ def cmd_mic(args: argparse.Namespace) -> int:
     from voicekit.capture.mic import MicSource
     from voicekit.outputs import format_line
     from voicekit.pipeline import Components, Pipeline
+    from voicekit.store import StoreError
 
     console = Console(highlight=False, soft_wrap=True)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -84,6 +93,7 @@ def cmd_mic(args: argparse.Namespace) -> int:
     # keeps the old one); the blocks it delivers meanwhile wait in its queue. The stream is closed however
     # the block ends (a failure before the pipeline reads it left it running until the process exited).
     # _replacing: a run that fails before its first turn puts back the meeting --overwrite replaces
+    replacing = not args.append and (out / "meeting.sqlite").exists()
     with source, _replacing(out / "meeting.sqlite", args.append) as store:
         if hooks.names:
             store.set_speaker_names(hooks.names)
@@ -132,8 +142,13 @@ def cmd_mic(args: argparse.Namespace) -> int:
             dropped = source.samples_16k / 16000 - heard
             err.print(f"[yellow]{note}" + (f"; the {dropped:.1f} s captured after it were not transcribed"
                                            if dropped >= 0.05 else "") + "; writing outputs[/yellow]")
+        except StoreError as exc:   # a full disk: the turns committed are kept, export writes them
+            raise _store_failed(exc, out / "meeting.sqlite", replacing, "start the meeting again") from exc
         finally:
-            store.set_speaker_names(pipe.speaker_names())
+            try:
+                store.set_speaker_names(pipe.speaker_names())
+            except StoreError as exc:   # the store failed already: the error above says so
+                logging.getLogger("voicekit.cli").warning("%s", exc)
             hooks.close()
             session_missed, stopped = _close_session(broadcaster, args, err)
     duration = round(pipe.start_time + heard, 3)   # the meeting's, every session of it

@@ -20,7 +20,7 @@ def _unfinished_note(store, out: Path, meta: dict) -> float:  # noqa: ANN001
     turns = store.turns()
     end = store.resume_point().start_time
     print(f"the meeting in {out} did not end: the command recording it ({meta.get('source', 'unknown source')}) "
-          f"was stopped before it could finish (killed, or the machine went down); the outputs hold the "
+          f"was stopped before it could finish (killed, the machine went down, or its disk filled up); the outputs hold the "
           f"{_plural(len(turns), 'turn')} committed, up to {clock(end, digits=1)}")
     return end
 

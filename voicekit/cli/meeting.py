@@ -491,6 +491,19 @@ def _wrote_line(written: list[Path], out: Path) -> str:
     return f"wrote meeting.sqlite, {', '.join(p.name for p in written)} to {out}/"
 
 
+def _store_failed(exc: Exception, store_path: Path, replacing: bool, again: str) -> CliError:
+    """The error that ends a meeting whose store stopped taking turns (a full disk): what is kept,
+    and the way on. ``replacing``: the meeting ran with ``--overwrite`` over another (put back
+    when no turn was committed); ``again``: what to run again when nothing was committed."""
+    out = store_path.parent
+    kept = _committed_turns(store_path)
+    if not kept:
+        return CliError(f"{exc}; no turn was committed" + (f", and the meeting that was in {out} is kept as it was"
+                                                           if replacing else "") + f": free space, then {again}")
+    return CliError(f"{exc}; the {_plural(kept, 'turn')} committed before {'is' if kept == 1 else 'are'} "
+                    f"kept: free space, then run `voicekit export {out}` to write the outputs")
+
+
 @contextlib.contextmanager
 def _replacing(store_path: Path, append: bool = False) -> Iterator:  # of a MeetingStore
     """The meeting store a replay or a microphone meeting runs into, open for the block.

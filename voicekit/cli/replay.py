@@ -12,8 +12,8 @@ from pathlib import Path
 from voicekit.cli.common import (CliError, _chain, _check_writable, _GracefulStop, _lock_meeting_dir, _plural,
                                  _ReaderWatch, meeting_dir)
 from voicekit.cli.decisions import _check_explain, _turn_taking, _turn_taking_summary, _with_decisions
-from voicekit.cli.meeting import (_check_existing_meeting, _check_stem, _committed_turns, _replacing,
-                                  _interrupt_note, _refined_summary, _hints, _turns_summary,
+from voicekit.cli.meeting import (_check_existing_meeting, _check_stem, _replacing,
+                                  _interrupt_note, _refined_summary, _hints, _store_failed, _turns_summary,
                                   _unmatched_names, _write_outputs, _wrote_line)
 from voicekit.cli.options import (_diarizer_name, _hook_args, _hooks, _keep_embeddings_arg, _meeting_args,
                                   _options, _pipeline_args, _session_args, _turntaking_args, _voice_args)
@@ -194,13 +194,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
             if interrupted:
                 meta["duration"], note = _interrupt_note(pipes, "interrupted")
                 err.print(f"[yellow]{note}; writing outputs[/yellow]")
-        except StoreError as exc:
-            kept = _committed_turns(store_path)
-            if not kept:   # nothing of this run to export; an old meeting --overwrite set aside is put back
-                raise CliError(f"{exc}; no turn was committed" + (f", and the meeting that was in {out} is kept as "
-                               "it was" if replacing else "") + ": free space, then run the replay again") from exc
-            raise CliError(f"{exc}; the {_plural(kept, 'turn')} committed before {'is' if kept == 1 else 'are'} "
-                           f"kept: free space, then run `voicekit export {out}` to write the outputs") from exc
+        except StoreError as exc:   # an old meeting --overwrite set aside is put back when no turn was committed
+            raise _store_failed(exc, store_path, replacing, "run the replay again") from exc
         finally:
             if progress is not None:
                 progress.stop()
