@@ -20,6 +20,10 @@ class Diarizer(Protocol):
         history: per utterance, ``(utterance index, WindowEmbeddings)`` kept for offline
             refinement (:func:`voicekit.diarization.refine.refine_turns`); empty for diarizers
             whose embeddings refinement cannot use.
+
+    A diarizer that keeps speaker evidence may also offer ``withhold(index, spans)``
+    (:meth:`voicekit.diarization.online.OnlineDiarizer.withhold`): the pipeline calls it with the
+    turns of the utterance just processed that a hook blocked.
     """
 
     history: list
