@@ -314,3 +314,29 @@ def test_another_programs_database_is_never_written_into(tmp_path):
     sqlite3.connect(empty).close()
     with MeetingStore(empty) as store:
         assert store.turns() == []
+
+
+def test_dropped_embeddings_leave_no_bytes_in_the_file(tmp_path, monkeypatch):
+    """A review of the privacy trial: `export --drop-embeddings` left no window bytes only because
+    this machine's SQLite is built with SECURE_DELETE; the store turns secure_delete on itself
+    (here on connections that start with it off, as other builds do)."""
+    import numpy as np
+
+    real = sqlite3.connect
+
+    def another_build(*args, **kwargs):  # noqa: ANN002, ANN003
+        conn = real(*args, **kwargs)
+        conn.execute("PRAGMA secure_delete=OFF")
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", another_build)
+    path = tmp_path / "meeting.sqlite"
+    store = MeetingStore(path)
+    assert store.conn.execute("PRAGMA secure_delete").fetchone()[0] == 1
+    vectors = np.random.default_rng(7).standard_normal((40, 256)).astype(np.float32)
+    store.add_embeddings(0, np.arange(40) * 0.25, np.arange(40) * 0.25 + 1.0, vectors)
+    store.commit(turn("Speaker A", "hello there", 0.0))
+    assert store.drop_embeddings() == 1
+    store.close()
+    data = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("meeting.sqlite"))
+    assert not any(vectors[i].tobytes()[:64] in data for i in range(40))

@@ -169,7 +169,6 @@ class _Progress:
     turns: list[SpeakerTurn] | None = None
     done: int = 0       # turns of ``turns`` committed or blocked by a hook
     committed: int = 0  # of which committed
-    blocked: list[int] = field(default_factory=list)  # indices in ``turns`` of those blocked
 
 
 class Pipeline:
@@ -362,26 +361,21 @@ class Pipeline:
         self.stage_seconds["diarization"] += t_diar - t_stt
         while p.done < len(p.turns):
             self._commit(p.turns[p.done])  # counts the turn in p.done once its fate is sealed
-        self._keep_evidence(p)
+        self._keep_embeddings(p.utt)
         speech = utt.speech_span(utt.start, utt.end)
         if p.committed and speech is not None and self.turns[-1].emitted_at is not None:
             end = self._meeting_time(speech[1])
             self.utterance_latencies.append(round(float(self.turns[-1].emitted_at - end), 3))
         self.stage_seconds["commit"] += time.perf_counter() - t_diar
 
-    def _keep_evidence(self, p: _Progress) -> None:
-        """After an utterance's turns are committed or blocked: the speech of the blocked ones is
-        kept out of the diarizer's history and of the evidence a voiceprint is enrolled from
-        (:meth:`~voicekit.diarization.online.OnlineDiarizer.withhold`, for a diarizer that keeps
-        them), then the windows left are stored with ``keep_embeddings``. Idempotent (it runs
-        again when an interrupt lands here)."""
-        withhold = getattr(self.diarizer, "withhold", None)
-        if p.blocked and withhold is not None:
-            withhold(p.utt.index, [(p.turns[i].start, p.turns[i].end) for i in p.blocked])
+    def _keep_embeddings(self, utt) -> None:  # noqa: ANN001 - an Utterance
+        """With ``keep_embeddings``: store the windows of ``utt`` the diarizer kept, once all its
+        turns are committed or blocked (those of blocked turns are withheld by then). Idempotent
+        (it runs again when an interrupt lands here)."""
         history = getattr(self.diarizer, "history", None)
-        if self.options.keep_embeddings and self.store is not None and history and history[-1][0] == p.utt.index:
+        if self.options.keep_embeddings and self.store is not None and history and history[-1][0] == utt.index:
             emb = history[-1][1]
-            self.store.add_embeddings(p.utt.index, emb.starts, emb.ends, emb.vectors)
+            self.store.add_embeddings(utt.index, emb.starts, emb.ends, emb.vectors)
 
     def _meeting_time(self, t: float) -> float:
         """Meeting time (s) of time ``t`` of this stream's clock: the same here (the endpointer
@@ -396,7 +390,12 @@ class Pipeline:
             turn = turn.replace(metadata=self.voices.stamp(turn.metadata, turn.speaker))
         final = self.hooks.run(turn)
         if final is None:
-            progress.blocked.append(progress.done)
+            # its speech leaves what outlives the meeting (kept embeddings, a voiceprint, the
+            # refinement) at once, before an abort could end the meeting with it in
+            withhold = getattr(self.diarizer, "withhold", None)
+            if withhold is not None:
+                own = progress.turns[progress.done]   # on the utterance's clock (a lane shifts `turn`)
+                withhold(progress.utt.index, [(own.start, own.end)])
             progress.done += 1
             self.blocked += 1
             return

@@ -75,13 +75,7 @@ class SileroVad:
     def __init__(self) -> None:
         import os
 
-        # ONNX Runtime (1.29+) otherwise writes a device id and queues usage events to send to
-        # Microsoft (~/.cache/Microsoft/DeveloperTools/.onnxruntime/): off unless the user set
-        # these variables. ORT_DISABLE_TELEMETRY stops it all in 1.32; ORT_TELEMETRY_DISABLED is
-        # the documented opt-out, complete since microsoft/onnxruntime#29843.
-        os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
-        os.environ.setdefault("ORT_TELEMETRY_DISABLED", "1")
-        import onnxruntime
+        import onnxruntime   # its telemetry is off unless the user set it: voicekit/__init__.py
         from faster_whisper.utils import get_assets_path
 
         opts = onnxruntime.SessionOptions()

@@ -43,7 +43,8 @@ same way, with a message and exit code 1.
 
 As a service: stdout carries only the live lines (none with --quiet), stderr one line per event.
 exit codes: 0 ended (Ctrl-C, SIGTERM, --seconds); 1 the device stopped delivering, a --session
-that missed turns or an --enrol-voices that enrolled nothing; 2 a bad argument, no input device
+that missed turns, or an --enrol-voices that did not enrol every named speaker (or found none
+named); 2 a bad argument, no input device
 (also while the audio server is down), a full disk (one `voicekit: error:` line); 130 aborted by
 a second Ctrl-C; 141 the reader of stdout went away. SIGHUP and SIGKILL end it at once: the
 turns committed are kept in OUT/meeting.sqlite, and `--append` (which also starts a new meeting
@@ -93,7 +94,6 @@ def cmd_mic(args: argparse.Namespace) -> int:
     # keeps the old one); the blocks it delivers meanwhile wait in its queue. The stream is closed however
     # the block ends (a failure before the pipeline reads it left it running until the process exited).
     # _replacing: a run that fails before its first turn puts back the meeting --overwrite replaces
-    replacing = not args.append and (out / "meeting.sqlite").exists()
     with source, _replacing(out / "meeting.sqlite", args.append) as store:
         if hooks.names:
             store.set_speaker_names(hooks.names)
@@ -143,7 +143,7 @@ def cmd_mic(args: argparse.Namespace) -> int:
             err.print(f"[yellow]{note}" + (f"; the {dropped:.1f} s captured after it were not transcribed"
                                            if dropped >= 0.05 else "") + "; writing outputs[/yellow]")
         except StoreError as exc:   # a full disk: the turns committed are kept, export writes them
-            raise _store_failed(exc, out / "meeting.sqlite", replacing, "start the meeting again") from exc
+            raise _store_failed(exc, out / "meeting.sqlite", "start the meeting again") from exc
         finally:
             try:
                 store.set_speaker_names(pipe.speaker_names())

@@ -224,8 +224,13 @@ class _SetAside:
     connection lost at once, a model that fails on the first utterance), so a failed start loses
     nothing."""
 
+    @staticmethod
+    def folder(store_path: Path) -> Path:
+        """Where the meeting of ``store_path`` is set aside."""
+        return store_path.parent / ".voicekit-replaced"
+
     def __init__(self, store_path: Path) -> None:
-        self.dir = store_path.parent / ".voicekit-replaced"
+        self.dir = self.folder(store_path)
         self.moved: list[Path] = []
         files = _meeting_files(store_path)
         if files:
@@ -491,13 +496,14 @@ def _wrote_line(written: list[Path], out: Path) -> str:
     return f"wrote meeting.sqlite, {', '.join(p.name for p in written)} to {out}/"
 
 
-def _store_failed(exc: Exception, store_path: Path, replacing: bool, again: str) -> CliError:
-    """The error that ends a meeting whose store stopped taking turns (a full disk): what is kept,
-    and the way on. ``replacing``: the meeting ran with ``--overwrite`` over another (put back
-    when no turn was committed); ``again``: what to run again when nothing was committed."""
+def _store_failed(exc: Exception, store_path: Path, again: str) -> CliError:
+    """The error that ends a meeting whose store stopped taking turns (a full disk), raised inside
+    :func:`_replacing`'s block: what is kept, and the way on. ``again``: what to run again when
+    nothing was committed (a meeting ``--overwrite`` set aside is then put back)."""
     out = store_path.parent
     kept = _committed_turns(store_path)
     if not kept:
+        replacing = _SetAside.folder(store_path).is_dir()
         return CliError(f"{exc}; no turn was committed" + (f", and the meeting that was in {out} is kept as it was"
                                                            if replacing else "") + f": free space, then {again}")
     return CliError(f"{exc}; the {_plural(kept, 'turn')} committed before {'is' if kept == 1 else 'are'} "

@@ -135,7 +135,6 @@ def cmd_replay(args: argparse.Namespace) -> int:
         err.print(f"[dim]pyannote diarized the whole recording in {time.monotonic() - t:.1f} s: "
                   f"{_plural(len({s.label for s in segments}), 'speaker')}, "
                   f"{_plural(len(segments), 'speaker turn')}[/dim]")
-    replacing = store_path.exists()
     with _replacing(store_path) as store:   # a run that fails before its first turn puts the old one back
         meta = {"source": str(source.path), "stem": stem, "duration": round(source.info.duration, 3),
                 "sample_rate": source.info.sample_rate, "channels": source.info.channels,
@@ -195,7 +194,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
                 meta["duration"], note = _interrupt_note(pipes, "interrupted")
                 err.print(f"[yellow]{note}; writing outputs[/yellow]")
         except StoreError as exc:   # an old meeting --overwrite set aside is put back when no turn was committed
-            raise _store_failed(exc, store_path, replacing, "run the replay again") from exc
+            raise _store_failed(exc, store_path, "run the replay again") from exc
         finally:
             if progress is not None:
                 progress.stop()

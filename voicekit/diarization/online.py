@@ -480,17 +480,15 @@ class OnlineDiarizer:
         if not drop.any():
             return 0
         hop = self.encoder.hop_frames / 100
+        withheld = dict(self._withheld)
         for idx in np.unique(owners[drop]):
             mask = drop & (owners == idx)
             label = self.speakers[int(idx)].label
-            gone = self._withheld.setdefault(label, SpeakerState(label, np.zeros(emb.vectors.shape[1])))
-            gone.total += emb.vectors[mask].astype(np.float64).sum(axis=0)
-            gone.windows += int(mask.sum())
-            gone.seconds += float(mask.sum()) * hop
-        if drop.all():
-            self.history.pop()
-            self._last_owners = None
-        else:
-            self.history[-1] = (index, emb.take(~drop))
-            self._last_owners = (index, owners[~drop])
+            gone = withheld.get(label) or SpeakerState(label, np.zeros(emb.vectors.shape[1]))
+            withheld[label] = SpeakerState(label, gone.total + emb.vectors[mask].astype(np.float64).sum(axis=0),
+                                           gone.seconds + float(mask.sum()) * hop, gone.windows + int(mask.sum()))
+        kept = [] if drop.all() else [(index, emb.take(~drop))]
+        last = None if drop.all() else (index, owners[~drop])
+        # one statement, no call inside: an interrupt (Ctrl-C) finds all of it done or none
+        self.history[-1:], self._withheld, self._last_owners = kept, withheld, last
         return int(drop.sum())

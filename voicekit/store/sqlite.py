@@ -231,6 +231,9 @@ class MeetingStore:
                                  "not a voicekit meeting store: voicekit leaves it as it is; give a new path")
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
+            # freed pages are overwritten with zeros whatever SQLite's build: dropped speaker
+            # embeddings leave no bytes in the file (docs/privacy.md)
+            self.conn.execute("PRAGMA secure_delete=ON")
             self.conn.executescript(SCHEMA)
             self._add_missing_columns()
             AuthorRegister.ensure_schema(self.conn)
@@ -463,8 +466,9 @@ class MeetingStore:
 
     def resume_point(self) -> ResumePoint:
         """Where a session continuing this meeting begins (:class:`ResumePoint`): after its
-        recorded duration, its last turn, its last kept window (an utterance's windows reach
-        past its last turn to the end of its audio) and the start of
+        recorded duration, its last turn, its last kept window (an utterance's kept windows
+        reach past its last turn to the end of its audio; those of turns a hook blocked are not
+        kept) and the start of
         its last capture session (a session killed before it committed a turn, or stored its
         duration, began there)."""
         meta = self.meta()
