@@ -154,9 +154,10 @@ def native_channels(device: InputDevice) -> int:
     return device.channels if device.channels <= MAX_NATIVE_CHANNELS else 2
 
 
-CLOSE_SECONDS = 2.0
+CLOSE_SECONDS = 5.0
 """How long the capture waits for PortAudio to stop and close the input stream before leaving it
-(a hung audio server never lets it close)."""
+(a hung audio server never lets it close). A healthy PulseAudio took over 2 s (the value before)
+to stop a stream just started, on 2 busy cores (a CI run of 2026-12-07)."""
 
 
 def _close_stream(stream, lost: bool) -> None:  # noqa: ANN001 - a sounddevice.InputStream
