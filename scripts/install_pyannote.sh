@@ -29,6 +29,9 @@ if torch.version.cuda is None:
     for so in sorted(lib.glob("*.so")):
         so.unlink()
         print(f"removed {so.name} (CUDA-linked; this torch is a CPU build)")
-import pyannote.audio  # noqa: E402,F401 - fails here, not at the first replay, if anything is missing
-print(f"pyannote.audio {pyannote.audio.__version__} ready")
+# through voicekit, whose import turns ONNX Runtime's and pyannote's telemetry off (docs/privacy.md);
+# fails here, not at the first replay, if anything is missing
+from voicekit.diarization.pyannote_backend import import_pyannote  # noqa: E402
+
+print(f"pyannote.audio {import_pyannote().__version__} ready")
 PYEOF
