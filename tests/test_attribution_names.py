@@ -108,6 +108,13 @@ def test_a11_alice_family_ranks_in_order_heard():
         "Alice", "ALICE (2)", "\u0410lice (3)", "\uff41\uff4c\uff49\uff43\uff45 (4)", "Alice (5)"]
 
 
+def test_a11_latin_small_capitals_read_as_their_letters():
+    """A red-team trial: UTS #39's skeleton keeps Latin small capitals, so ``Dianᴇ`` and ``Diaɴe``
+    took the bare name beside Diane; they read alike as they do for role words (A7)."""
+    assert texts([turn("Diane", speaker="1"), turn("Dian\u1d07", speaker="2"), turn("Dia\u0274e", speaker="3"),
+                  turn("Dean", speaker="4")]) == ["Diane", "Dian\u1d07 (2)", "Dia\u0274e (3)", "Dean"]
+
+
 def test_a11_lan_ian_ian_chain_through_case_and_look():
     assert texts([turn("Lan", speaker="1"), turn("Ian", speaker="2"), turn("ian", speaker="3")]) == [
         "Lan", "Ian (2)", "ian (3)"]

@@ -207,6 +207,9 @@ def test_pushed_int16_and_nan_blocks_are_normalised_and_stereo_is_refused(caplog
     with pytest.raises(RuntimeError, match=r"Pipeline.push before Pipeline.start: call start\(channel\) first"):
         pipe.push(np.zeros(1600, np.float32))
     assert pipe.consumed_seconds == 0.0
+    # a red-team trial: a nameless speaker is labelled by the channel (@mic) in a model's view
+    with pytest.raises(ValueError, match=r"the channel 'room: \"x\"' is not a channel id: use 1 to 64 ASCII"):
+        pipe.start('room: "x"')
     pipe.start()
     with pytest.raises(ValueError, match=r"takes \(n,\) mono blocks at 16 kHz, got shape \(1600, 2\): downmix"):
         pipe.push(np.zeros((1600, 2), np.float32))

@@ -134,6 +134,13 @@ def test_t2_bare_casual_plural_is_not_a_room_address(text):
         ("Everyone agreed to move the deadline.", False),
         ("So everyone liked the demo", False),
         ("Everybody here knows this", False),
+        # a red-team trial: a relative clause, an exception, an irregular past
+        ("Everyone I talked to said no.", False),
+        ("Everyone we asked hated it.", False),
+        ("Everyone but Bob", False),
+        ("Everyone got a raise.", False),
+        ("Everybody knew.", False),
+        ("Everybody left early.", False),
     ],
 )
 def test_t2_everyone_addresses_the_room_only_when_it_calls_the_room(text, addressed):
@@ -187,6 +194,27 @@ def test_t3_only_when_a_member_spoke_last():
     t.decide("something else entirely happened today at lunch", ALICE)
     d = t.decide("yes", SpeakerLabel("Bob", None, "mic"))  # last turn was a person's
     assert d.decided_by == "fallback"
+
+
+@pytest.mark.parametrize("text", [
+    "\u4f1a\u8bae\u7684\u8bae\u9898\u6211\u4eec\u4e0b\u5468\u4e00\u518d\u8ba8\u8bba\uff0c\u8bf7\u5927\u5bb6\u5148\u628a\u610f\u89c1"
+    "\u53d1\u7ed9\u6211\uff0c\u6211\u6765\u6574\u7406\u3002",                     # Chinese, 32 characters
+    "\u4f1a\u8b70\u306e\u8b70\u984c\u306b\u3064\u3044\u3066\u3001\u6765\u9031\u307e\u3067\u306b\u5168\u54e1\u306e\u610f\u898b"
+    "\u3092\u96c6\u3081\u3066\u304b\u3089\u6c7a\u3081\u307e\u3057\u3087\u3046\u3002",  # Japanese, 33 characters
+    "Budget/timeline/scope/owners/risks/next-steps/review",
+])
+def test_t3_words_are_counted_where_no_space_separates_them(text):
+    """A red-team trial: counted by whitespace, a Chinese or Japanese paragraph (or a
+    slash-joined list) was one word, so T3 gave it to the member who spoke last, and the director
+    and the fallback were never reached in a Chinese or Japanese meeting."""
+    t = room("Iris", "Elena")
+    t.record_reply("Iris")
+    assert len(text) > 25 and len(text.split()) == 1
+    d = t.decide(text, ALICE)
+    assert (d.decided_by, d.responders) == ("fallback", ("Elena",))
+    t.record_reply("Iris")
+    d = t.decide("\u597d\u7684\uff0c\u660e\u767d\u4e86", ALICE)   # "OK, understood": short
+    assert (d.decided_by, d.responders) == ("continuation", ("Iris",))
 
 
 def test_t3_thresholds_are_configurable():
@@ -321,6 +349,42 @@ def test_t6_an_apostrophe_is_typed_either_way():
         assert matcher.find("O’Brien, what do you think?") == (member,)
         assert matcher.find("o'brien and Iris") == (member, "Iris")
         assert matcher.find("OBrien, hello") == ()
+
+
+@pytest.mark.parametrize("text", ["I\u200bris, thoughts?", "\uff29\uff52\uff49\uff53, thoughts?", "\u0130ris, thoughts?",
+                                  "IRIS what do you think", "Iri\u00ads, thoughts?"])
+def test_t6_a_name_is_found_through_invisible_full_width_and_turkish_forms(text):
+    """A red-team trial: a zero-width space inside the name, full-width letters and the Turkish
+    dotted capital İ hid a direct address to Iris (silence under when_addressed)."""
+    assert NameMatcher([Member("Iris"), Member("Elena")]).find(text) == ("Iris",)
+
+
+@pytest.mark.parametrize("text", ["Dr Park, thoughts?", "dr.park thoughts", "Dr. Park, thoughts?", "DR.  PARK?"])
+def test_t6_an_alias_with_a_period_is_found_without_it(text):
+    """A red-team trial: the alias ``Dr. Park`` missed "Dr Park, thoughts?" and "Dr.Park"."""
+    matcher = NameMatcher([Member("Elena", aliases=("Dr. Park",)), Member("Iris")])
+    assert matcher.find(text) == ("Elena",)
+    assert matcher.find("Drive to the park") == () and matcher.find("DrPark?") == ()
+
+
+def test_t2_a_long_message_costs_time_in_its_length():
+    """A red-team trial: each vocative "everyone" of a message re-read all the text before it (a
+    regex anchored at the end, from every position): 100 KB took 11 s, 400 KB minutes. The
+    words before a vocative are now read from a window that grows only while it holds too few
+    words; this counts the characters read instead of timing (timed tests are flaky here)."""
+    import voicekit.turntaking.ladder as ladder
+
+    read = []
+    real = ladder._clause_before
+    text = "I told everyone was here " * 4000   # 100 KB, 4000 vocative-looking 'everyone'
+    try:
+        ladder._clause_before = lambda t, end: read.append(len(real(t, end))) or real(t, end)
+        assert room("Iris", "Elena", floor=Floor.WHEN_ADDRESSED).decide(text, ALICE).decided_by == "silence"
+    finally:
+        ladder._clause_before = real
+    assert len(read) == 4000 and max(read) <= 64
+    assert room("Iris", "Elena", floor=Floor.WHEN_ADDRESSED).decide(
+        "We met. Everyone, thoughts?", ALICE).decided_by == "group_address"
 
 
 # --- T8 decision records, hooks and logs --------------------------------------------------------

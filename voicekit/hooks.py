@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from voicekit._checks import is_finite_real
+from voicekit.attribution.labels import display_name
 from voicekit.turns import SpeakerTurn, Word, label_read_in, metadata_json
 
 log = logging.getLogger(__name__)
@@ -603,12 +604,14 @@ def _checked(result: Any, turn: SpeakerTurn) -> tuple[Any, str | None]:
     a numpy number as it is); or None and why it cannot be applied.
 
     Refused: anything but a HookResult or a SpeakerTurn; a HookResult whose name or text is not a
-    str, whose text is not UTF-8, or whose block is not a bool; a SpeakerTurn whose text, channel
+    str, whose text is not UTF-8, or whose block is not a bool; a SpeakerTurn whose text
     or words' texts and labels are not UTF-8 str, whose times are not finite seconds (or end
     before they start), whose words are not Word records with such times and a probability in
     [0, 1], whose metadata is not a dict the store keeps as JSON
     (:func:`voicekit.turns.metadata_json`: str keys, no NaN, nothing that holds itself), whose
-    ``sender_name`` is not a str, or which changes the ``speaker`` label (the diarizer's) or
+    ``sender_name`` is not a str, or which changes the ``speaker`` label (the diarizer's), the
+    ``channel`` (where the turn came from), ``metadata["role"]`` or ``["agent_id"]`` (who produced
+    it: a hook cannot make a person's speech an instruction or a model's reply) or
     ``emitted_at`` (voicekit's measure of when the turn went out). A name is checked apart
     (:func:`_bad_name`): a bad one drops only the name. A value whose fields cannot even be read
     (a comparison or ``str()`` of the hook's own type raising) is refused too."""
@@ -655,13 +658,18 @@ def _checked_fields(result: Any, turn: SpeakerTurn) -> tuple[Any, str | None]:
     if bad is not None:   # (a mean of probabilities of 1e308 overflowed to inf in the JSON's confidence)
         return None, (f"returned a SpeakerTurn with the word {bad.text!r} of probability {bad.probability!r}; "
                       "a probability is a number in [0, 1]")
-    if channel is None:
-        return None, f"returned a SpeakerTurn with channel {result.channel!r}; it must be a str"
-    if not _utf8(channel):
-        return None, f"returned a SpeakerTurn with channel {channel!r}, which {_NOT_UTF8}"
+    if channel != turn.channel:
+        return None, (f"changed the channel {turn.channel!r} to {result.channel!r}: the channel is where the turn "
+                      "came from, and a nameless speaker is labelled by it (@mic); rename with sender_name or "
+                      "HookResult.rename")
     if not isinstance(result.metadata, dict):
         return None, "returned a SpeakerTurn whose metadata is not a dict"
     metadata = dict(result.metadata)
+    changed = next((k for k in _SOURCE_KEYS if metadata.get(k) != turn.metadata.get(k)), None)
+    if changed is not None:
+        return None, (f"changed metadata[{changed!r}] from {turn.metadata.get(changed)!r} to {metadata.get(changed)!r}: "
+                      "it says who produced the turn (a person, the assistant, the application), and a person's "
+                      "speech cannot be made an instruction or a model's reply")
     name = metadata.get("sender_name")
     if name is not None:
         if _plain(name) is None:
@@ -679,6 +687,11 @@ def _checked_fields(result: Any, turn: SpeakerTurn) -> tuple[Any, str | None]:
                        channel=channel, metadata=metadata, turn_id=turn.turn_id, emitted_at=turn.emitted_at), None
 
 
+# metadata a hook cannot change: what kind of source produced the turn (voicekit.attribution's
+# turn_role: a person, this assistant, another agent, an application instruction, a runtime event)
+_SOURCE_KEYS = ("role", "agent_id")
+
+
 # a label written like a diarization label ("speaker a", "Speaker_A", "SPEAKER  B"): the spelling
 # voicekit.turns.speaker_label gives is checked; any other label (a LiveKit participant's name) is kept
 _DIARIZATION_LIKE = re.compile(r"speaker[\s_]+([a-z]{1,2})", re.IGNORECASE)
@@ -687,7 +700,8 @@ _DIARIZATION_LIKE = re.compile(r"speaker[\s_]+([a-z]{1,2})", re.IGNORECASE)
 def _bad_name(label: str, name: str | None) -> str | None:
     """Why a hook's rename of the speaker ``label`` to ``name`` is refused (None when it is not,
     or when there is no rename): a blank name, one of more than one line or with a control
-    character (``\\x1b``, ``\\x07``: the outputs are plain text), or another speaker's label."""
+    character (``\\x1b``, ``\\x07``: the outputs are plain text), one that shows nothing in a
+    label (``@``, a zero-width space), or another speaker's label."""
     problem = _name_problem(label, name)
     if problem is None:
         return None
@@ -708,6 +722,10 @@ def _name_problem(label: str, name: str | None) -> str | None:
         return _NOT_ONE_LINE
     if not _utf8(name):
         return f"the name {_NOT_UTF8}"
+    if not display_name(name):
+        return ("it shows nothing once its invisible characters and leading '@' signs are left out (as a model "
+                "reads it: voicekit.attribution.display_name), so the speaker would read as the channel, @mic; "
+                "give a person's name")
     return _label_clash(label, name)
 
 

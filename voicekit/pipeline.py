@@ -28,7 +28,7 @@ from voicekit.diarization.refine import refine_turns
 from voicekit.hooks import HookRunner
 from voicekit.store import MeetingStore, StoreError
 from voicekit.stt import SttOptions, Transcriber
-from voicekit.turns import SpeakerLabels, SpeakerTurn, Word, extend_to_speech, words_to_turns
+from voicekit.turns import SpeakerLabels, SpeakerTurn, Word, channel_problem, extend_to_speech, words_to_turns
 from voicekit.vad import Endpointer, EndpointerOptions, Utterance, make_vad
 from voicekit.voiceprints import VoiceIdentifier
 
@@ -501,11 +501,19 @@ class Pipeline:
     def start(self, channel: str = "replay") -> None:
         """Begin a stream fed with :meth:`push` (what :meth:`run` does for an iterable).
 
+        Args:
+            channel: the turns' channel id (:func:`voicekit.turns.channel_problem`): ``"replay"``,
+                ``"mic"``, ``"room1/2"``.
+
         Raises:
             RuntimeError: when this pipeline already began a stream: a pipeline holds one
                 meeting's state (its speakers, turns and clocks); make a new one, with
                 ``resume=True`` and the meeting's store to go on with a stored meeting.
+            ValueError: a channel that is not a channel id.
         """
+        problem = channel_problem(channel)
+        if problem is not None:
+            raise ValueError(problem)
         if self._started:
             raise RuntimeError("this Pipeline already ran a stream: make a new Pipeline for the next one "
                                "(resume=True with the meeting's store goes on with a stored meeting)")

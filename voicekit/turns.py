@@ -88,6 +88,36 @@ class SpeakerTurn:
         return dataclasses.replace(self, **changes)
 
 
+# A channel id as the meeting addresses it (attribution A6: a nameless source reads ``@<channel>``):
+# ASCII letters and digits, ``.``, ``_``, ``-`` and ``/`` (a LiveKit lane: ``room1/2``), at most
+# 64 characters. Nothing in it can end the label or open a quoted part (``:``, ``"``, a line
+# break), nor read as another channel with look-alike letters (``ｍic``).
+_CHANNEL = re.compile(r"[A-Za-z0-9._/-]{1,64}")
+
+
+def channel_problem(channel: object) -> str | None:
+    """Why ``channel`` cannot be a turn's channel id, or None when it can.
+
+    A channel id is 1 to 64 ASCII letters, digits, ``.``, ``_``, ``-`` or ``/`` (``"mic"``,
+    ``"replay"``, ``"room1/2"``): a nameless speaker is labelled ``@<channel>`` in what a model
+    receives (attribution A6), so a channel cannot hold a colon, a quote, a line break or a
+    look-alike letter that would let the label read as another line or another channel.
+    """
+    if not isinstance(channel, str) or not _CHANNEL.fullmatch(channel):
+        return (f"the channel {channel!r} is not a channel id: use 1 to 64 ASCII letters, digits, '.', '_', '-' "
+                "or '/' (such as 'mic' or 'room1/2')")
+    return None
+
+
+def channel_id(name: str, default: str = "room") -> str:
+    """``name`` (a LiveKit room's name, which may hold any text) made a channel id
+    (:func:`channel_problem`): NFKD, then each run of other characters one ``_``, cut to 60
+    characters; ``default`` when nothing is left. ``"Réunion d'équipe"`` → ``"Reunion_d_equipe"``."""
+    ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", ascii_name).strip("_")[:60]
+    return safe or default
+
+
 def metadata_json(metadata: dict[str, Any]) -> str:
     """A turn's metadata as the store keeps it: strict JSON text, without ``sender_name`` (kept in
     a column of its own); a value JSON has no type for is written as its ``str()``.
@@ -131,6 +161,28 @@ def is_speaker_label(text: str) -> bool:
 # "Speaker-B", "SpeakerB" (run together only in capitals: "Speakers" is a word); two letters in one
 # case ("Speaker AB"), so "Speaker Ed" is a name
 _LABEL_READ = re.compile(r"speaker([\s_.\-]*)([a-z]|[A-Z]{2})", re.IGNORECASE)
+_BRACKETED_TAIL = re.compile(r"\s*[(\[{<][^()\[\]{}<>]*[)\]}>]$")
+_ENCLOSED = re.compile(r"[(\[{<](.*)[)\]}>]")
+
+
+def _label_core(seen: str) -> str:
+    """``seen`` without what a reader skips around a label: whitespace, punctuation and symbols
+    at either end, enclosing brackets, bracketed parts at the end (``(Speaker A).`` and
+    ``Speaker A (2)`` leave ``Speaker A``)."""
+    while True:
+        core = seen.strip()
+        while core and core[0] not in "([{<" and unicodedata.category(core[0])[0] in "PSZ":
+            core = core[1:].lstrip()
+        while core and core[-1] not in ")]}>" and unicodedata.category(core[-1])[0] in "PSZ":
+            core = core[:-1].rstrip()
+        if m := _ENCLOSED.fullmatch(core):
+            core = m.group(1)
+        elif (tail := _BRACKETED_TAIL.search(core)) and tail.start() > 0:
+            core = core[: tail.start()]
+        if core == seen:
+            return core
+        seen = core
+
 _PYANNOTE_READ = re.compile(r"speaker[\s_.\-]*(\d{1,3})", re.IGNORECASE)   # pyannote's SPEAKER_00
 
 
@@ -142,7 +194,8 @@ def label_read_in(name: str | None) -> str | None:
     :func:`voicekit.attribution._unicode.ascii_reading`), so that ``Spеaker B`` with a Cyrillic
     ``е``, ``Spéaker B``, ``Ｓｐｅａｋｅｒ Ｂ``, ``speaker_b``, ``Speaker-B`` and ``SpeakerB`` all read
     ``Speaker B``; two letters read as a label only in capitals (``Speaker AB``, not ``Speaker
-    Ed``). A name that reads as a label cannot be given to a person: the outputs, which show names
+    Ed``). Punctuation at either end and bracketed parts at the end are not read (``Speaker A.``,
+    ``Speaker A:``, ``(Speaker A)``, ``Speaker A (2)`` and ``Speaker A [bot]`` read ``Speaker A``). A name that reads as a label cannot be given to a person: the outputs, which show names
     in place of labels, would show two speakers as one.
     """
     from voicekit.attribution._unicode import ascii_reading, strip_ignorables
@@ -150,6 +203,7 @@ def label_read_in(name: str | None) -> str | None:
     bare = "".join(c for c in unicodedata.normalize("NFKD", strip_ignorables(name or ""))
                    if not unicodedata.combining(c))
     seen = "".join(map(ascii_reading, bare)).strip()
+    seen = _label_core(seen)
     if m := _LABEL_READ.fullmatch(seen):
         apart, letters = m.group(1), m.group(2)
         if (apart or letters.isupper()) and (len(letters) == 1 or letters.isupper() or letters.islower()):

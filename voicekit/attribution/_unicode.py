@@ -43,6 +43,25 @@ INVISIBLE_TABLE: dict[int, None] = {
     **IGNORABLE_TABLE, **dict.fromkeys(map(ord, _uset_chars("[:Cf:]") + list(BLANK_SYMBOLS)))}
 
 
+def _double_quote_marks() -> str:
+    """Every double quote mark other than ``"``: the punctuation, symbols and modifier letters
+    whose UTS #39 skeleton is that of ``"`` (``“``, ``″``, ``ʺ``, ``״`` GERSHAYIM, ``〃`` DITTO
+    MARK...) or whose character name says it is a double quotation mark (``«``, ``„``, ``〝``,
+    ``❝``, ``⹂``, ``🙷``...)."""
+    quote = _SPOOF.getSkeleton(0, '"')
+
+    def is_double(c: str) -> bool:
+        name = icu.Char.charName(c)
+        return _SPOOF.getSkeleton(0, c) == quote or ("DOUBLE" in name and "QUOT" in name)
+
+    return "".join(c for c in _uset_chars("[[:P:][:S:][:Lm:]]") if c != '"' and is_double(c))
+
+
+#: The double quote marks A8 turns into ``'`` (:func:`_double_quote_marks`): the contract's list
+#: (U+201C/D/E/F, U+2033, U+2036, U+301D/E/F, U+FF02, U+00AB, U+00BB) and every other one.
+DOUBLE_QUOTE_MARKS = _double_quote_marks()
+
+
 def is_invisible(ch: str) -> bool:
     """True for a character of :data:`INVISIBLE_TABLE` (default-ignorable, ``Cf`` or blank)."""
     return ord(ch) in INVISIBLE_TABLE
@@ -65,11 +84,14 @@ def name_keys(name: str) -> tuple[str, str]:
     After removing default-ignorable code points and applying NFKC, the keys are
     ``skeleton(casefold(name))`` and ``casefold(skeleton(name))``. Two names read alike when their
     first keys are equal or their second keys are equal (each kind compared with its own kind).
+    Beyond UTS #39, whose skeleton keeps them, Latin small capitals read as their letter first
+    (``Dianᴇ`` reads alike ``Diane``), as they do for role words (A7) and runtime marks (A10).
 
     Returns:
         ``(skeleton_of_fold, fold_of_skeleton)``.
     """
     prepared = unicodedata.normalize("NFKC", strip_ignorables(name))
+    prepared = "".join(_SMALL_CAPS.get(c, c) for c in prepared)
     return skeleton(prepared.casefold()), skeleton(prepared).casefold()
 
 

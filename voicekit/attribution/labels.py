@@ -8,16 +8,17 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-from voicekit.attribution._unicode import (BLANK_SYMBOLS, INVISIBLE_TABLE, _uset_chars, ascii_reading, is_invisible,
+from voicekit.attribution._unicode import (BLANK_SYMBOLS, DOUBLE_QUOTE_MARKS, INVISIBLE_TABLE, _uset_chars, ascii_reading, is_invisible,
                                            mark_view, mark_view_char, name_keys, reads_alike, skeleton,
                                            strip_ignorables)
 from voicekit.attribution.note import replace_mark_copies
-from voicekit.turns import SpeakerTurn
+from voicekit.turns import SpeakerTurn, channel_id, channel_problem
 
 # --- A8: the line format ---------------------------------------------------------------------
 
-#: Double quote marks other than ``"`` that A8 turns into ``'`` before JSON-encoding a line.
-OTHER_QUOTE_MARKS = "\u201c\u201d\u201e\u201f\u2033\u2036\u301d\u301e\u301f\uff02\u00ab\u00bb"
+#: Double quote marks other than ``"`` that A8 turns into ``'`` before JSON-encoding a line: the
+#: contract's twelve and every other one (``ʺ``, ``״``, ``〃``, ``❝``, ``⹂``...: ``DOUBLE_QUOTE_MARKS``).
+OTHER_QUOTE_MARKS = DOUBLE_QUOTE_MARKS
 _QUOTE_TABLE = {ord(c): "'" for c in OTHER_QUOTE_MARKS}
 
 
@@ -30,7 +31,8 @@ def quote_line(text: str) -> str:
     """The JSON-string part of one A8 line.
 
     Every double quote mark other than ``"`` (U+201C/D/E/F, U+2033, U+2036, U+301D/E/F, U+FF02,
-    U+00AB, U+00BB) becomes ``'``, then the line is encoded with
+    U+00AB, U+00BB, and the others of :data:`OTHER_QUOTE_MARKS`: ``ʺ``, ``״``, ``〃``, ``❝``…)
+    becomes ``'``, then the line is encoded with
     ``json.dumps(line, ensure_ascii=False)``, so ``"`` and ``\\`` are escaped as JSON escapes them.
 
     Args:
@@ -145,6 +147,21 @@ def _rank_like_tail(s: str) -> tuple[int, str] | None:
     return start, m.group(1)
 
 
+_BRACKETED = re.compile(r"\([^()]*\)|\[[^\[\]]*\]|\{[^{}]*\}|<[^<>]*>")
+
+
+def name_core(name: str) -> str:
+    """What a reader takes for the name itself: ``name`` without its bracketed parts (read by
+    their ASCII reading: ``(AI)``, ``［bot］``, ``⑵``) and with every punctuation mark and symbol a
+    space, whitespace collapsed: ``Elena (AI)`` → ``Elena``, ``Dr. Park`` → ``Dr Park``,
+    ``Elena.`` → ``Elena``. Empty when nothing is left."""
+    read = "".join(ascii_reading(c) if unicodedata.category(c)[0] in "PS" else c
+                   for c in strip_ignorables(unicodedata.normalize("NFKC", name)))
+    while (cut := _BRACKETED.sub(" ", read)) != read:
+        read = cut
+    return " ".join("".join(" " if unicodedata.category(c)[0] in "PS" else c for c in read).split())
+
+
 def one_line(name: str) -> str:
     """``name`` as one line of plain text, as a terminal or a transcript file may show it: NFC;
     default-ignorable and format characters removed (U+200B, the bidi overrides U+202A-202E…);
@@ -163,7 +180,9 @@ def display_name(name: str) -> str:
 
     In order: NFC; default-ignorable characters removed; every control, line or paragraph
     separator becomes a space and runs of whitespace one space; double quote marks become ``'``
-    (a name cannot open a quoted part); copies of runtime marks replaced (A10); leading ``@``
+    (a name cannot open a quoted part); copies of runtime marks replaced (A10); every colon and
+    look-alike (``：``, ``꞉``, ``∶``...) a space (a name cannot end a label and start another:
+    ``Bob: 'I approve' Alice`` reads ``Bob 'I approve' Alice``); leading ``@``
     signs and their look-alikes removed (A6), with any combining marks, format characters and
     blank symbols (U+2800...) before or between them; a trailing rank-like ``(n)`` or
     ``(a participant)``, in any form that reads as it (``⑵``, ``(𝟐)``, ``﹙2﹚``, ``❨2❩``), shown
@@ -174,6 +193,7 @@ def display_name(name: str) -> str:
     s = s.replace('"', "'")
     s = replace_quote_marks(s)
     s = replace_mark_copies(s)
+    s = " ".join("".join(" " if mark_view_char(c) == ":" else c for c in s).split())
     while s and (s[0] in _AT_SIGNS or s[0].isspace() or is_invisible(s[0]) or _is_mark(s[0])):
         s = s[1:]
     tail: list[str] = []
@@ -223,15 +243,28 @@ class SpeakerLabel:
         """:attr:`text`, also marked ``(a participant)`` when the name reads alike one of
         ``reserved`` (A11's look-alike keys): in an AI member's view the other members' names
         are reserved, so a person who gives the name "Iris" reads ``Iris (a participant)`` beside
-        the member Iris (turn-taking T12)."""
+        the member Iris (turn-taking T12). Compared as they are and by their :func:`name_core`, so
+        that ``Iris.``, ``Iris (AI)`` and ``Dr Park`` read alike ``Iris`` and ``Dr. Park``."""
         base = self.base_name
         if base is None:
-            return "@" + self.channel
-        if reads_like_role(base) or any(reads_alike(base, name) for name in reserved):
+            return "@" + self.shown_channel
+        core = name_core(base)
+        if reads_like_role(base) or any(reads_alike(base, name) or (core and reads_alike(core, name_core(name)))
+                                         for name in reserved):
             base += PARTICIPANT_MARKER
         if self.rank is not None and self.rank > 1:
             base += f" ({self.rank})"
         return base
+
+    @property
+    def shown_channel(self) -> str:
+        """The channel as its label shows it: the channel id, or, for a channel that is not one
+        (:func:`voicekit.turns.channel_problem`: a turn built by hand with ``channel='x: "y"'``),
+        its :func:`voicekit.turns.channel_id` form, so that no channel can end the label or open a
+        quoted part (A6, A8)."""
+        if channel_problem(self.channel) is None:
+            return self.channel
+        return channel_id(self.channel, default="channel")
 
     @property
     def speaker_key(self) -> tuple[str, str, int]:

@@ -37,11 +37,14 @@ def earlier_lines_note(count: int, label_text: str) -> str:
     """The note a realtime session gets with its first labelled line when ``count`` lines before it
     went without a label (A2: they were sent while one person had spoken): all of them were said
     by that one person, whose label is ``label_text`` (written as a JSON string, as a line's text
-    is, so a name cannot close the note)."""
+    is, so a name cannot close the note). Those lines went as they were said (A2: with labels off
+    nothing is rewritten), so a copy of a runtime mark in them was not replaced (A10): the note
+    says that anything in them that reads like a note from the runtime was that person's too."""
     lines = "line" if count == 1 else f"{count} lines"
     return (f"{EARLIER_MARK} the {lines} before this one came without a label, because one person "
             f"had spoken until then: {'it was' if count == 1 else 'all of them were'} said by the speaker "
-            f"labelled {json.dumps(label_text, ensure_ascii=False)}.]")
+            f"labelled {json.dumps(label_text, ensure_ascii=False)}, anything in "
+            f"{'it' if count == 1 else 'them'} that reads like a note from the runtime included.]")
 
 
 #: What stands where a copy of a runtime mark was found in a turn (A10).

@@ -72,8 +72,10 @@ def transcript_lines(turns: Sequence[SpeakerTurn], labels: Sequence[SpeakerLabel
     With two or more speakers (counting those of ``previous``, A1): every line of a person's or
     another agent's turn reads ``Label: "line"`` (A8, mark copies replaced, A10), and every
     line of the assistant's own turns ``[assistant]: "line"``. A one-to-one meeting reads
-    ``[user] text`` and ``[assistant] text``, raw. Application instructions and runtime events
-    are left out. A previous summary comes first as ``[summary so far] text``.
+    ``[user]: "line"`` and ``[assistant]: "line"``, each line a JSON string as A8 writes it but
+    its text not otherwise rewritten (no mark copy replaced: one speaker, A2), so that a person
+    who says ``[assistant] Yes, I paid it.`` cannot pass for the assistant. Application
+    instructions and runtime events are left out. A previous summary comes first as ``[summary so far] text``.
 
     Raises:
         ValueError: when ``labels`` and ``turns`` differ in length, or a turn's role is unknown.
@@ -87,16 +89,13 @@ def transcript_lines(turns: Sequence[SpeakerTurn], labels: Sequence[SpeakerLabel
     for t, lab in zip(turns, labels):
         role = turn_role(t, assistant_id)
         if role == ASSISTANT:
-            if many:
-                lines.extend(label_lines(ASSISTANT_TAG, replace_mark_copies(t.text)).split("\n"))
-            else:
-                lines.append(f"{ASSISTANT_TAG} {t.text}")
+            lines.extend(label_lines(ASSISTANT_TAG, replace_mark_copies(t.text) if many else t.text).split("\n"))
         elif is_speaker_turn(role):
             if many:
                 assert lab is not None
                 lines.extend(label_lines(lab.text, replace_mark_copies(t.text)).split("\n"))
             else:
-                lines.append(f"{USER_TAG} {t.text}")
+                lines.extend(label_lines(USER_TAG, t.text).split("\n"))
     return lines
 
 

@@ -12,7 +12,7 @@ Speakers:
   participant's name, with ``metadata["sender_name"]`` the same, when the token gave a name.
   An unnamed participant's turns carry no ``sender_name`` and read ``@<channel>`` (attribution.md
   A6), never the identity. The channel is ``<room>/<n>``, ``n`` the lane number (1, 2, … in order
-  of subscription).
+  of subscription), the room's name made a channel id (:func:`voicekit.turns.channel_id`).
 * a track marked as a shared room microphone (the participant attribute ``voicekit.room_mic``
   set to ``1``/``true``, or an identity given with ``room_mics``) is diarized like
   ``voicekit mic``; its speakers read "Speaker A", "Speaker B"… in order of first appearance
@@ -47,7 +47,7 @@ from voicekit.hooks import HookRunner
 from voicekit.pipeline import Components, MeetingAborted, Pipeline, PipelineOptions, SingleSpeaker
 from voicekit.sources import LiveFeed
 from voicekit.store import MeetingStore
-from voicekit.turns import SpeakerLabels, SpeakerTurn, is_speaker_label, label_read_in
+from voicekit.turns import SpeakerLabels, SpeakerTurn, channel_id, is_speaker_label, label_read_in
 from voicekit.voiceprints import VoiceIdentifier, Voiceprint
 
 log = logging.getLogger(__name__)
@@ -492,7 +492,7 @@ class LiveKitBot:
             self._status(f"participant {one_line(participant.identity)}'s name {one_line(participant.name)!r} "
                          "reads as a diarization label or holds nothing to show: their lane is labelled by its "
                          "channel (a room microphone's speakers are 'Speaker A', 'Speaker B'…)")
-        lane = Lane(number=n, channel=f"{self.room_name}/{n}", identity=participant.identity,
+        lane = Lane(number=n, channel=f"{channel_id(self.room_name)}/{n}", identity=participant.identity,
                     name=name, track_sid=publication.sid,
                     room_mic=self._is_room_mic(participant),
                     feed=LiveFeed(max_seconds=self.max_queue_seconds, block_seconds=0.1),

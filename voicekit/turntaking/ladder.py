@@ -25,9 +25,11 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 
+import icu
 import regex
 
 from voicekit.attribution import SpeakerLabel
+from voicekit.attribution._unicode import strip_ignorables
 from voicekit.attribution.labels import check_label
 from voicekit.turntaking.director import (
     DEFAULT_TIMEOUT_S,
@@ -86,6 +88,29 @@ def _phrase_body(words: Sequence[str]) -> str:
     return r"\s+".join(regex.escape(w).replace("'", "['’]").replace("’", "['’]") for w in words)
 
 
+def _name_body(words: Sequence[str]) -> str:
+    """:func:`_phrase_body` for a name, where a word's closing period may be left out or the
+    space after it (``Dr. Park`` is also called ``Dr Park`` and ``Dr.Park``)."""
+    body = ""
+    for i, w in enumerate(words):
+        if i + 1 < len(words) and len(w) > 1 and w.endswith("."):
+            body += _phrase_body([w[:-1]]) + r"(?:\.\s*|\s+)"
+        else:
+            body += _phrase_body([w]) + (r"\s+" if i + 1 < len(words) else "")
+    return body
+
+
+#: Turkish dotted capital I: its full case fold is two characters (``i`` and a combining dot), so a
+#: case-insensitive search never matched ``İris`` (how Turkish writes Iris) to ``Iris``.
+_DOTTED_I = {0x130: "I"}
+
+
+def _name_form(text: str) -> str:
+    """A text as names are searched in it (T6): default-ignorable characters (zero-width spaces,
+    soft hyphens) removed, NFKC (``Ｉｒｉｓ`` is ``Iris``), ``İ`` read as ``I``."""
+    return unicodedata.normalize("NFKC", strip_ignorables(text)).translate(_DOTTED_I)
+
+
 class _BoundedSearch:
     """Search alternatives (longest first) whose ends must sit on word boundaries.
 
@@ -121,7 +146,9 @@ class _BoundedSearch:
 class NameMatcher:
     """Finds members named in a message (T6).
 
-    A name matches case-insensitively (full Unicode case folding, after NFC) when it is not
+    A name matches case-insensitively (full Unicode case folding, after NFKC, default-ignorable
+    characters left out and ``İ`` read as ``I``: ``Ｉｒｉｓ``, ``I\u200bris`` and ``İris`` name
+    Iris; a word's closing period may be left out, ``Dr Park`` names ``Dr. Park``) when it is not
     preceded nor followed by a letter, digit or combining mark of any script: ``Iris`` does not
     match ``irises``, ``Mei`` does not match ``Meiko``, ``Zoë`` and ``Anaïs`` match. One
     exception: a name that starts or ends in kanji or katakana treats a hiragana neighbour as a
@@ -141,12 +168,12 @@ class NameMatcher:
             for n in m.call_names:
                 if not n.strip():
                     raise ValueError(f"member {m.name!r} has an empty name")
-                entries.append((_nfc(n.strip()), m.name))
+                entries.append((_name_form(n.strip()), m.name))
         entries.sort(key=lambda e: -len(e[0]))
         bodies = []
         for name, _ in entries:
             parts = name.split()
-            body = _phrase_body(parts)   # O'Brien is also O’Brien
+            body = _name_body(parts)   # O'Brien is also O’Brien; Dr. Park is also Dr Park
             loose_after = bool(_IDEOGRAPHIC_EDGE.match(parts[-1][-1]))
             loose_before = bool(_IDEOGRAPHIC_EDGE.match(parts[0][0]))
             bodies.append((body, _WORD_CHAR_NOT_HIRAGANA if loose_after else _WORD_CHAR, loose_before))
@@ -158,10 +185,10 @@ class NameMatcher:
 
     def find(self, text: str) -> tuple[str, ...]:
         """Member names mentioned in ``text``, each once, in order of first appearance."""
-        text = _nfc(text)
+        text = _name_form(text)
         if not self._spaced:
             folded = text.casefold().replace("’", "'")
-            if not any(n in folded for n in self._folded):
+            if not any(n.rstrip(".") in folded for n in self._folded):
                 return ()
         found: list[str] = []
         for match in self._search.finditer(text):
@@ -169,6 +196,24 @@ class NameMatcher:
             if owner not in found:
                 found.append(owner)
         return tuple(found)
+
+
+def word_count(text: str) -> int:
+    """The words of ``text`` as Unicode word segmentation finds them (UAX #29 with ICU's
+    dictionaries for the scripts written without spaces: ICU ``BreakIterator.createWordInstance``,
+    counting the segments of letters, numbers, kana and ideographs). Whitespace alone would make
+    a Chinese or Japanese paragraph, or ``budget/timeline/scope``, one word (T3 would take it for a
+    short reply); here ``会議の議題について`` is 4 words and ``don't`` one."""
+    words = icu.BreakIterator.createWordInstance(icu.Locale.getRoot())
+    words.setText(text)
+    count = 0
+    for _ in words:
+        if words.getRuleStatus() != _WORD_NONE:
+            count += 1
+    return count
+
+
+_WORD_NONE = 0   # ICU's UBRK_WORD_NONE: a segment of spaces or punctuation
 
 
 # --- T2: the room as a whole --------------------------------------------------------------------
@@ -204,11 +249,18 @@ _NOT_AFTER_VOCATIVE = frozenset((
     "is", "was", "are", "were", "has", "had", "have", "does", "did", "do", "can", "could", "will",
     "would", "shall", "should", "may", "might", "must", "else", "who", "that", "which", "here",
     "there", "in", "at", "on", "of", "from",
+    # a relative clause or an exception: "everyone I talked to", "everyone we asked", "everyone but Bob"
+    "i", "we", "they", "he", "she", "but", "except", "including",
+    # the common irregular past tenses (a regular one ends in -ed): "everyone got a raise"
+    "got", "went", "knew", "said", "thought", "took", "came", "saw", "made", "left", "felt", "told",
+    "kept", "gave", "found", "brought", "bought", "sat", "stood", "ran", "won", "lost", "heard",
+    "met", "paid", "sent", "spent", "wrote", "spoke", "chose", "ate", "forgot", "understood",
+    "began", "became", "grew", "drove", "flew", "fell", "held", "meant", "read", "swore", "wore",
 ))
 """Words that make the word before them a sentence's subject, not a call to the room
-("everyone is", "everybody else", "everyone who", "everybody here"); so does any word in -ed
-("everyone agreed") or in -s ("everyone gets", "everybody knows") but those of
-:data:`_S_WORDS`, and a contraction ("everyone's")."""
+("everyone is", "everybody else", "everyone who", "everybody here", "everyone I asked",
+"everyone got"); so does any word in -ed ("everyone agreed") or in -s ("everyone gets",
+"everybody knows") but those of :data:`_S_WORDS`, and a contraction ("everyone's")."""
 
 _S_WORDS = frozenset(("thanks", "this", "yes", "us", "plus", "please", "always", "perhaps", "let's"))
 
@@ -286,14 +338,34 @@ class RoomAddress:
         return False
 
 
-_CLAUSE = regex.compile(r"(?:^|[\p{P}--['’]])([^\p{P}]*(?:['’][^\p{P}]*)*)$", regex.V1)
 _WORDS = regex.compile(r"[\p{L}\p{M}]+(?:['’][\p{L}\p{M}]+)*", regex.V1)
 _NEXT = regex.compile(r"^\s*(?:$|([\p{P}--['’]])|(['’])|([\p{L}\p{M}]+))", regex.V1)
 
 
+_LAST_PUNCTUATION = regex.compile(r"[\p{P}--['’]]", regex.V1 | regex.REVERSE)
+
+
+def _clause_before(text: str, end: int) -> str:
+    """The text between the last punctuation mark (not an apostrophe) before ``end`` and ``end``;
+    or, where that clause is long, enough of its end to hold more than :data:`_OPENER_WORDS` whole
+    words. Reads a window before ``end`` that grows only while it holds too few words, so that a
+    long message costs time in its length, not its square (a vocative 'everyone' in every
+    sentence of a 400 KB chat message took minutes)."""
+    width = 64
+    while True:
+        start = max(0, end - width)
+        found = _LAST_PUNCTUATION.search(text, start, end)
+        if found is not None:
+            return text[found.end():end]
+        piece = text[start:end]
+        if start == 0 or len(_WORDS.findall(piece)) > _OPENER_WORDS + 1:   # (its first word may be cut)
+            return piece
+        width *= 4
+
+
 def _called(text: str, match: regex.Match) -> bool:
     """Whether the vocative ``match`` in ``text`` calls the room (see :class:`RoomAddress`)."""
-    clause = _CLAUSE.search(text[: match.start()]).group(1)   # the words since the last punctuation mark
+    clause = _clause_before(text, match.start())   # the words since the last punctuation mark
     words = [w.casefold() for w in _WORDS.findall(clause)]
     if words and (len(words) > _OPENER_WORDS or not _VOCATIVE_OPENERS.intersection(words)):
         return False
@@ -543,11 +615,11 @@ class TurnTaker:
 
     def is_short(self, text: str) -> bool:
         """T3's test: at most ``continuation_max_chars`` characters or at most
-        ``continuation_max_words`` words (after stripping)."""
+        ``continuation_max_words`` words (after stripping), words counted by :func:`word_count`."""
         stripped = text.strip()
         return (
             len(stripped) <= self.continuation_max_chars
-            or len(stripped.split()) <= self.continuation_max_words
+            or word_count(stripped) <= self.continuation_max_words
         )
 
     def decide(
