@@ -234,6 +234,40 @@ def test_the_rttm_gives_onset_and_duration_and_reads_back_as_the_same_diarizatio
     assert DiarizationErrorRate(collar=0.0, skip_overlap=False)(ref, hyp, uem=Timeline([Segment(0, 10)])) == 0.0
 
 
+def test_two_names_that_only_spaces_tell_apart_stay_two_speakers_in_the_rttm():
+    """A researcher's trial: "Ana María" and "Ana_María" were both written Ana_María, one speaker
+    to a DER scorer."""
+    turns = [dataclasses.replace(even_turn("hola", 0.0, 1.0), metadata={"sender_name": "Ana María"}),
+             dataclasses.replace(even_turn("buenas", 1.0, 1.0), speaker="Speaker B",
+                                 metadata={"sender_name": "Ana_María"}),
+             dataclasses.replace(even_turn("sí", 2.0, 1.0), metadata={"sender_name": "Ana María"})]
+    assert [line.split()[7] for line in to_rttm(turns, "m").splitlines()] == ["Ana_María", "Ana_María_2", "Ana_María"]
+
+
+def test_the_evaluation_scores_every_stretch_of_a_uem_and_reads_a_plain_text_transcript(tmp_path):
+    """A researcher's trial: a UEM of two stretches was scored on its last one only (no warning),
+    and a plain-text transcript, which `voicekit eval --help` asked for, ended the run with
+    "could not convert string to float" (an STM was expected)."""
+    from voicekit.evaluation import EvalFile, load_reference, reference_text
+
+    rttm = tmp_path / "m.rttm"
+    rttm.write_text("SPEAKER m 1 0.0 30.0 <NA> <NA> ana <NA> <NA>\n", encoding="utf-8")
+    uem = tmp_path / "m.uem"
+    uem.write_text("m 1 5.0 12.0\nother 1 0 1\nm 1 20.0 30.0\n", encoding="utf-8")
+    _, timeline = load_reference(EvalFile("m", rttm, rttm, uem, None, 1, "test"), 40.0)
+    assert [(s.start, s.end) for s in timeline] == [(5.0, 12.0), (20.0, 30.0)]
+    _, whole = load_reference(EvalFile("m", rttm, rttm, None, None, 1, "test"), 40.0)
+    assert [(s.start, s.end) for s in whole] == [(0.0, 40.0)]
+
+    plain = tmp_path / "m.txt"
+    plain.write_text("And so it begins.\nThis is what a crocodile\n  sounds like.\n", encoding="utf-8")
+    stm = tmp_path / "m.stm"
+    stm.write_text(";; a comment\nm 1 bob 6.1 11.3 This is what a crocodile sounds like.\n"
+                   "m 1 ana 1.6 3.8 And so it begins.\nm 1 ana 12.0 12.5\n", encoding="utf-8")
+    read = [reference_text(EvalFile("m", rttm, rttm, None, t, 1, "test")) for t in (plain, stm)]
+    assert read == ["And so it begins. This is what a crocodile sounds like."] * 2
+
+
 def test_the_transcript_json_is_strict_json():
     """A hook's emitted_at of inf wrote "emitted_at": Infinity, which no JSON parser but Python's
     reads. The hooks refuse it now; the JSON writer refuses any NaN or infinity that would reach

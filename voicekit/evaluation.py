@@ -20,7 +20,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from voicekit.turns import SpeakerTurn, split_by_labels
+from voicekit.turns import SpeakerTurn, join_touching, split_by_labels
 
 COLLARS = (0.0, 0.5)
 
@@ -152,7 +152,10 @@ def _check_rttm_ids(file: EvalFile, where: str) -> None:
 
 
 def load_reference(file: EvalFile, duration: float):
-    """The reference ``pyannote.core.Annotation`` and UEM ``Timeline`` of a file."""
+    """The reference ``pyannote.core.Annotation`` and UEM ``Timeline`` of a file.
+
+    The UEM is every ``file_id channel start end`` line of the file's UEM for its file id (a UEM
+    of several stretches scores all of them), else ``[0, duration]``."""
     from pyannote.core import Annotation, Segment, Timeline
 
     ref = Annotation(uri=file.file_id)
@@ -160,14 +163,13 @@ def load_reference(file: EvalFile, duration: float):
         if parts[1] == file.file_id:
             start, dur = float(parts[3]), float(parts[4])
             ref[Segment(start, start + dur), ref.new_track(Segment(start, start + dur))] = parts[7]
-    uem = None
+    stretches = []
     if file.uem is not None:
         for line in file.uem.read_text(encoding="utf-8").splitlines():
             parts = line.split()
             if len(parts) == 4 and parts[0] == file.file_id:
-                uem = Timeline([Segment(float(parts[2]), float(parts[3]))], uri=file.file_id)
-    if uem is None:
-        uem = Timeline([Segment(0.0, duration)], uri=file.file_id)
+                stretches.append(Segment(float(parts[2]), float(parts[3])))
+    uem = Timeline(stretches or [Segment(0.0, duration)], uri=file.file_id)
     return ref, uem
 
 
@@ -253,17 +255,30 @@ def cer(reference: str, hypothesis: str) -> float:
 
 
 def reference_text(file: EvalFile) -> str | None:
-    """The reference transcript of a file (STM text in time order), or None."""
+    """The reference transcript of a file, or None when it has none.
+
+    An STM file (every line but ``;;`` comments ``file channel speaker start end text``, NIST
+    sclite's format) gives its texts in time order; any other file is plain text, read whole."""
     if file.transcript is None or not file.transcript.is_file():
         return None
+    text = file.transcript.read_text(encoding="utf-8")
     rows = []
-    for line in file.transcript.read_text(encoding="utf-8").splitlines():
+    for line in text.splitlines():
         if not line.strip() or line.startswith(";;"):
             continue
         parts = line.split(maxsplit=5)
-        if len(parts) == 6:
-            rows.append((float(parts[3]), parts[5]))
-    return " ".join(text for _, text in sorted(rows))
+        if len(parts) < 5 or not all(_is_number(x) for x in parts[3:5]):
+            return " ".join(text.split())   # not STM: plain text
+        rows.append((float(parts[3]), parts[5] if len(parts) == 6 else ""))
+    return " ".join(t for _, t in sorted(rows, key=lambda row: row[0]) if t.strip())
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 @dataclass
@@ -290,24 +305,48 @@ class FileResult:
     error: str | None = None
 
 
-def evaluate_file(file: EvalFile, components, options) -> FileResult:
-    """Replay one file through a fresh :class:`~voicekit.pipeline.Pipeline` and score it."""
+def evaluate_file(file: EvalFile, components, options, *, oracle_count: bool = False,
+                  out_dir: str | Path | None = None) -> FileResult:
+    """Replay one file through a fresh :class:`~voicekit.pipeline.Pipeline` and score it.
+
+    Args:
+        file: the recording and its references.
+        components / options: the loaded models and the pipeline options.
+        oracle_count: give the diarizer the file's true speaker count (``file.speakers``) as
+            ``num_speakers``, in place of the options' counts.
+        out_dir: when given, write the hypotheses scored there, ``<file_id>.rttm`` (live) and
+            ``<file_id>.refined.rttm``, to score them with another tool.
+
+    Returns:
+        The scores; a failure (of the pipeline, or a reference that cannot be read) is the
+        result's ``error``, never an exception.
+    """
+    import dataclasses
+
     from voicekit.audio import probe
+    from voicekit.outputs import to_rttm
     from voicekit.pipeline import Pipeline
     from voicekit.sources import FileSource
 
+    if oracle_count:
+        options = dataclasses.replace(options, diarizer=dataclasses.replace(
+            options.diarizer, num_speakers=file.speakers, min_speakers=None, max_speakers=None))
     try:
         info = probe(file.audio)
         pipe = Pipeline(options, components)
         result = pipe.run(FileSource(file.audio), refine=True)
+        turns = [t.replace(turn_id=i) if t.turn_id is None else t for i, t in enumerate(result.turns)]
+        refined_turns = refined_view(turns, result.refined)
+        if out_dir is not None:
+            Path(out_dir).mkdir(parents=True, exist_ok=True)
+            for suffix, hyp in (("", turns), (".refined", refined_turns)):
+                (Path(out_dir) / f"{file.file_id}{suffix}.rttm").write_text(to_rttm(hyp, file.file_id), encoding="utf-8")
+        ref, uem = load_reference(file, info.duration)
+        live = {c: score_der(ref, turns_to_annotation(turns, file.file_id), uem, c) for c in COLLARS}
+        refined = {c: score_der(ref, turns_to_annotation(refined_turns, file.file_id), uem, c) for c in COLLARS}
+        ref_text = reference_text(file)
     except Exception as exc:  # noqa: BLE001 - reported in the table
         return FileResult(file, {}, {}, 0, 0, None, 0.0, 0.0, f"{type(exc).__name__}: {exc}")
-    turns = [t.replace(turn_id=i) if t.turn_id is None else t for i, t in enumerate(result.turns)]
-    refined_turns = refined_view(turns, result.refined)
-    ref, uem = load_reference(file, info.duration)
-    live = {c: score_der(ref, turns_to_annotation(turns, file.file_id), uem, c) for c in COLLARS}
-    refined = {c: score_der(ref, turns_to_annotation(refined_turns, file.file_id), uem, c) for c in COLLARS}
-    ref_text = reference_text(file)
     hyp_text = " ".join(t.text for t in turns)
     return FileResult(file, live, refined, len({t.speaker for t in turns}),
                       len({t.speaker for t in refined_turns}),
@@ -316,11 +355,13 @@ def evaluate_file(file: EvalFile, components, options) -> FileResult:
 
 
 def refined_view(turns: Sequence[SpeakerTurn], refined: dict[int, list[str]]) -> list[SpeakerTurn]:
-    """Turns split and relabelled by word-level refined labels (as the store's refined view)."""
+    """Turns split and relabelled by word-level refined labels, one speaker's touching turns
+    joined: the store's refined view, what the ``.refined.*`` outputs hold
+    (:func:`voicekit.turns.join_touching`)."""
     out: list[SpeakerTurn] = []
     for t in turns:
         out.extend(split_by_labels(t, refined.get(t.turn_id, [])))
-    return out
+    return join_touching(out)
 
 
 def format_table(results: Sequence[FileResult]) -> str:

@@ -159,12 +159,21 @@ def to_rttm(turns: Sequence[SpeakerTurn], file_id: str) -> str:
     RTTM is scored per speaker name, so one speaker keeps one name: a turn that still carried
     its bare label (``Speaker A``, before a hook or a known voice named the speaker from a later
     turn on) is written under the name the label's latest turn carries (:func:`speaker_names`,
-    the JSON's ``speakers[].name``); a turn given a name of its own keeps it."""
+    the JSON's ``speakers[].name``); a turn given a name of its own keeps it. Two names that only
+    their spaces tell apart (``Ana María``, ``Ana_María``) would be one speaker in RTTM: the
+    second one written takes ``_2`` (``Ana_María_2``)."""
     latest = speaker_names(turns)
+    fields: dict[str, str] = {}   # shown name -> its RTTM field, one field per name
     lines = []
     for t in turns:
         shown = latest[t.speaker] if t.sender_name == t.speaker else t.sender_name
-        name = "_".join(shown.split())
+        if shown not in fields:
+            name, n = "_".join(shown.split()), 1
+            while name in fields.values():
+                n += 1
+                name = f"{'_'.join(shown.split())}_{n}"
+            fields[shown] = name
+        name = fields[shown]
         fid = "_".join(file_id.split())
         lines.append(f"SPEAKER {fid} 1 {t.start:.3f} {max(0.0, t.end - t.start):.3f} <NA> <NA> {name} <NA> <NA>")
     return "\n".join(lines) + ("\n" if lines else "")

@@ -18,8 +18,12 @@ per recording (paths relative to the folder; "-" for none):
   mtg1      mtg1.wav     mtg1.rttm     -     mtg1.txt     3          office
 
 file_id is the second field of the RTTM's SPEAKER lines (SPEAKER mtg1 1 12.30 2.10 <NA> <NA> ana
-<NA> <NA>); the UEM (file_id 1 start end) limits scoring to a stretch; the transcript (plain text)
-adds WER; speakers is the true count. Then: voicekit eval --eval-dir FOLDER
+<NA> <NA>); the UEM (a line "file_id 1 start end" per stretch) limits scoring to its stretches;
+the transcript (plain text, or STM: "file_id 1 speaker start end text" lines) adds WER; speakers
+is the true count (--oracle-count gives it to the diarizer). Then: voicekit eval --eval-dir FOLDER
+
+to score the hypotheses with another tool (md-eval, dscore), --out DIR writes each file's
+DIR/<file_id>.rttm (live) and DIR/<file_id>.refined.rttm, the annotations the table scored.
 """
 
 
@@ -36,13 +40,20 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise CliError(f"--files: {exc}") from exc
     except (FileNotFoundError, EvalIndexError) as exc:
         raise CliError(str(exc)) from exc
+    if args.oracle_count and (args.num_speakers or args.min_speakers or args.max_speakers):
+        raise CliError("--oracle-count gives each file its true speaker count: drop --num-speakers, "
+                       "--min-speakers and --max-speakers")
     options = _options(args)
     components = Components.load(options)
     results = []
     for f in files:
         err.print(f"[dim]{f.file_id}…[/dim]")
-        results.append(evaluate_file(f, components, options))
+        results.append(evaluate_file(f, components, options, oracle_count=args.oracle_count, out_dir=args.out))
+    if args.oracle_count:
+        print("speaker count: each file's true count given (--oracle-count)\n")
     print(format_table(results))
+    if args.out:
+        print(f"\nhypothesis RTTMs: {args.out}/<file_id>.rttm and <file_id>.refined.rttm")
     print()
     print(machine_line())
     print(f"commit: {source_commit()}")
@@ -108,6 +119,10 @@ def _tool_parsers(sub) -> None:  # noqa: ANN001
                    help="folder with index.tsv (default: shared/eval beside the voicekit checkout, "
                         "%(default)s)")
     p.add_argument("--files", nargs="+", metavar="ID", help="only these file ids (the first column of index.tsv; default: all)")
+    p.add_argument("--oracle-count", action="store_true",
+                   help="give each file its true speaker count (index.tsv's speakers column) as --num-speakers")
+    p.add_argument("--out", metavar="DIR", default=None,
+                   help="also write the scored hypotheses: DIR/<file_id>.rttm and DIR/<file_id>.refined.rttm")
     _pipeline_args(p)
     p.set_defaults(func=cmd_eval)
 
