@@ -10,6 +10,7 @@ diarization. Prints pooled DER (collar 0.5, live and refined) per grid point, be
     python scripts/tune_diarization.py --narrowband 8000     # the same files as 8 kHz telephone audio
     python scripts/tune_diarization.py --gain 0.5            # the speaker encoder fed the utterances 6 dB quieter
     python scripts/tune_diarization.py --endpointer late_hangover=0.3   # other endpointer options
+    python scripts/tune_diarization.py --oracle-count        # each file given its true speaker count
 """
 
 from __future__ import annotations
@@ -93,6 +94,9 @@ def main() -> int:
     ap.add_argument("--cache", default="/tmp/voicekit-tune",
                     help="where the VAD+Whisper pass of each setting is cached (overlap_experiment.py reads it)")
     ap.add_argument("--grid", nargs="*", default=[], help="name=v1,v2 … (DiarizerOptions fields)")
+    ap.add_argument("--oracle-count", nargs="?", const="num", choices=("num", "max", "min-max"), default=None,
+                    help="give each file its true speaker count (index.tsv) as num_speakers (num, the "
+                         "default), as max_speakers (max) or as both min_speakers and max_speakers (min-max)")
     ap.add_argument("--refine", nargs="*", default=[],
                     help="NAME=value … any constant of voicekit.diarization.refine (MERGE_SIMILARITY, "
                          "MIN_LIVE_WINDOWS, MIN_NEW_WINDOWS, SNAP_WORDS, MAX_CLUSTERED…)")
@@ -128,7 +132,10 @@ def main() -> int:
         opt = DiarizerOptions(**dict(zip(names, combo)))
         live, refined, exact_l, exact_r, near_l, near_r = [], [], 0, 0, 0, 0
         for f in files:
-            d = OnlineDiarizer(encoder, opt)
+            counts = {"num": {"num_speakers": f.speakers}, "max": {"max_speakers": f.speakers},
+                      "min-max": {"min_speakers": f.speakers, "max_speakers": f.speakers}}
+            o = dataclasses.replace(opt, **counts[args.oracle_count]) if args.oracle_count else opt
+            d = OnlineDiarizer(encoder, o)
             turns = []
             for u, words in data[f.file_id]:
                 if args.gain != 1.0:
@@ -136,7 +143,7 @@ def main() -> int:
                 ws, _ = d.process(u, words)
                 turns.extend(extend_to_speech(words_to_turns(ws), u.speech_span))
             turns = [t.replace(turn_id=i) for i, t in enumerate(turns)]
-            rt = refined_view(turns, refine_turns(turns, [w for _, w in d.history]))
+            rt = refined_view(turns, refine_turns(turns, [w for _, w in d.history], max_speakers=o.speaker_cap))  # as Pipeline.refine
             ref, uem = refs[f.file_id]
             live.append(score_der(ref, turns_to_annotation(turns, f.file_id), uem, 0.5))
             refined.append(score_der(ref, turns_to_annotation(rt, f.file_id), uem, 0.5))
@@ -151,7 +158,7 @@ def main() -> int:
               f"within 1 {near_l}/{near_r}",
               file=sys.stderr)
     print(f"\nrefine {' '.join(args.refine) or 'defaults'}; window {args.window} hop {args.hop} vad {args.vad}{f' narrowband {args.narrowband} Hz' if args.narrowband else ''}{f' gain {args.gain:g}' if args.gain != 1.0 else ''} hangover {args.hangover} "
-          f"max utterance {args.max_utterance}; "
+          f"max utterance {args.max_utterance}; {f'true speaker counts given ({args.oracle_count}); ' if args.oracle_count else ''}"
           f"{len(files)} files (held out: {sorted(HELD_OUT)}); DER c0.5 pooled")
     for pl_der, pr_der, combo, el, er, pl, pr, nl, nr in sorted(rows, key=lambda r: r[0] + r[1]):
         print(f"live {100*pl_der:5.1f}  refined {100*pr_der:5.1f}  exact#spk {el}/{er}  within 1 {nl}/{nr}  "

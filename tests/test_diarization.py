@@ -50,6 +50,21 @@ def test_max_speakers_is_honoured():
     assert len({t.speaker for t in refined}) <= 2
 
 
+def test_a_known_count_does_not_open_a_known_voice_as_a_new_speaker():
+    """A researcher's trial: given the true count, every stretch of speech opened a new speaker
+    until the count was reached (trn00, 3 people: live DER c0.5 57.6 % against 27.8 % with no
+    count), and refinement, forced to the count, split the main speaker (52.2 %). Now a stretch
+    opens one only when less alike than ``floor_threshold`` to every known speaker, and the count
+    caps the refinement's estimate."""
+    f, turns, refined, ref, uem = _run("trn00", num_speakers=3)
+    d_live = score_der(ref, turns_to_annotation(turns, f.file_id), uem, 0.5)
+    d_ref = score_der(ref, turns_to_annotation(refined, f.file_id), uem, 0.5)
+    found = len({t.speaker for t in turns}), len({t.speaker for t in refined})
+    print(f"trn00 with num_speakers=3: live {100 * d_live.der:.1f}%, refined {100 * d_ref.der:.1f}%, speakers {found}")
+    assert d_live.der < 0.30 and d_ref.der < 0.30   # 25.8 / 27.8 % measured (57.6 / 52.2 % before)
+    assert max(found) <= 3 and found[0] >= 2
+
+
 def test_changes_snap_to_the_nearest_word_gap():
     words = [Word(0.0, 0.4, " a", 1), Word(0.6, 1.0, " b", 1), Word(2.0, 2.5, " c", 1)]
     assert snap_to_word_gaps([0.45, 1.9], words) == [0.5, 1.5]

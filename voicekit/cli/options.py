@@ -51,12 +51,13 @@ def _pipeline_args(p: argparse.ArgumentParser, input_device: bool = False) -> No
     g.add_argument("--diarizer-mode", default="auto", choices=["auto", "offline", "streaming"],
                    help="pyannote only: offline (the whole recording, replay only) or streaming (5 s "
                         "window every 0.5 s); auto: offline for replay without --realtime, else streaming")
-    g.add_argument("--num-speakers", type=int, default=None, help="number of speakers, when known: the labels never exceed it, and each new stretch of "
-                        "speech opens a speaker until it is reached (a meeting with fewer stretches of "
-                        "speech ends with fewer)")
+    g.add_argument("--num-speakers", type=int, default=None,
+                   help="number of speakers, when known: the labels never exceed it, and until it is reached "
+                        "a voice opens a new speaker more readily (a voice that is clearly a known one, or "
+                        "under 1 s of speech, never does, so a meeting can end with fewer)")
     g.add_argument("--min-speakers", type=int, default=None,
-                   help="at least this many speakers: each new stretch of speech opens a speaker until it "
-                        "is reached (a meeting with fewer stretches of speech ends with fewer)")
+                   help="at least this many speakers, expected: until it is reached a voice opens a new "
+                        "speaker more readily (as with --num-speakers)")
     g.add_argument("--max-speakers", type=int, default=None, help="at most this many speakers")
 
 

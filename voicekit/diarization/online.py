@@ -58,8 +58,18 @@ class DiarizerOptions:
             1.75 s of audio at the default window and hop).
         min_new_speaker_seconds: a stretch shorter than this (seconds) never opens a new speaker
             when one exists (short stretches give unreliable embeddings).
+        floor_threshold: while fewer speakers than ``num_speakers`` / ``min_speakers`` are known,
+            a stretch less alike than this to every known speaker opens a new one (0.95, in place
+            of ``known_speaker_threshold``: a new speaker opens more readily, never on a stretch
+            that is clearly a known voice, nor on a short one). The best of a grid on the 18
+            evaluation files other than the acceptance file, each given its true count
+            (``python scripts/tune_diarization.py --oracle-count``): opening a speaker on every
+            stretch until the count was reached, as before, gave pooled live DER 40.0 % against
+            30.3 % with no count given; 0.95 gives 31.2 % and the exact count on 10 of 18.
         num_speakers / min_speakers / max_speakers: speaker-count constraints (None = automatic);
-            ``num_speakers`` is both the minimum and the maximum.
+            ``num_speakers`` is both the minimum and the maximum. No more speakers than the
+            maximum are opened; the minimum lowers the bar for a new one (``floor_threshold``)
+            until it is reached, so a meeting can end with fewer.
 
     Raises:
         ValueError: a speaker count that is not a whole number ≥ 1, or counts that contradict each
@@ -71,6 +81,7 @@ class DiarizerOptions:
     speaker_share: float = 0.77
     min_segment_windows: int = 4
     min_new_speaker_seconds: float = 1.0
+    floor_threshold: float = 0.95
     num_speakers: int | None = None
     min_speakers: int | None = None
     max_speakers: int | None = None
@@ -336,9 +347,10 @@ class OnlineDiarizer:
         The utterance is cut at speaker changes (:meth:`_segment`); each part, in time order, goes
         to the known speaker it is most alike (:func:`evidence_similarity` of the part's windows
         and the speaker's windows, those given to it earlier in this utterance included), or
-        opens a new speaker when none reaches ``known_speaker_threshold`` and the part is at least
-        ``min_new_speaker_seconds`` long (always, for the first speaker of the meeting), within
-        the speaker-count limits.
+        opens a new speaker when none reaches ``known_speaker_threshold`` (``floor_threshold``
+        while fewer speakers than the minimum count are known) and the part is at least
+        ``min_new_speaker_seconds`` long (always, for the first speaker of the meeting), never
+        past the maximum count.
         """
         opt = self.opt
         cap = opt.speaker_cap
@@ -359,8 +371,9 @@ class OnlineDiarizer:
             at_cap = cap is not None and len(self.speakers) >= cap
             below_min = opt.speaker_floor is not None and len(self.speakers) < opt.speaker_floor
             long_enough = n * window_seconds >= opt.min_new_speaker_seconds
-            unknown = long_enough and sims[best] < opt.known_speaker_threshold if sims else True
-            if not self.speakers or (not at_cap and (below_min or unknown)):
+            threshold = opt.floor_threshold if below_min else opt.known_speaker_threshold
+            unknown = long_enough and sims[best] < threshold if sims else True
+            if not self.speakers or (not at_cap and unknown):
                 # labelled by _forget_unused, once the utterance shows the speaker owns a piece
                 self.speakers.append(SpeakerState("", np.zeros(vectors.shape[1])))
                 sums.append(np.zeros(vectors.shape[1]))
