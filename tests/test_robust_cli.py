@@ -545,6 +545,39 @@ def test_eval_files_checks_only_the_rows_it_scores(tmp_path):
         load_index(folder, only=["nosuch", "mtg", "m"])
 
 
+def test_eval_writes_the_scored_hypotheses_and_gives_the_true_count(tmp_path, capsys):
+    """A researcher's trial: the eval wrote no hypothesis to check its numbers with another
+    scorer, and could not give each file its own true count. Falcon's recording, referenced as
+    ``mtg`` with three speakers in a UEM of two stretches: the RTTMs written score the table's
+    numbers."""
+    from voicekit.evaluation import EvalFile, load_reference, score_der
+    from voicekit.evaluation import _speaker_lines  # noqa: PLC2701 - the reader the eval uses
+
+    folder = tmp_path / "eval"
+    folder.mkdir()
+    (folder / "ref.rttm").write_text("SPEAKER mtg 1 1.6 2.2 <NA> <NA> a <NA> <NA>\n"
+                                     "SPEAKER mtg 1 6.1 5.2 <NA> <NA> b <NA> <NA>\n"
+                                     "SPEAKER mtg 1 12.6 5.6 <NA> <NA> c <NA> <NA>\n", encoding="utf-8")
+    (folder / "ref.uem").write_text("mtg 1 0.0 5.0\nmtg 1 10.0 18.6\n", encoding="utf-8")
+    (folder / "index.tsv").write_text("file_id\taudio\trttm\tuem\tspeakers\nmtg\ttest.wav\tref.rttm\tref.uem\t3\n",
+                                      encoding="utf-8")
+    (folder / "test.wav").symlink_to(FALCON)
+    assert main(["eval", "--eval-dir", str(folder), "--oracle-count", "--out", str(tmp_path / "hyp")]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("speaker count: each file's true count given (--oracle-count)")
+    row = next(line for line in out.splitlines() if line.startswith("| mtg | "))
+    assert row.split(" | ")[6] == "3/3/3", row
+    assert f"hypothesis RTTMs: {tmp_path / 'hyp'}/<file_id>.rttm" in out
+    ref, uem = load_reference(EvalFile("mtg", FALCON, folder / "ref.rttm", folder / "ref.uem", None, 3, "-"), 18.6)
+    for name, column in (("mtg.rttm", 2), ("mtg.refined.rttm", 4)):   # live and refined DER c0
+        lines = _speaker_lines(tmp_path / "hyp" / name)
+        assert lines and all(parts[1] == "mtg" for parts in lines)
+        hyp, _ = load_reference(EvalFile("mtg", FALCON, tmp_path / "hyp" / name, None, None, 3, "-"), 18.6)
+        assert f"{100 * score_der(ref, hyp, uem, 0.0).der:.1f}" == row.split(" | ")[column], (name, row)
+    assert main(["eval", "--eval-dir", str(folder), "--oracle-count", "--num-speakers", "2"]) == 2
+    assert "--oracle-count gives each file its true speaker count" in capsys.readouterr().err
+
+
 def test_eval_names_a_missing_index(tmp_path, capsys):
     assert main(["eval", "--eval-dir", str(tmp_path / "nowhere")]) == 2
     err = capsys.readouterr().err.strip()
@@ -1172,6 +1205,9 @@ def test_a_clip_shorter_than_a_second_gets_no_real_time_factor(tmp_path):
         assert rc == 0, err
         summary = next(line for line in err.splitlines() if " s of audio in " in line)
         assert ("RTF" in summary) == (name == "long"), summary
+        # a researcher's trial: 0.05 s of audio read "0.1 s of audio" and "no words in the 0.0 s"
+        assert summary.startswith("0 turns, 0 speakers, 0.10 s of audio in " if name == "short" else
+                                  "0 turns, 0 speakers, 2.0 s of audio in "), summary
 
 
 @pytest.mark.parametrize("args, message", [

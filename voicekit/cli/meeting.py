@@ -286,16 +286,21 @@ def _turns_summary(result, speed: bool = False) -> str:  # noqa: ANN001 - Meetin
     lat = sorted(result.latencies)
     parts = [_plural(len(result.turns), "turn"), _plural(len({t.speaker for t in result.turns}), "speaker")]
     if speed:   # an RTF of a few samples is start-up time over nothing: said from 1 s of audio on
-        parts.append(f"{result.audio_seconds:.1f} s of audio in {result.processing_seconds:.1f} s"
+        parts.append(f"{_seconds(result.audio_seconds)} of audio in {result.processing_seconds:.1f} s"
                      + (f" (RTF {result.rtf:.3f})" if result.audio_seconds >= 1.0 else ""))
     if lat:
         parts.append(f"median turn latency {lat[len(lat) // 2]:.2f} s"
                      + (" (estimated; --realtime measures it)" if speed else ""))
     line = ", ".join(parts)
     if not result.turns and not result.blocked:
-        line += (f"; the VAD heard no speech in {result.audio_seconds:.1f} s" if result.speech_seconds <= 0 else
-                 f"; Whisper found no words in the {result.speech_seconds:.1f} s the VAD took for speech")
+        line += (f"; the VAD heard no speech in {_seconds(result.audio_seconds)}" if result.speech_seconds <= 0 else
+                 f"; Whisper found no words in the {_seconds(result.speech_seconds)} the VAD took for speech")
     return line
+
+
+def _seconds(value: float) -> str:
+    """``12.3 s``; under a second, two decimals (``0.05 s``, where one decimal said 0.0 or 0.1)."""
+    return f"{value:.1f} s" if value >= 1.0 else f"{value:.2f} s"
 
 
 LANGUAGE_HINT_WORDS = 40
