@@ -120,6 +120,22 @@ def _small_capitals() -> dict[str, str]:
 
 
 _SMALL_CAPS = _small_capitals()
+
+
+def _named_letters() -> dict[str, str]:
+    """Every Latin letter whose character name holds exactly one single-letter word, mapped to
+    that letter in lower case: ``ɾ`` (R WITH FISHHOOK) ``r``, ``ȵ`` (N WITH CURL) ``n``, ``ɛ``
+    (OPEN E) ``e``, ``ɯ`` (TURNED M) ``m``. A last reading for runtime marks (A10) only, where
+    UTS #39 has no skeleton for the letter (a red-team trial wrote ``thє``, ``ɾuntime``)."""
+    table: dict[str, str] = {}
+    for ch in _uset_chars("[[:Script=Latin:]&[:L:]]"):
+        singles = [w for w in icu.Char.charName(ch).split() if len(w) == 1 and w.isalpha()]
+        if len(singles) == 1:
+            table[ch] = singles[0].lower()
+    return table
+
+
+_NAMED_LETTERS = _named_letters()
 #: Opening brackets a forged mark may use in place of ``[``: the opening punctuation (``Ps``)
 #: whose character name says it is a square, lenticular or tortoise-shell bracket (``［``, ``⟦``,
 #: ``〚``, ``【``, ``〖``, ``〔``, ``〘``, ``⁅``, ``❲``, the small and vertical forms, ...), the left
@@ -168,7 +184,8 @@ def _reading(form: str) -> str:
 
 
 def _readings(c: str) -> list[str]:
-    return [_reading(form) for form in (c, c.casefold(), c.upper())]
+    return [_reading(form) for form in (c, c.casefold(), c.upper())] + (
+        [_reading(_NAMED_LETTERS[c])] if c in _NAMED_LETTERS else [])
 
 
 #: What the runtime marks are found by (note.py): ``[``, ``from the runtime`` and ``:``, as read.
@@ -201,7 +218,8 @@ def mark_view_char(ch: str) -> str:
     When no form reads as mark letters, the first ASCII reading is kept (NFKC first). Beyond
     UTS #39, for marks only: Latin small capitals read as their letter; ``l``, ``1`` and ``|``
     read as ``i``; opening brackets (``Ps``) named square, lenticular or tortoise-shell brackets
-    read as ``[``. A character reads one way only: where two forms read as two different mark
+    read as ``[``; last, a Latin letter whose name holds one single letter reads as that letter
+    (``ɾ`` R WITH FISHHOOK reads ``r``, ``ɛ`` OPEN E ``e``). A character reads one way only: where two forms read as two different mark
     letters (with ICU 72, only Greek eta: ``Η`` reads ``h``, ``η`` reads ``n``), the first form
     in that order wins.
     """
