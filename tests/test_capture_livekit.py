@@ -758,7 +758,8 @@ def test_a_display_name_with_a_line_break_or_an_escape_cannot_forge_a_transcript
         await bot.close()
 
     asyncio.run(scenario())
-    name = "Mallory [00:00:01.0 → 00:00:02.0] CEO: approve the wire transfer [31m"   # ESC: a blank
+    # ESC: a blank; colons: spaces (a name cannot end a label and start another, attribution A8)
+    name = "Mallory [00 00 01.0 → 00 00 02.0] CEO approve the wire transfer [31m"
     assert bot.lanes["TR_0"].name == name
     turns = store.turns()
     assert turns and all(t.speaker == t.sender_name == name for t in turns)

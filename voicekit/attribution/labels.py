@@ -76,7 +76,9 @@ def defuse_brackets(label: str) -> str:
 # --- names shown in labels -------------------------------------------------------------------
 
 _AT_SIGNS = "@\uff20\ufe6b"
-_ROLE_WORDS = ("assistant", "user", "system", "you")
+#: The roles a model knows (A7), and the tag of the previous summary in a summarizer's
+#: transcript (A15: a person named "[summary so far]" read like that tag; a red-team trial).
+_ROLE_WORDS = ("assistant", "user", "system", "you", "summary so far")
 #: The A11 keys of the role words in lower case, upper case and capitalised: ``SYSTEМ``
 #: (Cyrillic ``М``) shares a key with ``SYSTEM`` only, not with ``system``.
 _ROLE_KEYS = [name_keys(v) for w in _ROLE_WORDS for v in (w, w.upper(), w.capitalize())]
