@@ -219,8 +219,8 @@ def mark_view_char(ch: str) -> str:
     UTS #39, for marks only: Latin small capitals read as their letter; ``l``, ``1`` and ``|``
     read as ``i``; opening brackets (``Ps``) named square, lenticular or tortoise-shell brackets
     read as ``[``; last, a Latin letter whose name holds one single letter reads as that letter
-    (``ɾ`` R WITH FISHHOOK reads ``r``, ``ɛ`` OPEN E ``e``). A character reads one way only: where two forms read as two different mark
-    letters (with ICU 72, only Greek eta: ``Η`` reads ``h``, ``η`` reads ``n``), the first form
+    (``ɾ`` R WITH FISHHOOK reads ``r``, ``ɛ`` OPEN E ``e``). A character reads one way only:
+    where two forms read as two different mark letters (with ICU 72, only Greek eta: ``Η`` reads ``h``, ``η`` reads ``n``), the first form
     in that order wins.
     """
     if ch in _LINE_BREAKS:
