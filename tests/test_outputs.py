@@ -234,6 +234,30 @@ def test_the_rttm_gives_onset_and_duration_and_reads_back_as_the_same_diarizatio
     assert DiarizationErrorRate(collar=0.0, skip_overlap=False)(ref, hyp, uem=Timeline([Segment(0, 10)])) == 0.0
 
 
+def test_chinese_and_japanese_subtitles_keep_the_cue_limits():
+    """A multilingual trial: Whisper's Chinese and Japanese words have no leading space, so a cue
+    could only break where none is, and a 56-character Chinese turn was one cue of one line
+    (108 columns, 13.75 s). Now lines break between wide characters, in columns (a wide
+    character takes two), keeping the line-breaking rules (no line opens on '，' or '。')."""
+    from voicekit.outputs import MAX_CUE_SECONDS, MAX_LINE_CHARS, _width
+
+    text = ("我觉得我们应该先讨论一下预算的问题，然后再决定人员的安排，"
+            "大家下周一之前把材料准备好，谢谢各位的配合。")
+    words = tuple(Word(i * 0.25, (i + 1) * 0.25, ch, 0.9, "Speaker A") for i, ch in enumerate(text))
+    for turn in (SpeakerTurn("Speaker A", text, 0.0, len(text) * 0.25, words=words),
+                 SpeakerTurn("Speaker A", text, 0.0, 13.75)):          # a hook's text: no words
+        cues = subtitle_cues(turn, prefix="Speaker A: ")
+        assert "".join("".join(c.lines) for c in cues).replace("Speaker A: ", "") == text
+        assert len(cues) >= 3 and all(len(c.lines) <= 2 for c in cues), cues
+        assert all(_width(line) <= MAX_LINE_CHARS for c in cues for line in c.lines), cues
+        assert all(c.end - c.start <= MAX_CUE_SECONDS for c in cues), cues
+        assert not any(line.replace("Speaker A: ", "")[:1] in "，。" for c in cues for line in c.lines)
+    jp = "「予算」と「人員」について、Elenaさんはどう思いますか？"
+    lines = [line for c in subtitle_cues(SpeakerTurn("Speaker B", jp, 0.0, 6.0), prefix="Speaker B: ") for line in c.lines]
+    assert all(not line.endswith("「") and line[:1] not in "」、？" for line in lines), lines
+    assert "Elena" in "".join(lines)   # a Latin run inside Japanese stays whole
+
+
 def test_two_names_that_only_spaces_tell_apart_stay_two_speakers_in_the_rttm():
     """A researcher's trial: "Ana María" and "Ana_María" were both written Ana_María, one speaker
     to a DER scorer."""

@@ -1195,6 +1195,17 @@ def test_export_of_a_per_channel_meeting_or_of_a_file_says_what_it_is(tmp_path):
         f"replay, mic or livekit meeting, here {out}"), err
 
 
+def test_a_stdout_that_cannot_encode_the_lines_gets_them_escaped(tmp_path):
+    """A multilingual trial: with PYTHONIOENCODING=ascii every live line failed with a traceback
+    (each holds '→'), stdout stayed empty and the replay exited 0."""
+    env = {**os.environ, "PYTHONIOENCODING": "ascii"}
+    p = subprocess.run([sys.executable, "-m", "voicekit.cli", "replay", str(FALCON), "--out", str(tmp_path / "o")],
+                       capture_output=True, text=True, encoding="ascii", errors="replace", timeout=600, env=env)
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    lines = p.stdout.splitlines()
+    assert len(lines) == 3 and lines[0] == "[00:00:01.6 \\u2192 00:00:03.8] Speaker A: And so it begins.", lines
+
+
 def test_a_clip_shorter_than_a_second_gets_no_real_time_factor(tmp_path):
     """A trial: a one-sample WAV ended with "0.0 s of audio in 0.0 s (RTF 20.732)": start-up time
     over no audio. From 1 s of audio on the RTF is said."""

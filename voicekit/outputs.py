@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import textwrap
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -183,15 +184,22 @@ def to_rttm(turns: Sequence[SpeakerTurn], file_id: str) -> str:
 # at most 2 lines an event, an event on screen 5/6 s to 7 s. openai-whisper's SRT/VTT writers take
 # the same kind of limits (``max_line_width``, ``max_line_count``).
 MAX_LINE_CHARS = 42
-"""Characters per subtitle line (Netflix: 42 for English)."""
+"""Columns per subtitle line (Netflix: 42 characters for English). A wide character (Chinese,
+Japanese, full-width forms: East Asian Width W or F) takes two columns, so a line holds 21 of
+them (Netflix asks 16 for Chinese, 13 for Japanese)."""
 MAX_CUE_LINES = 2
 """Lines per subtitle cue (Netflix: 2)."""
 MAX_CUE_SECONDS = 7.0
 """Longest cue in seconds, unless a single word lasts longer (Netflix: 7 s)."""
 MIN_CUE_SECONDS = 5 / 6
 """Shortest cue in seconds where the pause before the next cue allows (Netflix: 5/6 s)."""
-CLAUSE_END = (".", "?", "!", ",", ";")
+CLAUSE_END = (".", "?", "!", ",", ";", "。", "？", "！", "，", "、", "；")
 """A cue that must break prefers to end after a word ending with one of these."""
+# Characters a line may not start with (closing brackets and punctuation, small kana, the
+# prolonged sound mark) and may not end with (opening brackets): a subset of the line-breaking
+# rules of JIS X 4051 (kinsoku shori), which Chinese typesetting shares for punctuation.
+_NO_LINE_START = frozenset("、。，．・：；？！）」』】〕〉》］｝〙〗”’ゝゞーぁぃぅぇぉっゃゅょゎァィゥェォッャュョヮヵヶ…‥),.:;!?]}")
+_NO_LINE_END = frozenset("（「『【〔〈《［｛〘〖“‘([{")
 
 
 @dataclass(frozen=True)
@@ -209,12 +217,56 @@ class Cue:
     lines: tuple[str, ...]
 
 
+def _is_wide(c: str) -> bool:
+    return unicodedata.east_asian_width(c) in ("W", "F")
+
+
+def _width(text: str) -> int:
+    """Columns ``text`` takes on screen: two for a wide character, none for a combining mark."""
+    return sum(2 if _is_wide(c) else 0 if unicodedata.combining(c) else 1 for c in text)
+
+
+def _units(text: str) -> list[tuple[str, bool]]:
+    """``text`` as the pieces a line may break between, each with whether a space goes before it:
+    its space-separated words, and inside a word that holds wide characters (Chinese, Japanese:
+    no spaces between words) each wide character, a run of other characters staying whole and the
+    line-breaking rules kept (``、`` stays with the character before it, ``「`` with the one after)."""
+    units: list[tuple[str, bool]] = []
+    for i, word in enumerate(text.split()):
+        if not any(_is_wide(c) for c in word):
+            units.append((word, i > 0))
+            continue
+        pieces: list[str] = []
+        for c in word:
+            glue = bool(pieces) and (c in _NO_LINE_START or pieces[-1][-1] in _NO_LINE_END
+                                     or not (_is_wide(c) or _is_wide(pieces[-1][-1])))
+            if glue:
+                pieces[-1] += c
+            else:
+                pieces.append(c)
+        units.extend((piece, i > 0 and j == 0) for j, piece in enumerate(pieces))
+    return units
+
+
 def _wrap(text: str, prefix: str, width: int) -> list[str]:
-    """``prefix + text`` wrapped at spaces into lines of at most ``width`` characters (the prefix
-    counts on the first line); a word longer than the line stays whole on a line of its own."""
-    if len(prefix) + len(text) <= width and text.isprintable():
+    """``prefix + text`` wrapped into lines of at most ``width`` columns (the prefix counts on the
+    first line; :func:`_width`): at spaces, and between the characters of Chinese and Japanese
+    (:func:`_units`); a piece longer than the line stays whole on a line of its own."""
+    if _width(prefix) + _width(text) <= width and text.isprintable():
         return [prefix + text]  # what textwrap gives, without its cost (50,000 short turns)
-    return textwrap.wrap(text, width, initial_indent=prefix, break_long_words=False, break_on_hyphens=False)
+    if not any(_is_wide(c) for c in text):
+        return textwrap.wrap(text, width, initial_indent=prefix, break_long_words=False, break_on_hyphens=False)
+    lines: list[str] = []
+    line, empty = prefix, True
+    for unit, spaced in _units(text):
+        joined = line + (" " if spaced and not empty else "") + unit
+        if not empty and _width(joined) > width:
+            lines.append(line)
+            line = unit
+        else:
+            line = joined
+        empty = False
+    return lines + [line]
 
 
 def _timed_words(turn: SpeakerTurn) -> tuple[Word, ...]:
@@ -222,12 +274,13 @@ def _timed_words(turn: SpeakerTurn) -> tuple[Word, ...]:
     spell it, the text's words spread over the turn in proportion to their length."""
     if turn.words and join_words(turn.words).split() == turn.text.split():
         return tuple(w for w in turn.words if w.text.strip())
-    tokens = turn.text.split()
-    total = sum(len(t) for t in tokens) or 1
+    tokens = _units(turn.text)
+    total = sum(len(t) for t, _ in tokens) or 1
     per_char = max(0.0, turn.end - turn.start) / total
     words, t = [], turn.start
-    for token in tokens:
-        words.append(Word(t, t + per_char * len(token), " " + token, 0.0, turn.speaker))
+    for token, spaced in tokens:
+        words.append(Word(t, t + per_char * len(token), (" " if spaced or not words else "") + token, 0.0,
+                          turn.speaker))
         t += per_char * len(token)
     return tuple(words)
 
@@ -246,7 +299,10 @@ def subtitle_cues(turn: SpeakerTurn, prefix: str = "", max_line_chars: int = MAX
     its first word's start to its last word's end, the first cue from the turn's start and the
     last to the turn's end, so that the cues cover the turn in time order without overlap; a cue
     shorter than ``min_seconds`` is held on screen into the pause before the next one. A cue never
-    breaks before a word written without a leading space (the rest of the word before it).
+    breaks before a word written without a leading space (the rest of the word before it), but
+    between Chinese or Japanese words (wide characters, written without spaces), keeping the
+    line-breaking rules (no line or cue opens on ``、`` or ``。``). Widths are in columns, a wide
+    character taking two (:data:`MAX_LINE_CHARS`).
 
     Args:
         turn: the speaker turn; times in seconds. Without words (or with words a hook's text no
@@ -279,12 +335,16 @@ def subtitle_cues(turn: SpeakerTurn, prefix: str = "", max_line_chars: int = MAX
 
     def fits(a: int, b: int) -> bool:
         line = text_of(a, b)
-        if end_of(b) - start_of(a) > max_seconds or len(prefix) + len(line) > most:
+        if end_of(b) - start_of(a) > max_seconds or _width(prefix) + _width(line) > most:
             return False
         return len(_wrap(line, prefix, max_line_chars)) <= max_lines
 
     def breakable(k: int) -> bool:  # a cue may end after word k: the next one starts a word
-        return k == n - 1 or texts[k + 1][:1].isspace()
+        if k == n - 1 or texts[k + 1][:1].isspace():
+            return True
+        after, before = texts[k + 1][:1], texts[k].rstrip()[-1:]
+        return bool(after) and bool(before) and (_is_wide(after) or _is_wide(before)) \
+            and after not in _NO_LINE_START and before not in _NO_LINE_END
 
     spans, a = [], 0
     while a < n:
@@ -292,10 +352,10 @@ def subtitle_cues(turn: SpeakerTurn, prefix: str = "", max_line_chars: int = MAX
         while b + 1 < n and fits(a, b + 1):
             b += 1
         if b < n - 1:
-            half = len(text_of(a, b)) / 2
+            half = _width(text_of(a, b)) / 2
             ends = [k for k in range(a, b + 1) if breakable(k)]
             clauses = [k for k in ends if texts[k].rstrip().endswith(CLAUSE_END)
-                       and len(text_of(a, k)) >= half]
+                       and _width(text_of(a, k)) >= half]
             b = clauses[-1] if clauses else ends[-1] if ends else next(k for k in range(b, n) if breakable(k))
         spans.append((a, b))
         a = b + 1

@@ -96,6 +96,7 @@ def _debug_everywhere(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``voicekit`` command; returns the exit code."""
+    _escape_unencodable_stdout()
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra:  # (what the subcommand did not take reaches the top parser: name the subcommand's help)
@@ -118,6 +119,18 @@ def main(argv: list[str] | None = None) -> int:
             for d in made:  # --out first, then the parents it created
                 if d.is_dir() and not any(d.iterdir()):
                     d.rmdir()
+
+
+def _escape_unencodable_stdout() -> None:
+    """Write what standard output's encoding cannot hold as a backslash escape (``\\u2192``), as
+    Python's standard error already does. A stdout in ASCII or Latin-1 (``PYTHONIOENCODING=ascii``,
+    a C locale) failed every live line with a traceback (each holds ``→``) and the meeting still
+    exited 0 with an empty transcript on stdout (a multilingual trial)."""
+    if hasattr(sys.stdout, "reconfigure") and (getattr(sys.stdout, "errors", None) or "strict") == "strict":
+        try:
+            sys.stdout.reconfigure(errors="backslashreplace")
+        except (ValueError, OSError):   # a closed or detached stream: nothing to write to anyway
+            pass
 
 
 def _quote_hint(args: argparse.Namespace, extra: list[str]) -> str:
