@@ -23,6 +23,20 @@ def test_the_examples_are_the_blocks_the_docs_explain():
         "turn-taking.md", r"`members\.yaml` \(`examples/members\.yaml`\):\n\n```yaml\n(.*?)```")
 
 
+def test_the_rename_example_takes_names_in_any_script():
+    """A multilingual trial: ``[A-Z][a-z]+`` renamed "I'm Zoë" to "Zo" and "This is José" to
+    "Jos", and missed Ángela and Łukasz."""
+    import runpy
+
+    from voicekit.turns import SpeakerTurn
+
+    hook = runpy.run_path(str(EXAMPLES / "rename.py"))["on_transcription"]
+    said = ["Hello, I'm Zoë.", "This is José María.", "I am Ángela", "this is Łukasz", "Hi, this is Diane here",
+            "I'm in New Jersey", "I'm OK", "nothing"]
+    names = [getattr(hook(SpeakerTurn("Speaker A", text, 0.0, 1.0)), "name", None) for text in said]
+    assert names == ["Zoë", "José", "Ángela", "Łukasz", "Diane", None, None, None]
+
+
 @needs_eval
 def test_the_readme_commands_with_the_examples_rename_and_decide_on_the_demo_recording(tmp_path, capsys):
     """`voicekit replay … --hook examples/rename.py --members examples/members.yaml --explain`: the

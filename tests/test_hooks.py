@@ -280,6 +280,13 @@ def test_speaker_names_map_and_file():
         {"Speaker A": "Diane", "Speaker B": "Sheila"}
     with pytest.raises(ValueError, match="has no '='"):
         parse_speaker_names("Speaker A Diane")
+    # a multilingual trial: a full-width ＝ and a full-width label were refused or matched nothing,
+    # and a name holding a comma in the one-line form got no hint at the names file
+    assert parse_speaker_names("Speaker A\uff1d\u7f8e\u54b2, \uff33\uff50\uff45\uff41\uff4b\uff45\uff52 \uff22=Wang") == \
+        {"Speaker A": "\u7f8e\u54b2", "Speaker B": "Wang"}
+    with pytest.raises(ValueError, match=r"has no '=': write 'Speaker A=Diane'; a name holding a comma goes in a "
+                                         r"names file, one entry a line"):
+        parse_speaker_names("Speaker A=García, José,Speaker B=Wang")
     # a file holds one entry a line: a comma belongs to the name, and "#" starts a comment only
     # after a blank or at the line's start ("Team #1 lead" lost "#1 lead" before)
     assert parse_speaker_names("Speaker A = Park, Elena\nSpeaker B = Team #1 lead # the chair\n") == \

@@ -707,6 +707,17 @@ def test_a_language_code_in_capitals_is_taken():
 
     assert build_parser().parse_args(["replay", "x.wav", "--language", " FR"]).language == "fr"
 
+
+@pytest.mark.parametrize("given, code", [("german", "de"), ("zh-CN", "zh"), ("ja_JP", "ja"), ("Deutsch", "de"),
+                                         ("日本語", "ja"), ("klingon", None)])
+def test_a_language_name_or_a_region_tag_is_refused_with_its_code(given, code):
+    """A multilingual trial: `--language german` and `zh-CN` were refused without the code to give."""
+    from voicekit.stt import SttOptions
+
+    with pytest.raises(ValueError) as exc:
+        SttOptions(model="base", language=given)
+    assert str(exc.value).endswith((f"; give {code!r}," if code else ";") + " or leave it out to detect the language")
+
 def test_a_truncated_wav_is_transcribed_as_far_as_it_goes_and_flagged(tmp_path, capsys):
     data = FALCON.read_bytes()
     cut = tmp_path / "cut.wav"

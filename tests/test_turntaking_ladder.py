@@ -307,10 +307,18 @@ def test_t6_cyrillic_names(text, expected):
         ("王伟你怎么看", ()),  # no separator in Han text: conservative, no match
         ("ユキさん、おはよう", ("ユキ",)),
         ("민준, 어떻게 생각해?", ("민준",)),
+        # a multilingual trial: a hiragana name before an honorific, a kanji honorific, and a
+        # Latin name glued to Japanese or Chinese text were all missed
+        ("さくらさん、お願いします", ("さくら",)),
+        ("さくらんぼが好き", ()),   # (cherries: the name goes on in hiragana)
+        ("美咲様、お願いします", ("美咲",)),
+        ("Elenaさん、どう思いますか？", ("Elena",)),
+        ("我们问一下Elena吧", ("Elena",)),
+        ("Elenas方案", ()),
     ],
 )
 def test_t6_cjk_names(text, expected):
-    matcher = NameMatcher([Member(n) for n in ("美咲", "王伟", "ユキ", "민준")])
+    matcher = NameMatcher([Member(n) for n in ("美咲", "王伟", "ユキ", "민준", "さくら", "Elena")])
     assert matcher.find(text) == expected
 
 

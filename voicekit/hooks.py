@@ -777,9 +777,14 @@ def parse_speaker_names(text: str, lines: bool | None = None) -> dict[str, str]:
         item = _COMMENT.split(raw, 1)[0].strip()   # "# …" after a blank ends an entry: "Team #1" is a name
         if not item:
             continue
+        item = item.replace("\uff1d", "=", 1)   # a full-width ＝, as a Japanese or Chinese input method types it
         if "=" not in item:
-            raise ValueError(f"speaker name entry {item!r} has no '=': write 'Speaker A=Diane'")
+            hint = ("; a name holding a comma goes in a names file, one entry a line (--speaker-names names.txt)"
+                    if not lines and "," in text else "")
+            raise ValueError(f"speaker name entry {item!r} has no '=': write 'Speaker A=Diane'{hint}")
         label, name = (part.strip() for part in item.split("=", 1))
+        if _DIARIZATION_LIKE.fullmatch(unicodedata.normalize("NFKC", label)):
+            label = unicodedata.normalize("NFKC", label)   # full-width Ｓｐｅａｋｅｒ Ａ: a label, spelled as typed
         if not label or not name:
             raise ValueError(f"speaker name entry {item!r} is missing a label or a name")
         if "=" in name:

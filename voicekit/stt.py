@@ -84,9 +84,29 @@ class SttOptions:
             from faster_whisper.tokenizer import _LANGUAGE_CODES
 
             if self.language not in _LANGUAGE_CODES:
+                guess = _language_code(self.language, _LANGUAGE_CODES)
                 raise ValueError(f"language {self.language!r} is not one of Whisper's language codes "
-                                 f"(ISO 639-1, e.g. en, de, fr, es, ja: {len(_LANGUAGE_CODES)} in all); "
-                                 "leave it out to detect the language")
+                                 f"(ISO 639-1, e.g. en, de, fr, es, ja: {len(_LANGUAGE_CODES)} in all)"
+                                 + (f"; give {guess!r}," if guess else ";")
+                                 + " or leave it out to detect the language")
+
+
+def _language_code(given: str, codes) -> str | None:  # noqa: ANN001 - a collection of str
+    """The Whisper code ``given`` stands for: a region or script tag's language (``zh-CN``,
+    ``pt_BR`` → ``zh``, ``pt``), an upper-case code (``DE``), or a language's English or own name
+    (``german``, ``Deutsch`` → ``de``; names from ICU's locale data); None when none fits."""
+    base = given.replace("_", "-").split("-")[0].strip().lower()
+    if base in codes:
+        return base
+    import icu
+
+    wanted = given.strip().casefold()
+    for code in codes:
+        locale = icu.Locale(code)
+        if wanted in (locale.getDisplayLanguage(icu.Locale("en")).casefold(),
+                      locale.getDisplayLanguage(locale).casefold()):
+            return code
+    return None
 
 
 def _first_sentence(exc: BaseException, limit: int = 160) -> str:

@@ -74,9 +74,23 @@ _WORD_CHAR = r"[\p{L}\p{N}\p{M}]"
 # ("美咲さん"); for such a name edge a hiragana neighbour is a boundary. Any other letter or digit
 # of any script is not.
 _WORD_CHAR_NOT_HIRAGANA = r"[[\p{L}\p{N}\p{M}]--\p{Hiragana}]"
+# Chinese and Japanese put no space between words, so for a name edge in another script (Latin
+# "Elena" in "Elenaさん", "问一下Elena吧") a neighbouring Han or kana character is a boundary.
+_WORD_CHAR_NOT_CJK = r"[[\p{L}\p{N}\p{M}]--[\p{Han}\p{Hiragana}\p{Katakana}]]"
 _IDEOGRAPHIC_EDGE = regex.compile(r"[\p{Han}\p{Katakana}]", regex.V1)
+_CJK_EDGE = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}]", regex.V1)
 _IS_WORD_CHAR = regex.compile(_WORD_CHAR, regex.V1)
-_IS_WORD_CHAR_NOT_HIRAGANA = regex.compile(_WORD_CHAR_NOT_HIRAGANA, regex.V1)
+#: Japanese honorifics that may follow any name directly ("さくらさん", "美咲様", "Elena先生").
+_HONORIFICS = ("さん", "ちゃん", "くん", "さま", "様", "先生", "氏", "殿")
+
+
+def _edge_class(ch: str) -> str:
+    """The word characters that, next to a name's edge character ``ch``, join it (no boundary)."""
+    if _IDEOGRAPHIC_EDGE.match(ch):
+        return _WORD_CHAR_NOT_HIRAGANA
+    if _CJK_EDGE.match(ch):   # hiragana
+        return _WORD_CHAR
+    return _WORD_CHAR_NOT_CJK
 
 
 def _nfc(text: str) -> str:
@@ -118,11 +132,13 @@ class _BoundedSearch:
     is checked on the character before the match, which keeps the scan a fast literal search.
     """
 
-    def __init__(self, bodies: Sequence[tuple[str, str, bool]]) -> None:
-        # bodies: (regex body, end-boundary class, hiragana allowed before the start)
-        alternatives = [f"(?P<g{i}>{body}(?!{after}))" for i, (body, after, _) in enumerate(bodies)]
+    def __init__(self, bodies: Sequence[tuple[str, str, str]], allowed_after: Sequence[str] = ()) -> None:
+        # bodies: (regex body, end-boundary class, start-boundary class); allowed_after: what may
+        # follow the end whatever its class (honorifics)
+        after_ok = "".join(f"|(?={regex.escape(a)})" for a in allowed_after)
+        alternatives = [f"(?P<g{i}>{body}(?:(?!{after}){after_ok}))" for i, (body, after, _) in enumerate(bodies)]
         self.regex = regex.compile("|".join(alternatives), regex.V1 | regex.IGNORECASE)
-        self._loose_start = {f"g{i}": loose for i, (_, _, loose) in enumerate(bodies)}
+        self._start_class = {f"g{i}": regex.compile(before, regex.V1) for i, (_, _, before) in enumerate(bodies)}
 
     def finditer(self, text: str) -> Iterator[regex.Match]:
         pos = 0
@@ -133,10 +149,7 @@ class _BoundedSearch:
                 return
             start = match.start()
             if start:
-                check = (
-                    _IS_WORD_CHAR_NOT_HIRAGANA if self._loose_start[match.lastgroup] else _IS_WORD_CHAR
-                )
-                if check.match(text[start - 1]):
+                if self._start_class[match.lastgroup].match(text[start - 1]):
                     pos = start + 1
                     continue
             yield match
@@ -174,10 +187,8 @@ class NameMatcher:
         for name, _ in entries:
             parts = name.split()
             body = _name_body(parts)   # O'Brien is also O’Brien; Dr. Park is also Dr Park
-            loose_after = bool(_IDEOGRAPHIC_EDGE.match(parts[-1][-1]))
-            loose_before = bool(_IDEOGRAPHIC_EDGE.match(parts[0][0]))
-            bodies.append((body, _WORD_CHAR_NOT_HIRAGANA if loose_after else _WORD_CHAR, loose_before))
-        self._search = _BoundedSearch(bodies)
+            bodies.append((body, _edge_class(parts[-1][-1]), _edge_class(parts[0][0])))
+        self._search = _BoundedSearch(bodies, _HONORIFICS)
         self._owner = {f"g{i}": owner for i, (_, owner) in enumerate(entries)}
         # Cheap prefilter: a name can only match where its case fold occurs in the text's.
         self._folded = tuple({n.casefold().replace("’", "'") for n, _ in entries})
@@ -301,13 +312,13 @@ class RoomAddress:
         exclusions: Iterable[str] = DEFAULT_ROOM_EXCLUSIONS,
         vocatives: Iterable[str] = DEFAULT_ROOM_VOCATIVES,
     ) -> None:
-        def bodies(items: Iterable[str]) -> list[tuple[str, str, bool]]:
+        def bodies(items: Iterable[str]) -> list[tuple[str, str, str]]:
             out = []
             for phrase in sorted(items, key=len, reverse=True):
                 words = _nfc(phrase).split()
                 if not words:
                     raise ValueError(f"room phrase without words: {phrase!r}")
-                out.append((_phrase_body(words), _WORD_CHAR, False))
+                out.append((_phrase_body(words), _edge_class(words[-1][-1]), _edge_class(words[0][0])))
             return out
 
         vocatives = [_nfc(v) for v in vocatives]
