@@ -55,6 +55,20 @@ def test_t10_members_yaml_floor_when_addressed():
     assert (d.decided_by, d.responders) == ("silence", ())
 
 
+def test_members_yaml_adds_room_phrases_in_other_languages():
+    """A multilingual trial: the room address (T2) knew English only, and members.yaml could not
+    add to it (`room_phrases` was an unknown key)."""
+    cfg = parse_members({"floor": "when_addressed", "members": ["Iris", "Elena"],
+                         "room": {"phrases": ["hallo zusammen", "à tous", "\u5927\u5bb6"], "exclusions": ["à tous les"]}})
+    alice = SpeakerLabel("Alice", None, "mic")
+    decided = [TurnTaker(cfg).decide(text, alice).decided_by for text in (
+        "Hallo zusammen, was meint ihr?", "Bonjour à tous !", "\u5927\u5bb6\uff0c\u600e\u4e48\u770b\uff1f",
+        "Everyone, thoughts?", "à tous les coups", "Wir arbeiten zusammen")]
+    assert decided == ["group_address"] * 4 + ["silence"] * 2
+    with pytest.raises(MembersError, match=r"room: unknown key 'phrase'"):
+        parse_members({"members": ["Iris"], "room": {"phrase": ["x"]}})
+
+
 @pytest.mark.parametrize(
     "data",
     [

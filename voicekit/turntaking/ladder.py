@@ -556,7 +556,8 @@ class TurnTaker:
         if self.director_timeout_s < 0:
             raise ValueError("director timeout must be >= 0")
         self.names = NameMatcher(self.members)
-        self.room_address = RoomAddress(room_phrases, room_exclusions, room_vocatives)
+        self.room_address = RoomAddress([*room_phrases, *cfg.room_phrases], [*room_exclusions, *cfg.room_exclusions],
+                                        [*room_vocatives, *cfg.room_vocatives])
         self.state = FloorState()
         self._listeners: list[Listener] = []
 

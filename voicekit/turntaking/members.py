@@ -160,8 +160,11 @@ class RoomConfig:
             never spoke).
         floor: the room policy (:class:`Floor`).
         continuation_max_chars: T3 threshold in characters (default 25).
-        continuation_max_words: T3 threshold in whitespace-separated words (default 3).
+        continuation_max_words: T3 threshold in words (default 3; ICU word segmentation).
         director_timeout_s: T4 hard timeout in seconds (default 5.0).
+        room_phrases / room_vocatives / room_exclusions: word sequences added to the English
+            defaults of T2's room address (``room: {phrases, vocatives, exclusions}`` in
+            members.yaml: ``hallo zusammen``, ``à tous``, ``大家``).
     """
 
     members: tuple[Member, ...]
@@ -169,6 +172,9 @@ class RoomConfig:
     continuation_max_chars: int = 25
     continuation_max_words: int = 3
     director_timeout_s: float = 5.0
+    room_phrases: tuple[str, ...] = ()
+    room_vocatives: tuple[str, ...] = ()
+    room_exclusions: tuple[str, ...] = ()
 
 
 def validate_members(members: Sequence[Member]) -> tuple[Member, ...]:
@@ -236,7 +242,8 @@ def _as_str_list(value: Any, what: str) -> list[str]:
     raise MembersError(f"{what} must be a string or a list of strings")
 
 
-_ROOM_KEYS = ("members", "floor", "continuation", "director")
+_ROOM_KEYS = ("members", "floor", "continuation", "director", "room")
+_ROOM_ADDRESS_KEYS = ("phrases", "vocatives", "exclusions")
 _MEMBER_KEYS = ("name", "instructions", "aliases", "answer_only", "answer_only_participants")
 _CONTINUATION_KEYS = ("max_chars", "max_words")
 _DIRECTOR_KEYS = ("timeout_s",)
@@ -284,7 +291,8 @@ def parse_members(data: Any) -> RoomConfig:
 
     Accepted shapes: a list of member mappings, or a mapping with ``members:`` (that list) and
     optional ``floor:`` (``always`` | ``when_addressed``), ``continuation: {max_chars,
-    max_words}`` and ``director: {timeout_s}``. A member mapping has ``name`` (required),
+    max_words}``, ``director: {timeout_s}`` and ``room: {phrases, vocatives, exclusions}`` (word
+    sequences added to T2's English defaults). A member mapping has ``name`` (required),
     ``instructions``, ``aliases``, ``answer_only`` (names) and ``answer_only_participants``; a
     bare string is short for a mapping of its ``name`` alone (``- Iris`` is ``- name: Iris``).
 
@@ -363,12 +371,23 @@ def parse_members(data: Any) -> RoomConfig:
                            f"{max_words}")
     if not math.isfinite(timeout_s) or timeout_s < 0:
         raise MembersError(f"director: timeout_s must be a number of seconds, 0 or more, got {timeout_s}")
+    room = data.get("room") or {}
+    if not isinstance(room, Mapping):
+        raise MembersError("'room' must be a mapping: room: {phrases: [hallo zusammen, à tous]}")
+    _check_keys(room, _ROOM_ADDRESS_KEYS, "room")
+    extra = {key: tuple(p.strip() for p in _as_str_list(room.get(key), f"room: {key}")) for key in _ROOM_ADDRESS_KEYS}
+    for key, phrases in extra.items():
+        if any(not p for p in phrases):
+            raise MembersError(f"room: {key} holds an empty phrase")
     return RoomConfig(
         members=validate_members(members),
         floor=floor,
         continuation_max_chars=max_chars,
         continuation_max_words=max_words,
         director_timeout_s=timeout_s,
+        room_phrases=extra["phrases"],
+        room_vocatives=extra["vocatives"],
+        room_exclusions=extra["exclusions"],
     )
 
 
