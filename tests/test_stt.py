@@ -96,3 +96,27 @@ def test_missing_and_corrupt_model_directories_name_the_fix(tmp_path):
     (tmp_path / "config.json").write_text("{not json")
     with pytest.raises(ModelError, match="not valid JSON"):
         check_whisper_dir(tmp_path)
+
+
+@needs_eval
+def test_a_multilingual_model_records_each_turns_language(tmp_path):
+    """A multilingual trial: faster-whisper's detected language was thrown away, so a meeting that
+    switches language could not be told apart turn by turn. faster-whisper's multilingual.mp3
+    read in English, then in German (20 s around the switch at 30 s), with Whisper base."""
+    import json
+
+    import soundfile as sf
+
+    from voicekit.cli import main
+
+    clip = tmp_path / "switch.wav"
+    sf.write(clip, load_audio(EVAL / "faster_whisper" / "multilingual.mp3")[16000 * 18: 16000 * 40], 16000)
+    assert main(["replay", str(clip), "--model", "base", "--out", str(tmp_path / "o"), "--quiet"]) == 0
+    turns = json.loads((tmp_path / "o" / "switch.json").read_text(encoding="utf-8"))["turns"]
+    languages = [t["language"] for t in turns]
+    print(list(zip(languages, (t["text"][:40] for t in turns))))
+    assert languages[0] == "en" and languages[-1] == "de" and languages == sorted(languages, key=["en", "de"].index)
+    assert "Software" in turns[-1]["text"]
+    # an English-only model writes no language (it decodes everything as English)
+    assert main(["replay", str(clip), "--out", str(tmp_path / "e"), "--quiet"]) == 0
+    assert all("language" not in t for t in json.loads((tmp_path / "e" / "switch.json").read_text())["turns"])

@@ -116,6 +116,7 @@ def to_json(turns: Sequence[SpeakerTurn], meta: dict | None = None) -> dict:
                 "text": t.text,
                 "confidence": round(t.confidence, 4),
                 "emitted_at": None if t.emitted_at is None else round(t.emitted_at, 3),
+                **({"language": t.metadata["language"]} if "language" in t.metadata else {}),
                 **({"participant_id": t.metadata["participant_id"]} if "participant_id" in t.metadata else {}),
                 **({"moved_from": t.metadata["moved_from"]} if "moved_from" in t.metadata else {}),
                 **({"live_ids": t.metadata["live_ids"]} if "live_ids" in t.metadata else {}),

@@ -165,6 +165,7 @@ class _Progress:
 
     utt: Utterance
     words: list[Word] | None = None      # STT's words
+    language: str | None = None          # the language Whisper decoded them in (a multilingual model)
     diarized: list[Word] | None = None   # the words with their speakers
     turns: list[SpeakerTurn] | None = None
     done: int = 0       # turns of ``turns`` committed or blocked by a hook
@@ -338,6 +339,7 @@ class Pipeline:
         if p.words is None:
             p.words = self.components.transcriber.transcribe(utt.samples, utt.start, speech=utt.speech,
                                                              frame_seconds=utt.frame_seconds)
+            p.language = getattr(self.components.transcriber, "last_language", None)
             if p.words:
                 self._band_seconds[0] += utt.duration * is_telephone_band(utt.samples)
                 self._band_seconds[1] += utt.duration
@@ -356,6 +358,8 @@ class Pipeline:
             else:
                 emitted = utt.closed_at + (time.perf_counter() - t)
             turns = words_to_turns(p.diarized, channel=self._channel, emitted_at=round(emitted, 3))
+            if p.language:
+                turns = [t.replace(metadata={**t.metadata, "language": p.language}) for t in turns]
             p.turns = extend_to_speech(turns, utt.speech_span)
         t_diar = time.perf_counter()
         self.stage_seconds["diarization"] += t_diar - t_stt

