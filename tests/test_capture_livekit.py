@@ -623,6 +623,15 @@ def _offline_bot(tmp_path, monkeypatch, resume=False):
     return bot, store
 
 
+def test_a_pasted_token_with_a_blank_or_a_line_break_is_sent_without_them():
+    """A LiveKit trial: `--token " $TOK"` passed the pre-join check (which strips) but was sent as
+    given; the server refused it ("invalid header padding") and the message blamed the keys."""
+    _sdk_or_skip()
+    from voicekit.capture.livekit_bot import LiveKitBot
+
+    assert LiveKitBot("ws://unused", " eyJ.x.y\n", components=components()).token == "eyJ.x.y"
+
+
 def test_room_microphone_lane_is_diarized(tmp_path, monkeypatch):
     """A participant marked as a shared room microphone (attribute voicekit.room_mic=true) is
     diarized: the 3-speaker recording reads Speaker A, B, C within that lane."""

@@ -258,6 +258,20 @@ def test_chinese_and_japanese_subtitles_keep_the_cue_limits():
     assert "Elena" in "".join(lines)   # a Latin run inside Japanese stays whole
 
 
+def test_a_very_long_name_is_cut_at_the_start_of_each_srt_cue():
+    """A LiveKit trial: a 260-character display name turned a 2 s turn into 5 one-word cues with
+    lines of 250 characters; the name is cut to 20 columns with '…' in the SRT (the JSON and the
+    text keep it whole)."""
+    from voicekit.outputs import MAX_LINE_CHARS, to_srt
+
+    long_name = " ".join(["Bartholomew"] * 20)
+    turn = dataclasses.replace(even_turn("and so my fellow americans ask not", 0.0, 2.0),
+                               metadata={"sender_name": long_name})
+    lines = [line for line in to_srt([turn]).splitlines() if line and "-->" not in line and not line.isdigit()]
+    assert lines == ["Bartholomew Barthol…: and so", "my fellow americans ask not"], lines
+    assert all(len(line) <= MAX_LINE_CHARS for line in lines)
+
+
 def test_two_names_that_only_spaces_tell_apart_stay_two_speakers_in_the_rttm():
     """A researcher's trial: "Ana María" and "Ana_María" were both written Ana_María, one speaker
     to a DER scorer."""

@@ -409,8 +409,25 @@ def _cues_in_time_order(turns: Sequence[SpeakerTurn], named: bool) -> list[tuple
     """Every turn's cues, sorted by start time (stable): turns that overlap (two channels, two
     people at once) interleave their cues, and SRT and WebVTT players expect cue start times that
     never go backwards. ``named``: each cue's first line starts with ``Name: ``."""
-    cues = [(t, cue) for t in turns for cue in subtitle_cues(t, prefix=f"{t.sender_name}: " if named else "")]
+    cues = [(t, cue) for t in turns for cue in subtitle_cues(t, prefix=f"{_cue_name(t.sender_name)}: " if named else "")]
     return sorted(cues, key=lambda tc: tc[1].start)
+
+
+MAX_CUE_NAME = 20
+"""Columns of a speaker's name at the start of an SRT cue; a longer name is cut, with ``…``."""
+
+
+def _cue_name(name: str) -> str:
+    """``name`` cut to :data:`MAX_CUE_NAME` columns with ``…``: a 260-character LiveKit display name
+    made every cue one word and every line 250 characters (a LiveKit trial)."""
+    if _width(name) <= MAX_CUE_NAME:
+        return name
+    cut = ""
+    for c in name:
+        if _width(cut + c) > MAX_CUE_NAME - 1:
+            break
+        cut += c
+    return cut.rstrip() + "…"
 
 
 def to_vtt(turns: Sequence[SpeakerTurn]) -> str:

@@ -314,7 +314,9 @@ class LiveKitBot:
         self._closing = False
         self.voices = voices
         self.url = url
-        self.token = token
+        # a pasted token's blank or line break: the server refused it as "invalid header padding",
+        # which voicekit's message put down to the keys (a LiveKit trial); check_token strips too
+        self.token = token.strip()
         self.options = options or PipelineOptions()
         self.components = SharedComponents(components or Components.load(self.options))
         self.store = store
@@ -528,7 +530,7 @@ class LiveKitBot:
             lane.task.cancel()
         lane.feed.close()
         if not self._closing:
-            self._status(f"lane {lane.channel} ended: {lane.label} ({lane.identity})")
+            self._status(f"lane {lane.channel} ended: {lane.label} ({one_line(lane.identity)})")
 
     async def _read_track(self, lane: Lane, track) -> None:  # noqa: ANN001
         rtc = _rtc()

@@ -399,11 +399,18 @@ def cmd_livekit(args: argparse.Namespace) -> int:
     room_mics = [lane.pipeline for lane in bot.all_lanes() if lane.room_mic]
     _report_voice_matches(room_mics, err)
     enrolled = _enrol_voices(args, room_mics, err)
+    from rich.markup import escape
+
+    from voicekit.attribution import one_line
+
     for lane in bot.all_lanes():
         state = f"failed: {lane.error}" if lane.error else "ok"
-        err.print(f"[dim]{lane.channel} {lane.label} ({lane.identity}): {_plural(len(lane.turns), 'turn')}, "
-                  f"{lane.samples / 16000:.1f} s of audio, {_plural(lane.feed.overflows, 'block')} dropped, "
-                  f"{state}[/dim]")
+        filled = (f", {lane.filled_seconds:.1f} s of late audio filled with silence (the machine or the network "
+                  "fell behind)") if lane.filled_seconds >= 0.05 else ""
+        # (a participant's identity and name are theirs: one line, and no rich markup)
+        err.print(f"[dim]{escape(f'{lane.channel} {one_line(lane.label)} ({one_line(lane.identity)})')}: "
+                  f"{_plural(len(lane.turns), 'turn')}, {lane.samples / 16000:.1f} s of audio, "
+                  f"{_plural(lane.feed.overflows, 'block')} dropped{filled}, {escape(state)}[/dim]")
     _turn_taking_summary(decide, args, err)
     err.print(_wrote_line(written, out))
     _session_log_line(session, err, live)
