@@ -163,10 +163,13 @@ class NameMatcher:
     characters left out and ``İ`` read as ``I``: ``Ｉｒｉｓ``, ``I\u200bris`` and ``İris`` name
     Iris; a word's closing period may be left out, ``Dr Park`` names ``Dr. Park``) when it is not
     preceded nor followed by a letter, digit or combining mark of any script: ``Iris`` does not
-    match ``irises``, ``Mei`` does not match ``Meiko``, ``Zoë`` and ``Anaïs`` match. One
-    exception: a name that starts or ends in kanji or katakana treats a hiragana neighbour as a
-    boundary (``美咲さん`` names 美咲). An apostrophe may be typed ' or ’ (``O’Brien`` names
-    ``O'Brien``). Where two names overlap, the longer one wins.
+    match ``irises``, ``Mei`` does not match ``Meiko``, ``Zoë`` and ``Anaïs`` match. Exceptions
+    for Chinese and Japanese, written without spaces: a name that starts or ends in kanji or
+    katakana treats a hiragana neighbour as a boundary (``美咲さん`` names 美咲); a name edge in
+    another script treats a Han or kana neighbour as one (``Elenaさん``, ``问一下Elena吧``); a
+    Japanese honorific (:data:`_HONORIFICS`) may follow any name (``さくらさん``). An apostrophe
+    may be typed ' or ’ (``O’Brien`` names ``O'Brien``). Where two names overlap, the longer one
+    wins.
 
     Args:
         members: the members; each one's ``call_names`` (name and aliases) are searched.
