@@ -120,3 +120,38 @@ def test_a_multilingual_model_records_each_turns_language(tmp_path):
     # an English-only model writes no language (it decodes everything as English)
     assert main(["replay", str(clip), "--out", str(tmp_path / "e"), "--quiet"]) == 0
     assert all("language" not in t for t in json.loads((tmp_path / "e" / "switch.json").read_text())["turns"])
+
+
+def test_a_list_of_languages_picks_the_likeliest_of_them():
+    """A multilingual trial: a German "Ja, genau" was detected as English ("y'all", which then
+    addressed the room); a meeting known to be in some languages can say so (--language de,fr)."""
+    from voicekit.stt import SttOptions, pick_language
+
+    assert SttOptions(model="base", language="de, fr").languages == ("de", "fr")
+    assert pick_language([("en", 0.6), ("fr", 0.1), ("de", 0.3)], ("de", "fr")) == "de"
+    assert pick_language([("en", 1.0)], ("fr", "de")) == "fr"   # none listed: the first given
+    with pytest.raises(ValueError, match=r"language 'german' is not one of Whisper's .*; give 'de',"):
+        SttOptions(model="base", language="fr,german")
+
+
+@needs_eval
+def test_a_meeting_restricted_to_languages_is_decoded_in_them_only(tmp_path):
+    """faster-whisper's multilingual.mp3, English then German: with --language de,en each turn
+    keeps its own language; with --language de,fr the English part cannot be decoded as English."""
+    import json
+
+    import soundfile as sf
+
+    from voicekit.cli import main
+
+    clip = tmp_path / "switch.wav"
+    sf.write(clip, load_audio(EVAL / "faster_whisper" / "multilingual.mp3")[16000 * 18: 16000 * 40], 16000)
+    found = {}
+    for codes in ("de,en", "de,fr"):
+        assert main(["replay", str(clip), "--model", "base", "--language", codes, "--out", str(tmp_path / codes),
+                     "--quiet"]) == 0
+        turns = json.loads((tmp_path / codes / "switch.json").read_text(encoding="utf-8"))["turns"]
+        found[codes] = [t["language"] for t in turns]
+    print(found)
+    assert found["de,en"][0] == "en" and found["de,en"][-1] == "de"
+    assert set(found["de,fr"]) <= {"de", "fr"} and found["de,fr"][-1] == "de"

