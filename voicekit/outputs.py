@@ -422,12 +422,13 @@ def _cue_name(name: str) -> str:
     made every cue one word and every line 250 characters (a LiveKit trial)."""
     if _width(name) <= MAX_CUE_NAME:
         return name
-    cut = ""
+    cut, width = [], 0
     for c in name:
-        if _width(cut + c) > MAX_CUE_NAME - 1:
+        width += _width(c)
+        if width > MAX_CUE_NAME - 1:
             break
-        cut += c
-    return cut.rstrip() + "…"
+        cut.append(c)
+    return "".join(cut).rstrip() + "…"
 
 
 def to_vtt(turns: Sequence[SpeakerTurn]) -> str:

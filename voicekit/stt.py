@@ -218,7 +218,8 @@ class Transcriber:
         self.last_language = None
         if duration < 0.1 or float(np.max(np.abs(samples))) < SILENCE_PEAK:
             return []  # too short, or digital silence: Whisper would invent a "You"
-        words = self._decode(samples, offset)
+        language = self._language(samples)
+        words = self._decode(samples, offset, language)
         for _ in range(MAX_RESUMES if speech is not None else 0):
             if not words:
                 break
@@ -230,20 +231,29 @@ class Transcriber:
             log.debug("Whisper stopped at %.2f s with %.1f s of speech left: decoding again from there",
                       offset + last, left)
             # at least RESUME_SPEECH of audio follows the cut
-            more = [w for w in self._decode(samples[cut:], offset + cut / 16000.0) if w.start >= words[-1].end]
+            more = [w for w in self._decode(samples[cut:], offset + cut / 16000.0, language)
+                    if w.start >= words[-1].end]
             if not more:
                 break
             words.extend(more)
         self.seconds_transcribed += duration
         return words
 
-    def _decode(self, samples: np.ndarray, offset: float) -> list[Word]:
+    def _language(self, samples: np.ndarray) -> str | None:
+        """The language to decode an utterance in: ``en`` for an English-only model, the one code
+        given, the likeliest of several (detected once per utterance, its resumed tails included),
+        or None to let Whisper detect it."""
+        opt = self.options
+        if self.english_only:
+            return "en"
+        if len(opt.languages) > 1:
+            return pick_language(self.model.detect_language(samples)[2], opt.languages)
+        return opt.languages[0] if opt.languages else None
+
+    def _decode(self, samples: np.ndarray, offset: float, language: str | None) -> list[Word]:
         """One faster-whisper call on ``(n,)`` float32 16 kHz samples starting at ``offset`` seconds."""
         opt = self.options
         duration = len(samples) / 16000.0
-        language = "en" if self.english_only else opt.language
-        if not self.english_only and len(opt.languages) > 1:
-            language = pick_language(self.model.detect_language(samples)[2], opt.languages)
         segments, info = self.model.transcribe(
             samples, language=language, beam_size=opt.beam_size, word_timestamps=True,
             vad_filter=False, condition_on_previous_text=False,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import unicodedata
@@ -152,6 +153,7 @@ def _rank_like_tail(s: str) -> tuple[int, str] | None:
 _BRACKETED = re.compile(r"\([^()]*\)|\[[^\[\]]*\]|\{[^{}]*\}|<[^<>]*>")
 
 
+@functools.lru_cache(maxsize=4096)
 def name_core(name: str) -> str:
     """What a reader takes for the name itself: ``name`` without its bracketed parts (read by
     their ASCII reading: ``(AI)``, ``［bot］``, ``⑵``) and with every punctuation mark and symbol a
