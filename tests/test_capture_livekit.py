@@ -405,7 +405,7 @@ def test_cli_ends_with_an_error_when_the_server_goes_away(tmp_path):
     assert rc == 1, run.text
     errors = [line for line in run.lines if line.startswith("voicekit: error:")]
     assert len(errors) == 1 and "was lost and could not be re-established" in errors[0], run.text
-    assert not any(line.startswith(("ERROR livekit", "WARNING livekit")) for line in run.lines), run.text
+    assert not any(line.startswith(("error (livekit", "warning (livekit")) for line in run.lines), run.text
     turns = json.loads((out / "meeting.json").read_text())["turns"]
     assert turns and all(t["speaker"] == "Sheila" for t in turns), turns
 

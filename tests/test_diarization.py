@@ -288,10 +288,11 @@ def test_refined_changes_move_to_the_nearest_clause_end():
 
 # --- a meeting that goes on (mic --append): Pipeline(resume=True) ---------------------------------
 
-def _two_sessions(tmp_path, keep, voices=None, names=None):
+def _two_sessions(tmp_path, keep, voices=None, names=None, renamed=None):
     """Session 1: A (MEE009, dev00) then B (FEE083, trn06); session 2, resumed from the store: A
     again (MEE009, dev01) then a voice not heard before (MEE012, dev00). ``voices``: the voice
-    library's voices, given to both sessions; ``names``: speaker names stored before session 2.
+    library's voices, given to both sessions; ``names``: speaker names stored before session 2;
+    ``renamed``: names given after session 1 (``voicekit export --speaker-names``).
     Returns the store, both results, the resumed pipeline and the meeting times where session 2
     and its new voice begin."""
     from voicekit.store import MeetingStore
@@ -311,6 +312,8 @@ def _two_sessions(tmp_path, keep, voices=None, names=None):
     r1 = first.run(blocks(s1), channel="mic")
     store.set_meta(duration=len(s1) / 16000)
     store.set_speaker_names({**first.speaker_names(), **(names or {})})   # what the CLI stores
+    if renamed:
+        store.rename_speakers(renamed)
     resumed = Pipeline(options, components(), store=store, resume=True, voices=ident())
     r2 = resumed.run(blocks(s2), channel="mic")
     t2 = len(s1) / 16000

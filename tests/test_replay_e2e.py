@@ -173,6 +173,44 @@ def test_export_rebuilds_the_same_outputs(replayed, tmp_path):
     assert {p.name: p.read_bytes() for p in replayed.iterdir() if p.name in before} == before
 
 
+def test_export_names_speakers_after_the_meeting(replayed, tmp_path, capsys):
+    """`voicekit export OUT --speaker-names`: a user who learns after the meeting who spoke (or
+    finds a known voice's name wrong) gets every turn of the label named, in the live and the
+    refined outputs, without replaying; the JSON keeps the name each turn was emitted with, a
+    later plain export keeps the names, and a label the meeting lacks renames nothing."""
+    out = tmp_path / "m"
+    shutil.copytree(replayed, out)
+    live = json.loads((out / "sample.json").read_text())["turns"]
+    labels = sorted({t["speaker"] for t in live})
+    assert labels == ["Speaker A"]    # live, the sample's two people are one speaker (docs/accuracy.md)
+    refined_labels = sorted({t["speaker"] for t in json.loads((out / "sample.refined.json").read_text())["turns"]})
+    assert refined_labels == ["Speaker A", "Speaker B"]
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.suffix in (".json", ".txt")}
+    assert main(["export", str(out), "--speaker-names", "Speaker C=Carol"]) == 2
+    assert "Speaker C is no speaker of this meeting (its speakers, live and refined: Speaker A, Speaker B)" \
+        in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.name in before} == before
+    assert MeetingStore(out / "meeting.sqlite").renamed_speakers() == {}
+
+    assert main(["export", str(out), "--speaker-names", "Speaker A=Diane,Speaker B=Sheila"]) == 0
+    said = capsys.readouterr().out
+    assert f"named after the meeting: Speaker A is Diane ({len(live)} live turns), Speaker B is Sheila (0 live turns)" in said
+    for _ in range(2):   # a later export without --speaker-names keeps the names
+        doc = json.loads((out / "sample.json").read_text())
+        assert doc["meeting"]["renamed"] == {"Speaker A": "Diane", "Speaker B": "Sheila"}
+        assert [(t["name"], t["emitted_name"]) for t in doc["turns"]] == [("Diane", "Speaker A")] * len(live)
+        assert [t["text"] for t in doc["turns"]] == [t["text"] for t in live]
+        assert {line.split()[7] for line in (out / "sample.rttm").read_text().splitlines()} == {"Diane"}
+        refined = json.loads((out / "sample.refined.json").read_text())
+        assert {(t["speaker"], t["name"]) for t in refined["turns"]} == {("Speaker A", "Diane"), ("Speaker B", "Sheila")}
+        assert all(line.split("] ", 1)[1].startswith(("Diane: ", "Sheila: "))
+                   for line in (out / "sample.refined.txt").read_text().splitlines())
+        assert main(["export", str(out)]) == 0
+    store = MeetingStore(out / "meeting.sqlite")
+    assert {t.sender_name for t in store.turns()} == {"Speaker A"}   # the store keeps what was emitted
+    store.close()
+
+
 def test_speaker_names_rename_live_and_follow_the_speaker_in_refined_outputs(replayed_two):
     doc = json.loads((replayed_two / "sample.json").read_text())
     assert {t["name"] for t in doc["turns"]} == {"Diane", "Sheila"}

@@ -1378,3 +1378,24 @@ def test_a_full_disk_on_the_first_turn_of_an_overwrite_says_the_old_meeting_is_k
     assert {p.name: p.read_bytes() for p in out.iterdir() if p.suffix != ".sqlite"} == before
     monkeypatch.undo()
     assert len(MeetingStore(out / "meeting.sqlite").turns()) > 0
+
+
+def test_log_lines_read_like_the_other_lines_without_debug():
+    """A new-user trial: `WARNING voicekit.voiceprints: Speaker B sounds like Ben…` among plain
+    lines. voicekit's own log lines read `warning: …`; another library's name it, so a livekit
+    SDK line is told from voicekit's; an exception's traceback still follows its line."""
+    from voicekit.cli import _LogFormatter
+
+    def line(name, level, msg, exc_info=None):
+        return _LogFormatter().format(logging.LogRecord(name, level, __file__, 1, msg, (), exc_info))
+
+    assert line("voicekit.voiceprints", logging.WARNING, "Speaker B sounds like Ben") == \
+        "warning: Speaker B sounds like Ben"
+    assert line("voicekit", logging.ERROR, "x") == "error: x"
+    assert line("livekit", logging.ERROR, "failed to connect") == "error (livekit): failed to connect"
+    assert line("voicekitten", logging.WARNING, "x") == "warning (voicekitten): x"
+    try:
+        raise ValueError("bad")
+    except ValueError:
+        text = line("voicekit.pipeline", logging.ERROR, "a turn sink failed", sys.exc_info())
+    assert text.startswith("error: a turn sink failed\nTraceback") and text.endswith("ValueError: bad")

@@ -121,6 +121,36 @@ def test_one_speaker_keeps_one_name_in_the_refined_view_and_the_rttm(tmp_path):
     assert names == ["Sheila", "Sheila", "Chair", "Speaker_B"]
 
 
+def test_names_given_after_the_meeting_name_every_turn_of_the_label_and_keep_the_emitted_one(tmp_path):
+    """`voicekit export --speaker-names`: every turn of a renamed label carries the new name in
+    the renamed view, whatever it was emitted with (the bare label, a known voice's name, a
+    one-turn rename); the committed turns stay as emitted; names given later are merged; the
+    names survive reopening and become persistent names (an --append session goes on with them)."""
+    store = MeetingStore(tmp_path / "m.sqlite")
+    a = store.commit(turn("Speaker A", "good morning all", 0.0))
+    store.commit(turn("Speaker A", "so the budget", 2.0, "Ben"))              # named by the voice library
+    store.commit(turn("Speaker B", "hi there", 4.0, "Guest"))                # a hook's one-turn rename
+    store.commit(turn("Speaker C", "and more", 6.0))
+    store.set_refined({a.turn_id: ["Speaker A", "Speaker C", "Speaker C"]})
+    store.rename_speakers({"Speaker A": "Andrew"})
+    store.rename_speakers({"Speaker C": "Carol"})
+    store.close()
+    store = MeetingStore(tmp_path / "m.sqlite")
+    assert store.renamed_speakers() == {"Speaker A": "Andrew", "Speaker C": "Carol"}
+    assert store.meta()["renamed"] == {"Speaker A": "Andrew", "Speaker C": "Carol"}
+    assert store.speaker_names() == {"Speaker A": "Andrew", "Speaker C": "Carol"}
+    assert [t.sender_name for t in store.turns()] == ["Speaker A", "Ben", "Guest", "Speaker C"]   # as emitted
+    renamed = store.turns(renamed=True)
+    assert [t.sender_name for t in renamed] == ["Andrew", "Andrew", "Guest", "Carol"]
+    assert [t.metadata.get("emitted_name") for t in renamed] == ["Speaker A", "Ben", None, "Speaker C"]
+    refined = store.turns(refined=True, renamed=True)
+    assert [(t.speaker, t.sender_name, t.text) for t in refined] == [
+        ("Speaker A", "Andrew", "good"), ("Speaker C", "Carol", "morning all"),
+        ("Speaker A", "Andrew", "so the budget"), ("Speaker B", "Guest", "hi there"), ("Speaker C", "Carol", "and more")]
+    assert not any("emitted_name" in t.metadata for t in refined)
+    store.close()
+
+
 def test_a_named_speaker_that_refinement_moves_whole_into_an_unnamed_one_keeps_the_name(tmp_path):
     """`--speaker-names "Speaker A=Diane"`, and refinement found Speaker A's turns to be the
     voice of Speaker B (unnamed): the refined view showed Diane nowhere. The person was named,

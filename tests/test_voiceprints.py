@@ -186,6 +186,26 @@ def test_cli_list_and_delete(library, tmp_path, capsys):
     assert "deleted 2 voices" in capsys.readouterr().out
     with VoiceLibrary(path) as lib:
         assert lib.voices() == []
+    # a new-user trial: `replay --voices` with the emptied library said nothing of it
+    assert main(["replay", str(EVAL / "faster_whisper" / "jfk.flac"), "--out", str(tmp_path / "out"), "--quiet",
+                 "--voices", path]) == 0
+    assert f"warning: --voices: the voice library {path} holds no voice" in capsys.readouterr().err
+    # deleting every voice where there is no library is done, not an error (a privacy script run
+    # on every machine); a name there is an error: a misspelt name never passes for deleted
+    missing = str(tmp_path / "none.sqlite")
+    assert main(["voices", "delete", "--all", "--library", missing]) == 0
+    assert f"no voice library at {missing}: nothing to delete" in capsys.readouterr().out
+    assert main(["voices", "delete", "Marcus", "--library", missing]) == 2
+    assert "so no voice named 'Marcus'" in capsys.readouterr().err
+
+
+def test_the_us_spelling_of_enrol_is_taken():
+    """A new-user trial: `voices enroll` and `--enroll-voices` were refused as unknown."""
+    from voicekit.cli import build_parser
+
+    parser = build_parser()
+    assert parser.parse_args(["voices", "enroll", "Ben", "ben.wav"]).action == "enrol"
+    assert parser.parse_args(["replay", "m.wav", "--enroll-voices"]).enrol_voices is True
 
 
 def test_identifier_waits_for_evidence_and_keeps_a_name(library):
@@ -310,13 +330,40 @@ def test_cli_replay_says_which_speakers_the_library_named(library, tmp_path, cap
     or the similarity the docs ask the user to check; the end of the replay says it in one line."""
     from voicekit.cli import main
 
+    out = tmp_path / "out"
     assert main(["replay", str(eval_file("dev01").audio), "--voices", str(library.path), "--out",
-                 str(tmp_path / "out"), "--quiet"]) == 0
+                 str(out), "--quiet"]) == 0
     line = next((x for x in capsys.readouterr().err.splitlines() if x.startswith("known voices: ")), None)
     print(line)
     match = re.fullmatch(r"known voices: Speaker A is Marcus \(similarity (0\.\d{3})\) \(a match needs 0\.875\); "
-                         r"read their lines: a name given with --speaker-names wins over the library's", line or "")
+                         rf"read their lines: `voicekit export {re.escape(str(out))} --speaker-names "
+                         r'"Speaker A=…"` corrects a wrong name', line or "")
     assert match and float(match.group(1)) >= MATCH_THRESHOLD, line
+
+
+def test_cli_a_known_voice_a_hook_renames_is_said_so_and_enrolled_under_the_hooks_name(library, tmp_path, capsys):
+    """A trial: `replay dev01 --voices --hook (renames to "Mark") --enrol-voices`: every line said
+    Mark, but the end said "Speaker A is Marcus" and "no speaker was named; nothing enrolled"
+    (exit 1): the library's match was skipped as the library's own naming. The hook named the
+    speaker: the end line says so, and Mark is enrolled (with the library's warning that the voice
+    matches Marcus's: one person under two names)."""
+    from voicekit.cli import main
+
+    hook = tmp_path / "mark.py"
+    hook.write_text("from voicekit.hooks import HookResult\n\n"
+                    "def on_transcription(turn):\n"
+                    "    return HookResult.rename('Mark') if turn.sender_name == 'Marcus' else None\n")
+    out = tmp_path / "out"
+    rc = main(["replay", str(eval_file("dev01").audio), "--voices", str(library.path), "--out", str(out), "--quiet",
+               "--hook", str(hook), "--enrol-voices"])
+    err = capsys.readouterr().err
+    print(err)
+    assert re.search(r"known voices: Speaker A is Marcus \(similarity 0\.\d{3}\), then named Mark by a hook", err), err
+    assert "no speaker was named" not in err
+    assert re.search(r"enrolled the voice of Mark \(Speaker A, \d+\.\d s of speech\)", err), err
+    assert rc == 0
+    with VoiceLibrary(library.path) as lib:
+        assert sorted(v.name for v in lib.voices()) == ["Fiona", "Marcus", "Mark", "Olivier"]
 
 
 def test_cli_an_enrolment_that_did_not_happen_exits_1_with_the_outputs_written(tmp_path, capsys):
@@ -352,6 +399,22 @@ def test_a_resumed_meeting_names_a_known_voice_again_with_its_identity(library, 
     labels = store.labels([t for t in store.turns() if t.sender_name == "Marcus"], resumed.participants())
     assert {(lab.name, lab.rank) for lab in labels} == {("Marcus", None)}
     assert [m.voice.name for m in resumed.voices.matches.values()].count("Marcus") == 1
+
+
+def test_a_known_voice_renamed_after_the_meeting_keeps_that_name_when_it_goes_on(library, tmp_path):
+    """The library named Speaker A "Marcus" in session 1; the user knew better and ran `voicekit
+    export OUT --speaker-names "Speaker A=Mark"`. In session 2 (`mic --append --voices`) the
+    label keeps the user's name: the library does not name it "Marcus" again, and the turns do
+    not claim Marcus's identity."""
+    from test_diarization import _two_sessions
+
+    store, r1, r2, resumed, *_ = _two_sessions(tmp_path, keep=True, voices=library.voices(),
+                                               renamed={"Speaker A": "Mark"})
+    assert {t.sender_name for t in r1.turns if t.speaker == "Speaker A"} >= {"Marcus"}
+    again = [t for t in r2.turns if t.speaker == "Speaker A"]
+    assert again and all(t.sender_name == "Mark" and "identity_id" not in t.metadata for t in again)
+    assert "Speaker A" not in resumed.voices.matches and resumed.hooks.names["Speaker A"] == "Mark"
+    assert {t.sender_name for t in store.turns(renamed=True) if t.speaker == "Speaker A"} == {"Mark"}
 
 
 def test_a_name_is_one_voice_whatever_its_unicode_form_or_case(tmp_path):

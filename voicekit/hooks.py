@@ -198,15 +198,7 @@ class HookRunner:
                 label (``{"Speaker A": "Speaker B"}``: the outputs would show two speakers as
                 one); nothing is set then.
         """
-        for label, name in names.items():
-            if not isinstance(label, str) or not isinstance(name, str):
-                raise TypeError(f"set_names takes text labels and names, {{'Speaker A': 'Diane'}}, got "
-                                f"{label!r}: {name!r}")
-        given = {k.strip(): v.strip() for k, v in names.items() if k.strip() and v.strip()}
-        for label, name in given.items():
-            problem = _name_problem(label, name) or (None if _utf8(label) else f"the label {_NOT_UTF8}")
-            if problem:
-                raise ValueError(f"the name {name!r} for {label}: {problem}")
+        given = checked_speaker_names(names)
         self._given.update(given)
         self.names.update(given)
 
@@ -711,6 +703,29 @@ def _bad_name(label: str, name: str | None) -> str | None:
 
 
 _NOT_ONE_LINE = "a name is one line of plain text, without control characters"
+
+
+def checked_speaker_names(names: dict[str, str]) -> dict[str, str]:
+    """Speaker names as :meth:`HookRunner.set_names` and ``voicekit export --speaker-names`` take
+    them: label -> name, both stripped, entries with an empty label or name left out.
+
+    Raises:
+        TypeError: a label or a name that is not text (``{1: "Dana"}``).
+        ValueError: a name of more than one line or with a control character, a name or label
+            that is not UTF-8 text (a lone surrogate), a name that shows nothing once its
+            invisible characters are left out, or a name that is another speaker's label
+            (``{"Speaker A": "Speaker B"}``: the outputs would show two speakers as one).
+    """
+    for label, name in names.items():
+        if not isinstance(label, str) or not isinstance(name, str):
+            raise TypeError(f"set_names takes text labels and names, {{'Speaker A': 'Diane'}}, got "
+                            f"{label!r}: {name!r}")
+    given = {k.strip(): v.strip() for k, v in names.items() if k.strip() and v.strip()}
+    for label, name in given.items():
+        problem = _name_problem(label, name) or (None if _utf8(label) else f"the label {_NOT_UTF8}")
+        if problem:
+            raise ValueError(f"the name {name!r} for {label}: {problem}")
+    return given
 
 
 def _name_problem(label: str, name: str | None) -> str | None:

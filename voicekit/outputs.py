@@ -110,6 +110,7 @@ def to_json(turns: Sequence[SpeakerTurn], meta: dict | None = None) -> dict:
                 "id": t.turn_id,
                 "speaker": t.speaker,
                 "name": t.sender_name,
+                **({"emitted_name": t.metadata["emitted_name"]} if "emitted_name" in t.metadata else {}),
                 "channel": t.channel,
                 "start": round(t.start, 3),
                 "end": round(t.end, 3),

@@ -259,8 +259,9 @@ class Pipeline:
             stored = store.turns()
             self.diarizer.resume(stored, store.embeddings(), store.speaker_labels())
             # the names a hook or the user gave apply again; a name the voice library gave is not
-            # a rename: the library matches the resumed speaker again (with its identity, A11)
-            voiced = {t.speaker for t in stored if t.metadata.get("identity_id")}
+            # a rename: the library matches the resumed speaker again (with its identity, A11),
+            # unless the user renamed the speaker after the meeting (`export --speaker-names`)
+            voiced = {t.speaker for t in stored if t.metadata.get("identity_id")} - set(store.renamed_speakers())
             for label, name in store.speaker_names().items():
                 if label in self.hooks.names or label in voiced:
                     continue

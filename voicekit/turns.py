@@ -426,6 +426,34 @@ def inherited_names(pieces: Sequence[SpeakerTurn], names: dict[str, str]) -> dic
     return {heir: given[0] for heir, given in heirs.items() if len(given) == 1}
 
 
+def rename_turns(turns: Sequence[SpeakerTurn], names: dict[str, str], keep_emitted: bool = True
+                 ) -> list[SpeakerTurn]:
+    """The turns with the names given after the meeting (``voicekit export --speaker-names``):
+    every turn whose ``speaker`` label is in ``names`` carries that name, whatever name it was
+    emitted with (its bare label, a hook's rename, a known voice's name).
+
+    Args:
+        turns: committed turns (or the refined view's).
+        names: label -> name.
+        keep_emitted: a turn whose name changes keeps the name it carried in
+            ``metadata["emitted_name"]`` (the live view: the name it was emitted with).
+
+    Returns:
+        the turns in the same order, renamed ones replaced.
+    """
+    out = []
+    for t in turns:
+        name = names.get(t.speaker)
+        if name is None or name == t.sender_name:
+            out.append(t)
+            continue
+        meta = {**t.metadata, "sender_name": name}
+        if keep_emitted:
+            meta["emitted_name"] = t.sender_name
+        out.append(t.replace(metadata=meta))
+    return out
+
+
 def majority_label(labels: Sequence[str], live: str) -> str:
     """The label most of a turn's words carry; a tie keeps the live label (else the first in
     alphabetical order). ``labels`` must not be empty."""

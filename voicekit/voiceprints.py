@@ -225,6 +225,11 @@ def _check_name(name: str) -> str:
     return name
 
 
+def same_name(a: str, b: str) -> bool:
+    """Whether two voice names are one name as the library compares them (:func:`_name_key`:
+    "Zoë" precomposed or decomposed, "diane" and "Diane")."""
+    return _name_key(a) == _name_key(b)
+
 def _name_key(name: str) -> str:
     """What makes two voice names the same name: one line of plain text, NFC, case folded ("Zoë"
     typed precomposed or decomposed, "diane" and "Diane", "Di\u200bane" are one voice). Not a

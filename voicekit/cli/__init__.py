@@ -94,6 +94,17 @@ def _debug_everywhere(parser: argparse.ArgumentParser) -> None:
                 _debug_everywhere(sub)
 
 
+class _LogFormatter(logging.Formatter):
+    """Log lines without ``--debug``: voicekit's own read like its other lines (``warning: …``, as
+    a new-user trial found ``WARNING voicekit.voiceprints: …`` among plain lines); another
+    library's name it (``error (livekit): …``)."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 - logging's name
+        level = record.levelname.lower()
+        if record.name == "voicekit" or record.name.startswith("voicekit."):
+            return f"{level}: {record.message}"
+        return f"{level} ({record.name}): {record.message}"
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``voicekit`` command; returns the exit code."""
     _escape_unencodable_stdout()
@@ -103,8 +114,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.exit(2, f"voicekit: error: unrecognized arguments: {' '.join(extra)}{_quote_hint(args, extra)}"
                        f"{_append_hint(args, extra)}; "
                        f"`voicekit {args.command} --help` lists the options\n")
-    logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s")
+    if args.debug:
+        logging.basicConfig(level=logging.DEBUG, format="%(levelname)s %(name)s: %(message)s")
+    else:
+        handler = logging.StreamHandler()
+        handler.setFormatter(_LogFormatter())
+        logging.basicConfig(level=logging.WARNING, handlers=[handler])
     if getattr(args, "out", "") is None and hasattr(args, "default_out"):
         args.out = args.default_out(args)   # a default that depends on the arguments (replay: out/NAME)
     out = Path(args.out).absolute() if isinstance(getattr(args, "out", None), str) else None

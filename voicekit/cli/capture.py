@@ -157,14 +157,14 @@ def cmd_mic(args: argparse.Namespace) -> int:
     meta.update(duration=duration, **{k: sum(x.get(k, 0) for x in meta["sessions"])
                                       for k in ("input_overflows", "queue_overflows")})
     store.set_meta(**meta)
-    written = _write_outputs(store.turns(), out, stem, meta)
+    written = _write_outputs(store.turns(renamed=True), out, stem, meta)   # names given by `export` too
     if store.has_refined():   # the meeting went on after a refinement; mic writes no refined files
         how = (f"`voicekit export {out} --refine` re-clusters the whole meeting and rewrites them"
                if options.keep_embeddings else f"no speaker embeddings are kept to re-cluster the meeting; "
                f"`voicekit export {out}` rewrites them with this session's turns under their live labels")
         err.print(f"[yellow]{stem}.refined.* lack this session's turns: {how}[/yellow]")
     store.close()
-    _report_voice_matches([pipe], err)
+    _report_voice_matches([pipe], err, out)
     enrolled = _enrol_voices(args, [pipe], err)
     err.print(f"[dim]{source.report()}[/dim]")
     if result is not None:
@@ -358,7 +358,7 @@ def cmd_livekit(args: argparse.Namespace) -> int:
             meta["sessions"][-1].update(duration=round(meta["duration"] - bot.start_time, 3),
                                         queue_overflows=sum(lane.feed.overflows for lane in bot.all_lanes()))
         store.set_meta(duration=meta["duration"], **({"sessions": meta["sessions"]} if meta.get("sessions") else {}))
-        written = _write_outputs(store.turns(), out, args.stem, meta)
+        written = _write_outputs(store.turns(renamed=True), out, args.stem, meta)
         store.close()
         return written
 
@@ -397,7 +397,7 @@ def cmd_livekit(args: argparse.Namespace) -> int:
     if aside is not None:
         aside.drop()
     room_mics = [lane.pipeline for lane in bot.all_lanes() if lane.room_mic]
-    _report_voice_matches(room_mics, err)
+    _report_voice_matches(room_mics, err, out)
     enrolled = _enrol_voices(args, room_mics, err)
     from rich.markup import escape
 

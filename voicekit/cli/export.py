@@ -35,6 +35,47 @@ def _count_or_auto(value: str) -> int | str:
         raise argparse.ArgumentTypeError(f"expected a number of speakers or auto, got {value!r}") from None
 
 
+def _names_arg(value: str) -> dict[str, str]:
+    """``export --speaker-names``: label -> name, checked as a live meeting checks them."""
+    from voicekit.cli.options import _speaker_names
+    from voicekit.hooks import checked_speaker_names
+
+    try:
+        return checked_speaker_names(_speaker_names(value, "export"))
+    except ValueError as exc:   # a control character in a name (parse_speaker_names checked the rest)
+        raise CliError(f"--speaker-names: {exc}") from exc
+
+
+def _rename(store, names: dict[str, str]) -> None:  # noqa: ANN001 - MeetingStore
+    """Name the meeting's speakers after it (``--speaker-names``) and say what was renamed.
+
+    Raises:
+        CliError: a label no turn of the meeting carries, live or refined (nothing is renamed).
+    """
+    from voicekit.cli.options import _shared_names
+    from voicekit.store import StoreError
+
+    labels = store.speaker_labels()
+    unknown = [label for label in names if label not in labels]
+    if unknown:
+        raise CliError(f"--speaker-names: {', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} no speaker "
+                       f"of this meeting (its speakers{', live and refined' if store.has_refined() else ''}: "
+                       f"{', '.join(sorted(labels)) or 'none'}); nothing renamed")
+    try:
+        store.rename_speakers(names)
+    except StoreError as exc:
+        raise CliError(f"{exc}; nothing renamed") from exc
+    counts: dict[str, int] = {}
+    for t in store.turns():
+        counts[t.speaker] = counts.get(t.speaker, 0) + 1
+    print("named after the meeting: " + ", ".join(f"{label} is {names[label]} ({_plural(counts.get(label, 0), 'live turn')})"
+                                                   for label in names)
+          + "; the store keeps the names the turns were emitted with (<stem>.json: emitted_name)")
+    shared = _shared_names({**store.speaker_names(), **names})
+    if shared:
+        print(f"{shared}: the outputs show them as one person")
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     from voicekit.outputs import REFINED_SUFFIX
     from voicekit.store import MeetingStore
@@ -51,6 +92,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise CliError(f"{store_path} not found: give the --out directory of a voicekit replay, mic or livekit meeting")
     if args.num_speakers is not None and not args.refine:
         raise CliError("--num-speakers applies to the re-clustering: add --refine")
+    names = _names_arg(args.speaker_names) if args.speaker_names else {}
     _check_readable_store(store_path, "export writes outputs only from a voicekit meeting",
                           access_way="copy the folder and export the copy")
     _lock_meeting_dir(out, fix="export it when that command has ended (it writes the outputs itself as it ends)")
@@ -78,14 +120,19 @@ def cmd_export(args: argparse.Namespace) -> int:
             dropped = store.drop_embeddings()
             print(f"deleted the speaker embeddings of {_plural(dropped, 'utterance')}" if dropped else
                   "this meeting keeps no speaker embeddings: nothing to delete")
-        written = _write_outputs(store.turns(), out, stem, meta)
+        if names:
+            _rename(store, names)
+        renamed = store.renamed_speakers()
+        if renamed:
+            meta["renamed"] = renamed
+        written = _write_outputs(store.turns(renamed=True), out, stem, meta)
         if store.has_refined():
             if stale and not (args.refine and redo):
                 print(f"the stored refinement lacks the {_plural(stale, 'turn')} committed since it ran: "
                       f"{stem}{REFINED_SUFFIX}.* give them their live labels" +
                       (f" (`voicekit export {out} --refine` re-clusters the whole meeting)" if redo else
                        " (no speaker embeddings are kept to re-cluster the meeting)"))
-            written += _write_outputs(store.turns(refined=True), out, stem, {**meta, "refined": True},
+            written += _write_outputs(store.turns(refined=True, renamed=True), out, stem, {**meta, "refined": True},
                                       suffix=REFINED_SUFFIX)
     finally:
         store.close()
@@ -111,6 +158,12 @@ def _export_parser(sub) -> None:  # noqa: ANN001
                         "again (auto: after an earlier --num-speakers) (needs the kept embeddings); a "
                         "cluster with under 2 s of speech joins the most alike one, so a meeting with "
                         "fewer voices ends with fewer")
+    p.add_argument("--speaker-names", default=None, metavar="MAP_OR_FILE",
+                   help="name speakers after the meeting: 'Speaker A=Diane,Speaker B=Sheila', or a file with "
+                        "one 'Speaker A = Diane' per line; every turn of the label, live and refined, is "
+                        "written under the name, whatever it was emitted with (its label, a hook's rename, a "
+                        "known voice's name: a wrong one is corrected so). The store keeps the names, and "
+                        "what each turn was emitted with (<stem>.json: emitted_name)")
     p.add_argument("--drop-embeddings", action="store_true",
                    help="delete the speaker embeddings kept with --keep-embeddings (after any --refine)")
     p.set_defaults(func=cmd_export)

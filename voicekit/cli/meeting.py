@@ -174,7 +174,8 @@ def _session_meta(store, meta: dict, start_time: float) -> dict:  # noqa: ANN001
     stays the first session's, and ``sessions`` lists each session's source, wall-clock start and
     meeting time (``start_time``: 0 unless it goes on with a stored meeting). The meeting's
     ``duration`` is unknown (None) until the session ends and stores it: a session killed before
-    leaves None, which ``voicekit export`` reads as a meeting that did not end."""
+    leaves None, which ``voicekit export`` reads as a meeting that did not end. The meeting's
+    ``renamed`` (names given after an earlier session) is carried into what is returned."""
     now = time.time()
     stored = store.meta() if start_time else {}
     sessions = stored.get("sessions")
@@ -183,7 +184,8 @@ def _session_meta(store, meta: dict, start_time: float) -> dict:  # noqa: ANN001
     session = {"source": meta.get("source"), "started": now, "start_time": start_time}
     meta = {**meta, "duration": None, "started": stored.get("started", now), "sessions": [*(sessions or []), session]}
     store.set_meta(**meta)
-    return meta
+    # names given after an earlier session (`export --speaker-names`) name the outputs of this one too
+    return {**meta, "renamed": stored["renamed"]} if "renamed" in stored else meta
 
 
 def _known_speakers(pipe) -> str:  # noqa: ANN001 - a Pipeline

@@ -177,8 +177,7 @@ def _diarizer_name(options) -> str:  # noqa: ANN001 - PipelineOptions
 
 
 def _hooks(args: argparse.Namespace, err):  # noqa: ANN001 - rich Console
-    from voicekit.hooks import HookRunner, HookTrigger, parse_speaker_names
-    from voicekit.turns import is_speaker_label
+    from voicekit.hooks import HookRunner, HookTrigger
 
     if args.hook_timeout is not None and not args.hook:
         raise CliError("--hook-timeout limits how long a hook script runs on a turn: add --hook script.py, or "
@@ -187,34 +186,7 @@ def _hooks(args: argparse.Namespace, err):  # noqa: ANN001 - rich Console
         raise CliError(f"--hook-timeout must be a positive number of seconds, got {args.hook_timeout:g}")
     hooks = HookRunner() if args.hook_timeout is None else HookRunner(timeout=args.hook_timeout)
     if args.speaker_names:
-        text = args.speaker_names
-        path = Path(text)
-        from_file = "=" not in text and path.is_file()
-        if from_file:
-            try:   # utf-8-sig: Windows editors start a UTF-8 file with a byte-order mark
-                text = path.read_text(encoding="utf-8-sig")
-            except (OSError, UnicodeDecodeError) as exc:
-                raise CliError(f"--speaker-names {path}: cannot read it as UTF-8 text ({exc}); save the names "
-                               "file as UTF-8") from exc
-        elif "=" not in text:
-            what = ("is a folder" if path.is_dir() else "is neither 'Speaker A=Diane,…' nor an existing names file"
-                    if not path.exists() else "is not a regular file")
-            raise CliError(f"--speaker-names {text!r} {what}: give 'Speaker A=Diane,…' or a names file (one "
-                           "'Speaker A = Diane' per line)")
-        try:
-            names = parse_speaker_names(text, lines=from_file)
-        except ValueError as exc:
-            raise CliError(f"--speaker-names{' ' + str(path) if from_file else ''}: {exc}") from exc
-        if from_file and not names:
-            raise CliError(f"--speaker-names {path}: the names file holds no entry; write one 'Speaker A = Diane' "
-                           "per line")
-        if args.command != "livekit":
-            # only a LiveKit room's turns carry other speakers (its participants' names)
-            other = [label for label in names if not is_speaker_label(label)]
-            if other:
-                raise CliError(f"--speaker-names: {', '.join(map(repr, other))} can never name a speaker of "
-                               f"`voicekit {args.command}`: its speakers are labelled 'Speaker A', 'Speaker B'… "
-                               "(write 'Speaker A=Diane')")
+        names = _speaker_names(args.speaker_names, args.command)
         try:
             hooks.set_names(names)
         except ValueError as exc:   # a control character in a name (parse_speaker_names checked the rest)
@@ -232,6 +204,49 @@ def _hooks(args: argparse.Namespace, err):  # noqa: ANN001 - rich Console
         err.print(f"[yellow]{', '.join(unused)} will not be called: speak decisions are made only with "
                   "--members members.yaml (docs/turn-taking.md)[/yellow]")
     return hooks
+
+
+def _speaker_names(value: str, command: str) -> dict[str, str]:
+    """``--speaker-names MAP_OR_FILE``: ``'Speaker A=Diane,Speaker B=Sheila'`` or a names file (one
+    ``Speaker A = Diane`` per line), as label -> name (:func:`voicekit.hooks.parse_speaker_names`).
+
+    Raises:
+        CliError: neither a map nor a readable UTF-8 file, a file with no entry, an entry that
+            does not parse; outside ``livekit`` and ``export`` (whose meetings may be a LiveKit
+            room's, labelled by participant names), a label that is not ``Speaker X``.
+    """
+    from voicekit.hooks import parse_speaker_names
+    from voicekit.turns import is_speaker_label
+
+    text = value
+    path = Path(text)
+    from_file = "=" not in text and path.is_file()
+    if from_file:
+        try:   # utf-8-sig: Windows editors start a UTF-8 file with a byte-order mark
+            text = path.read_text(encoding="utf-8-sig")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CliError(f"--speaker-names {path}: cannot read it as UTF-8 text ({exc}); save the names "
+                           "file as UTF-8") from exc
+    elif "=" not in text:
+        what = ("is a folder" if path.is_dir() else "is neither 'Speaker A=Diane,…' nor an existing names file"
+                if not path.exists() else "is not a regular file")
+        raise CliError(f"--speaker-names {text!r} {what}: give 'Speaker A=Diane,…' or a names file (one "
+                       "'Speaker A = Diane' per line)")
+    try:
+        names = parse_speaker_names(text, lines=from_file)
+    except ValueError as exc:
+        raise CliError(f"--speaker-names{' ' + str(path) if from_file else ''}: {exc}") from exc
+    if from_file and not names:
+        raise CliError(f"--speaker-names {path}: the names file holds no entry; write one 'Speaker A = Diane' "
+                       "per line")
+    if command not in ("livekit", "export"):
+        # only a LiveKit room's turns carry other speakers (its participants' names)
+        other = [label for label in names if not is_speaker_label(label)]
+        if other:
+            raise CliError(f"--speaker-names: {', '.join(map(repr, other))} can never name a speaker of "
+                           f"`voicekit {command}`: its speakers are labelled 'Speaker A', 'Speaker B'… "
+                           "(write 'Speaker A=Diane')")
+    return names
 
 
 def _shared_names(names: dict[str, str]) -> str:
@@ -278,7 +293,7 @@ def _voice_args(p: argparse.ArgumentParser) -> None:
                    help="name speakers whose voice matches an enrolled voiceprint; LIBRARY is the "
                         "voice library file (default $VOICEKIT_VOICES, else voices.sqlite in the user "
                         "data directory)")
-    g.add_argument("--enrol-voices", action="store_true",
+    g.add_argument("--enrol-voices", "--enroll-voices", action="store_true",
                    help="at the end, store the voiceprint of every speaker named by --speaker-names or "
                         "a hook in the voice library (only with the speakers' consent)")
 

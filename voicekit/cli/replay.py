@@ -231,7 +231,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         unmatched = _unmatched_names(named, store)
     finally:
         store.close()
-    _report_voice_matches([pipe], err)
+    _report_voice_matches([pipe], err, out)
     enrolled = _enrol_voices(args, [pipe], err)
     if result is not None:
         err.print(f"[dim]{_turns_summary(result, speed=not args.realtime)}"

@@ -77,9 +77,13 @@ def _voice_list(args: argparse.Namespace) -> list:
                        "(voicekit voices enrol, or --enrol-voices)")
     library = _voice_library(args)
     try:
-        return library.voices()
+        voices = library.voices()
     finally:
         library.close()
+    if not voices and not args.enrol_voices:
+        print(f"warning: --voices: the voice library {path} holds no voice (all deleted?), so nobody will be named; "
+              "enrol voices first (voicekit voices enrol, or --enrol-voices)", file=sys.stderr)
+    return voices
 
 
 def _voice_identifier(args: argparse.Namespace):
@@ -89,17 +93,25 @@ def _voice_identifier(args: argparse.Namespace):
     return None if voices is None else VoiceIdentifier(voices)
 
 
-def _report_voice_matches(pipelines: list, err) -> None:  # noqa: ANN001 - Pipeline, rich Console
+def _report_voice_matches(pipelines: list, err, out: Path) -> None:  # noqa: ANN001 - Pipeline, rich Console
     """``--voices``: at the end of a meeting, one line naming each speaker the voice library named,
     with its similarity (it was a DEBUG log only, and docs/voiceprints.md asks the user to check
-    matches: a wrong one names the wrong person). Nothing when the library named nobody."""
-    from voicekit.voiceprints import MATCH_THRESHOLD
+    matches: a wrong one names the wrong person), and the name a hook gave it later where that
+    differs (its lines show that one); then how to correct a name after the meeting (``out``: the
+    meeting folder). Nothing when the library named nobody."""
+    from voicekit.voiceprints import MATCH_THRESHOLD, same_name
 
-    matches = [m for p in pipelines if p is not None and p.voices is not None for m in p.voices.matches.values()]
-    if matches:
-        named = ", ".join(f"{m.label} is {m.voice.name} (similarity {m.similarity:.3f})" for m in matches)
-        err.print(f"known voices: {named} (a match needs {MATCH_THRESHOLD}); read their lines: a name given "
-                  "with --speaker-names wins over the library's", markup=False)
+    said, labels = [], []
+    for p in pipelines:
+        for m in (p.voices.matches.values() if p is not None and p.voices is not None else ()):
+            renamed = p.hooks.names.get(m.label)
+            labels.append(m.label)
+            said.append(f"{m.label} is {m.voice.name} (similarity {m.similarity:.3f})" +
+                        (f", then named {renamed} by a hook" if renamed and not same_name(renamed, m.voice.name) else ""))
+    if said:
+        err.print(f"known voices: {', '.join(said)} (a match needs {MATCH_THRESHOLD}); read their lines: "
+                  f"`voicekit export {shlex.quote(str(out))} --speaker-names \"{labels[0]}=…\"` corrects a wrong "
+                  "name", markup=False)
 
 
 def _enrol_voices(args: argparse.Namespace, pipelines: list, err) -> bool:  # noqa: ANN001
@@ -114,7 +126,7 @@ def _enrol_voices(args: argparse.Namespace, pipelines: list, err) -> bool:  # no
         return True
     from rich.markup import escape
 
-    from voicekit.voiceprints import enrol_named_speakers
+    from voicekit.voiceprints import enrol_named_speakers, same_name
 
     # every diarized lane of the meeting (a LiveKit room's room microphones share one label
     # allocator, so a label is one voice of one lane)
@@ -126,7 +138,10 @@ def _enrol_voices(args: argparse.Namespace, pipelines: list, err) -> bool:  # no
         return False
     library = _voice_library(args, create=True)
     try:
-        skip = [label for p in diarized if p.voices is not None for label in p.voices.matches]
+        # a speaker the library named is not enrolled again (a wrong match must not reinforce
+        # itself), unless a hook named it otherwise later: that name is the user's
+        skip = [label for p in diarized if p.voices is not None for label, m in p.voices.matches.items()
+                if same_name(p.hooks.names.get(label) or m.voice.name, m.voice.name)]
         # a meeting that went on (--append): only this session's speech, the stored one was its own
         speakers = [s for p in diarized for s in getattr(p.diarizer, "session_speakers", p.diarizer.speakers)]
         outcomes = enrol_named_speakers(library, speakers, diarized[0].hooks.names, skip=skip)
@@ -138,12 +153,19 @@ def _enrol_voices(args: argparse.Namespace, pipelines: list, err) -> bool:  # no
                       f"{o.seconds:.1f} s) is in {escape(str(library.path))} already (this meeting was enrolled "
                       "before): nothing added")
         elif o.enrolled is not None:
+            merged = (f"; {o.enrolled.seconds:.1f} s in all, {o.enrolled.meetings} enrolments: added to the "
+                      "voice of that name" if o.enrolled.meetings > 1 else "")
             err.print(f"enrolled the voice of {escape(o.name)} ({escape(', '.join(o.labels))}, "
-                      f"{o.seconds:.1f} s of speech) in {escape(str(library.path))}")
+                      f"{o.seconds:.1f} s of speech{merged}) in {escape(str(library.path))}")
         else:
             err.print(f"[yellow]not enrolled: {escape(o.reason)}[/yellow]")
     if any(o.enrolled is not None for o in outcomes):
         err.print(escape(kept_note(library.path)))
+    if not outcomes and skip:
+        err.print(f"--enrol-voices: the only speakers named ({escape(', '.join(skip))}) were named by the voice "
+                  "library, which does not enrol them again (a wrong match must not reinforce itself): nothing "
+                  "enrolled")
+        return True
     if not outcomes:
         err.print("[yellow]--enrol-voices: no speaker was named (--speaker-names or a hook); nothing "
                   "enrolled[/yellow]")
@@ -182,8 +204,12 @@ def cmd_voices(args: argparse.Namespace) -> int:
         if bool(args.all) == bool(args.name):
             raise CliError("voices delete: give a NAME or --all, not both" if args.all else
                            "voices delete: give a NAME or --all")
-        if not path.is_file():
-            raise CliError(f"no voice library at {path}; nothing to delete")
+        if not path.is_file() and not path.is_dir():   # a folder: the library's own error below
+            if args.all:   # nothing to delete: done (a privacy script may run it on every machine)
+                print(f"no voice library at {path}: nothing to delete")
+                return 0
+            raise CliError(f"no voice library at {path}, so no voice named {args.name!r}; see voicekit voices list"
+                           f"{_library_flag(path)}")
         library = _voice_library(args)
         try:
             if args.all:
@@ -262,9 +288,21 @@ def _voices_parser(sub) -> None:  # noqa: ANN001
                                    "meetings (--voices). Biometric data: see docs/voiceprints.md.",
                        epilog=EPILOG_VOICES, formatter_class=argparse.RawDescriptionHelpFormatter)
     vsub = p.add_subparsers(dest="action", required=True)
-    for name, help_text in (("list", "list the enrolled voices"), ("delete", "delete a voice (or --all)"),
-                            ("enrol", "enrol a voice from a recording of that person")):
-        q = vsub.add_parser(name, help=help_text)
+    for name, help_text, description in (
+            ("list", "list the enrolled voices",
+             "List the voices of the library: each name with its seconds of speech, enrolments and last "
+             "update."),
+            ("delete", "delete a voice (or --all)",
+             "Delete a voice for good: its row is removed and its bytes scrubbed from the file. NAME matches "
+             "whatever its case or Unicode form ('diane' deletes Diane); a NAME the library lacks is an error "
+             "(exit 2), so a misspelt name never passes for deleted. --all deletes every voice; with no "
+             "library there is nothing to delete (exit 0)."),
+            ("enrol", "enrol a voice from a recording of that person (also: enroll)",
+             "Enrol a voice from a recording in which only that person speaks (or a stretch of one, "
+             "--start/--end). Enrolling a name again adds the speech to its voice.")):
+        q = vsub.add_parser(name, help=help_text, description=description,
+                            aliases=["enroll"] if name == "enrol" else [])
+        q.set_defaults(action=name)
         q.add_argument("--library", dest="voices", default=None, metavar="PATH", type=_library_file,
                        help="the voice library file (default $VOICEKIT_VOICES, else voices.sqlite in "
                             "the user data directory)")

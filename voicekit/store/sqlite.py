@@ -23,7 +23,7 @@ import numpy as np
 
 from voicekit.attribution import AuthorRegister, Participant, meeting_lock
 from voicekit.turns import (SpeakerTurn, Word, inherited_names, join_touching, majority_label, metadata_json,
-                            split_by_labels)
+                            rename_turns, split_by_labels)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meeting (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -344,6 +344,35 @@ class MeetingStore:
         except sqlite3.Error as exc:
             raise self._write_error(exc) from exc
 
+    def rename_speakers(self, names: dict[str, str]) -> None:
+        """Name speakers after the meeting (``voicekit export --speaker-names``), label -> name.
+
+        The names are kept in the meeting metadata (``meta()["renamed"]``, merged with earlier
+        ones) and as persistent names (:meth:`set_speaker_names`: a meeting that goes on with
+        ``--append`` emits the label's new turns under its name). The turns as committed are not
+        changed: :meth:`turns` with ``renamed=True`` shows every turn of a renamed label under
+        its new name.
+
+        Raises:
+            StoreError: when the store cannot be written (disk full, read-only); nothing is
+                changed then.
+        """
+        renamed = {**self.renamed_speakers(), **names}
+        try:
+            with self.conn:
+                self.conn.execute("INSERT INTO meeting(key, value) VALUES ('renamed', ?) "
+                                  "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                                  (json.dumps(renamed, ensure_ascii=False),))
+                self.conn.executemany("INSERT OR REPLACE INTO speaker_names(speaker, name) VALUES (?, ?)",
+                                      list(names.items()))
+        except sqlite3.Error as exc:
+            raise self._write_error(exc) from exc
+
+    def renamed_speakers(self) -> dict[str, str]:
+        """The names given after the meeting (:meth:`rename_speakers`), label -> name."""
+        row = self.conn.execute("SELECT value FROM meeting WHERE key = 'renamed'").fetchone()
+        return json.loads(row[0]) if row else {}
+
     def speaker_names(self, refined: bool = False) -> dict[str, str]:
         """Persistent renames, speaker label -> name.
 
@@ -390,7 +419,7 @@ class MeetingStore:
                    for speaker, words in self.conn.execute(
                        "SELECT speaker, refined_words FROM turns WHERE refined_words IS NOT NULL"))
 
-    def turns(self, refined: bool = False) -> list[SpeakerTurn]:
+    def turns(self, refined: bool = False, renamed: bool = False) -> list[SpeakerTurn]:
         """All committed turns in time order.
 
         Args:
@@ -400,11 +429,18 @@ class MeetingStore:
                 refinement emptied passes its name on) and ``metadata["moved_from"]`` (the live label); pieces
                 of continuous speech that end with the same speaker are joined
                 (:func:`voicekit.turns.join_touching`).
+            renamed: every turn of a label named after the meeting (:meth:`rename_speakers`)
+                carries that name (:func:`voicekit.turns.rename_turns`), as the outputs show
+                it; False: each turn's name as it was emitted.
         """
+        names = self.renamed_speakers() if renamed else {}
         if not refined:
-            return [turn_from_row(row) for row in self.conn.execute(
+            turns = [turn_from_row(row) for row in self.conn.execute(
                 f"SELECT {TURN_COLUMNS} FROM turns ORDER BY start, id")]
-        return join_touching(self._refined_view(self.speaker_names())[1])
+            return rename_turns(turns, names) if names else turns
+        pieces = self._refined_view(self.speaker_names())[1]
+        # renamed before the join: pieces of one speaker that only their emitted names told apart join
+        return join_touching(rename_turns(pieces, names, keep_emitted=False) if names else pieces)
 
     def _refined_view(self, names: dict[str, str]) -> tuple[dict[str, str], list[SpeakerTurn]]:
         """The refined view's names (``names`` and what :func:`inherited_names` passes on) and
