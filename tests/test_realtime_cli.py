@@ -4,6 +4,7 @@ replay of a real recording that is interrupted while it waits for its session)."
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from _realtime_meeting import SCRIPT, open_store, turn
 
 from voicekit.cli import CliError, build_parser
 from voicekit.cli.session import _make_session, _start_session
+from voicekit.outputs import clock
 
 
 def test_session_options_parse():
@@ -163,6 +165,33 @@ def test_a_refused_api_key_fails_the_replay_with_the_key_to_check(tmp_path, monk
     assert [e["kind"] for e in events] == ["refused", "unsent"] and "HTTP 401" in events[0]["text"]
 
 
+def test_a_turn_the_provider_rejects_fails_the_replay_and_is_named(tmp_path, monkeypatch, capsys):
+    """A realtime integrator's trial: the provider refused turn 2 (an `error` event for its item),
+    one ERROR line said so mid-replay, and the replay ended as if all went well (exit 0): the
+    model never got the turn. The closing line names the turn and the exit code is 1."""
+    import_or_skip("openai", "VOICEKIT_REQUIRE_REALTIME", 'pip install -e ".[realtime]"')
+    from _pipeline_support import EVAL
+    from _realtime_servers import FakeOpenAIRealtime
+
+    from voicekit.cli import main
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    out = tmp_path / "out"
+    with FakeOpenAIRealtime() as server:
+        server.reject_text = "crocodile"
+        rc = main(["replay", str(EVAL / "picovoice_falcon" / "test.wav"), "--out", str(out), "--quiet",
+                   "--session", "openai", "--session-base-url", f"ws://127.0.0.1:{server.port}/v1"])
+    err = capsys.readouterr().err
+    print(err)
+    turns = json.loads((out / "test.json").read_text())["turns"]
+    [rejected] = [t for t in turns if "crocodile" in t["text"]]
+    assert rc == 1, err
+    assert re.search(r"voicekit: error: the live session \(openai\) rejected 1 turn \(the turn at "
+                     + re.escape(clock(rejected["start"], digits=1)) + r"; the error lines above give the "
+                     r"provider's reason\): the model never got it", err), err
+    assert "was not sent every turn within" not in err
+
+
 def test_the_session_log_names_each_provider_event_and_when_it_came(tmp_path, monkeypatch):
     """A live-features trial: every acknowledgement was logged as {"kind": "other", "text": ""},
     with no word of which event it was nor when (the file is appended to run after run)."""
@@ -180,6 +209,14 @@ def test_the_session_log_names_each_provider_event_and_when_it_came(tmp_path, mo
         for i, (spk, name, text) in enumerate(SCRIPT[:2]):
             b.on_turn(store.commit(turn(spk, name, text, i)))
         assert b.close(timeout=10)
+        # the default model is named in the session id: leaving --session-model out and naming the
+        # default are one session (a realtime trial: "openai:default" and "openai:gpt-realtime",
+        # so an --append would send the whole meeting again)
+        named = build_parser().parse_args(["replay", "m.wav", "--session", "openai", "--session-model", "gpt-realtime",
+                                           "--session-base-url", f"ws://127.0.0.1:{server.port}/v1"])
+        b2 = _start_session(named, _make_session(named, tmp_path), store.path)
+        assert b2.close(timeout=10)
+        assert b.session_id == b2.session_id == "openai:gpt-realtime" and b2.stats["delivered"] == 0
     events = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
     print(events)
     types = [e["type"] for e in events]
@@ -281,6 +318,9 @@ def test_session_instructions_that_name_no_file_are_refused_when_they_read_as_a_
     empty.write_text("\n\n", encoding="utf-8")
     with pytest.raises(CliError, match=f"^--session-instructions file {empty} is empty"):
         _instructions(str(empty))
+    # a folder (a realtime trial: "no such file")
+    with pytest.raises(CliError, match=f"^--session-instructions {tmp_path} is a folder: name the file in it"):
+        _instructions(str(tmp_path))
 
 
 def _unwritable_logs(tmp_path):

@@ -43,8 +43,8 @@ same way, with a message and exit code 1.
 
 As a service: stdout carries only the live lines (none with --quiet), stderr one line per event.
 exit codes: 0 ended (Ctrl-C, SIGTERM, --seconds); 1 the device stopped delivering, a --session
-that missed turns, or an --enrol-voices that did not enrol every named speaker (or found none
-named); 2 a bad argument, no input device
+that missed turns or had one rejected, or an --enrol-voices that did not enrol every named
+speaker (or found none named); 2 a bad argument, no input device
 (also while the audio server is down), a full disk (one `voicekit: error:` line); 130 aborted by
 a second Ctrl-C; 141 the reader of stdout went away. SIGHUP and SIGKILL end it at once: the
 turns committed are kept in OUT/meeting.sqlite, and `--append` (which also starts a new meeting

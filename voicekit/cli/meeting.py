@@ -192,7 +192,8 @@ def _known_speakers(pipe) -> str:  # noqa: ANN001 - a Pipeline
     """How a resumed meeting's speakers are known, for the line that says it goes on."""
     known = [s.label for s in getattr(pipe.diarizer, "speakers", ())]
     return (f"{', '.join(known)} known by voice from the stored embeddings" if known else
-            "new speakers are labelled after the stored ones")
+            "new speakers are labelled after the stored ones: the meeting kept no speaker embeddings, so a voice "
+            "heard before gets a new label (run every session with --keep-embeddings to know voices again)")
 
 
 def _has_embeddings(store_path: Path) -> bool:

@@ -331,7 +331,9 @@ def _session_args(p: argparse.ArgumentParser) -> None:
                    help="feed every committed turn into a live model session: local (no API key; "
                         "writes what a provider would be sent to OUT/session.jsonl, and replay prints "
                         "it), openai (OPENAI_API_KEY) or gemini (GEMINI_API_KEY or GOOGLE_API_KEY)")
-    g.add_argument("--session-model", default=None, help="the session's model (default per provider)")
+    g.add_argument("--session-model", default=None,
+                   help="the session's model (default: gpt-realtime for openai, gemini-live-2.5-flash-preview "
+                        "for gemini)")
     g.add_argument("--session-base-url", default=None,
                    help="provider base URL (openai: ws(s)://…/v1 for the WebSocket base or https://…/v1; "
                         "gemini: the API base)")

@@ -40,10 +40,10 @@ under its speaker's attribution label (the speaker name after renames, ranked ag
 names); no model is called: a dry run in which each chosen member counts as having answered.
 --explain prints each turn with its decision and rung, and a count per rung at the end.
 
-stdout carries only the live lines and --explain's decisions (no lines with --quiet); the rest
-goes to stderr. exit codes: 0 done; 1 a truncated recording (transcribed as far as it goes), a
---session that missed turns, or an --enrol-voices that did not enrol every named speaker (or found
-none named); 2 a bad argument, an unreadable recording, a full disk (one `voicekit: error:` line);
+stdout carries only the live lines and --explain's decisions (--quiet: no live lines, but --explain
+still prints each turn with its decision); the rest goes to stderr. exit codes: 0 done; 1 a truncated recording (transcribed as far as it goes), a
+--session that missed turns or had one rejected, or an --enrol-voices that did not enrol every named
+speaker (or found none named); 2 a bad argument, an unreadable recording, a full disk (one `voicekit: error:` line);
 130 / 143 stopped by Ctrl-C / SIGTERM; 141 the reader of stdout went away (`| head -1`). After 1,
 130, 141 and 143, and after a 2 for a stdout that cannot be written (`> /dev/full`), the outputs
 hold what was heard.
@@ -304,7 +304,8 @@ def _replay_parser(sub) -> None:  # noqa: ANN001
                         "recording's file name without its extension: each recording a folder of its own)")
     p.add_argument("--stem", default=None, help="output file stem (default: the recording's name)")
     p.add_argument("--quiet", action="store_true",
-                   help="a progress bar instead of live lines (--session local then only writes its log)")
+                   help="a progress bar instead of live lines (--session local then only writes its log; "
+                        "--explain still prints each turn with its decision)")
     p.add_argument("--realtime", action="store_true", help="pace the replay at 1x, exactly as live capture")
     p.add_argument("--refine", action="store_true",
                    help="re-cluster the whole meeting afterwards and also write <stem>.refined.*")

@@ -81,6 +81,9 @@ def _instructions(value: str | None) -> str | None:
         is_file = "\n" not in value and Path(value).is_file()
     except OSError:   # ENAMETOOLONG: a long one-line prompt, no file name
         is_file = False
+    if not re.search(r"\s", value) and _is_dir(value):
+        raise CliError(f"--session-instructions {value} is a folder: name the file in it that holds the "
+                       "instructions, or give them as text (in quotes)")
     if is_file:
         try:
             text = Path(value).read_text(encoding="utf-8-sig")
@@ -96,6 +99,13 @@ def _instructions(value: str | None) -> str | None:
                        "give the assistant's instructions, or leave it out")
     return text.strip()
 
+
+def _is_dir(value: str) -> bool:
+    """Whether ``value`` names a folder (False for a name the file system refuses)."""
+    try:
+        return Path(value).is_dir()
+    except OSError:
+        return False
 
 def _check_session_log(path: Path) -> None:
     """Check that the session log ``path`` can be written: it is not a folder, no folder above it
@@ -173,7 +183,9 @@ def _start_session(args: argparse.Namespace, session, store_path: Path):  # noqa
                                  "at": round(time.time(), 3)}, ensure_ascii=False) + "\n")
             fh.flush()
         on_event = write_event
-    session_id = f"{args.session}:{args.session_model or 'default'}"
+    # the model the session runs, the provider's default included: leaving --session-model out and
+    # naming that default are one session (an --append would otherwise send the meeting again)
+    session_id = f"{args.session}:{getattr(session, 'model', None) or args.session_model or 'default'}"
     return Broadcaster(session, store_path, session_id=session_id, on_event=on_event,
                        reserved_names=_member_names(args)).start()
 
@@ -194,8 +206,9 @@ def _member_names(args: argparse.Namespace) -> tuple[str, ...]:
 
 def _close_session(broadcaster, args: argparse.Namespace, err) -> tuple[bool, bool]:  # noqa: ANN001
     """At the end of a meeting, wait up to ``--session-timeout`` for the live session to take
-    what is queued. Returns ``(missed, stopped)``: it was not sent every turn; a Ctrl-C stopped the
-    wait (the outputs are written all the same)."""
+    what is queued. Returns ``(missed, stopped)``: it was not sent every turn, or the provider
+    rejected one (``Broadcaster.rejected_turns``); a Ctrl-C stopped the wait (the outputs are
+    written all the same)."""
     if broadcaster is None:
         return False, False
     if broadcaster.backlog and args.session_timeout > 0 and args.session != "local" and not broadcaster.refused:
@@ -203,7 +216,7 @@ def _close_session(broadcaster, args: argparse.Namespace, err) -> tuple[bool, bo
         err.print(f"[dim]waiting up to {args.session_timeout:g} s for the live session to take "
                   f"{_plural(broadcaster.backlog, 'item')} still queued (Ctrl-C gives up)…[/dim]")
     try:
-        return not broadcaster.close(timeout=args.session_timeout), False
+        return not broadcaster.close(timeout=args.session_timeout) or bool(broadcaster.rejected_turns), False
     except KeyboardInterrupt:
         err.print("[yellow]stopped waiting for the live session (the turns it was not sent are in the store); "
                   "writing outputs[/yellow]")
@@ -229,6 +242,16 @@ def _session_missed_line(args: argparse.Namespace, broadcasters=()) -> str:  # n
         return (f"[red]voicekit: error: the live session ({args.session}) refused the connection ({escape(str(refused))}): "
                 f"check {key} and --session-model; the transcript is complete in the outputs and the store; once "
                 f"the key works, {rest} (exit code 1)[/red]")
+    rejected = sorted((r for b in broadcasters if b is not None for r in b.rejected_turns), key=lambda r: r[1])
+    if rejected:
+        from voicekit.outputs import clock
+
+        which = ", ".join(f"the turn at {clock(start, digits=1)}" for _, start in rejected[:6]) + \
+            (" …" if len(rejected) > 6 else "")
+        return (f"[red]voicekit: error: the live session ({args.session}) rejected {_plural(len(rejected), 'turn')} "
+                f"({which}; the error lines above give the provider's reason): the model never got "
+                f"{'it' if len(rejected) == 1 else 'them'}; the transcript is complete in the outputs and the store "
+                "(exit code 1)[/red]")
     return (f"[red]voicekit: error: the live session ({args.session}) was not sent every turn within "
             f"--session-timeout {args.session_timeout:g} s (see the warnings above); the transcript is "
             f"complete in the outputs and the store; {rest} (exit code 1)[/red]")

@@ -131,6 +131,7 @@ class Broadcaster:
         self.stats = {"delivered": 0, "rejected": 0, "dropped": 0, "queue_full": 0, "connects": 0,
                       "reconnects": 0, "instructions": 0, "replies_requested": 0, "resent_after_reconnect": 0,
                       "resent_after_restart": 0}
+        self.rejected_turns: list[tuple[int | None, float]] = []   # (turn id, start in seconds) the provider refused
         self.connected = threading.Event()
         self._q: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=queue_size)
         self._queue_size = queue_size
@@ -540,6 +541,7 @@ class Broadcaster:
             if self._log is not None and turn.turn_id is not None:
                 self._log.mark(turn.turn_id, REJECTED)
             self.stats["rejected"] += 1
+            self.rejected_turns.append((turn.turn_id, turn.start))
             return
         if not again:
             self._accepted += 1   # progress: a turn delivered (history sent again is none)
