@@ -230,6 +230,7 @@ def same_name(a: str, b: str) -> bool:
     "Zoë" precomposed or decomposed, "diane" and "Diane")."""
     return _name_key(a) == _name_key(b)
 
+
 def _name_key(name: str) -> str:
     """What makes two voice names the same name: one line of plain text, NFC, case folded ("Zoë"
     typed precomposed or decomposed, "diane" and "Diane", "Di\u200bane" are one voice). Not a

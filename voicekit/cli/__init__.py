@@ -63,7 +63,10 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         for action in self._actions:   # a missing subcommand: name the ones there are
             if isinstance(action.choices, dict) and message == f"the following arguments are required: {action.dest}":
-                message = f"missing the {action.dest}, one of: {', '.join(action.choices)}"
+                first: dict[int, str] = {}   # each subcommand by its first name, not its aliases
+                for name, sub in action.choices.items():
+                    first.setdefault(id(sub), name)
+                message = f"missing the {action.dest}, one of: {', '.join(first.values())}"
         self.exit(2, f"voicekit: error: {message}; `{self.prog} --help` lists the options\n")
 
 
@@ -104,6 +107,7 @@ class _LogFormatter(logging.Formatter):
         if record.name == "voicekit" or record.name.startswith("voicekit."):
             return f"{level}: {record.message}"
         return f"{level} ({record.name}): {record.message}"
+
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``voicekit`` command; returns the exit code."""

@@ -41,10 +41,11 @@ names); no model is called: a dry run in which each chosen member counts as havi
 --explain prints each turn with its decision and rung, and a count per rung at the end.
 
 stdout carries only the live lines and --explain's decisions (--quiet: no live lines, but --explain
-still prints each turn with its decision); the rest goes to stderr. exit codes: 0 done; 1 a truncated recording (transcribed as far as it goes), a
---session that missed turns or had one rejected, or an --enrol-voices that did not enrol every named
-speaker (or found none named); 2 a bad argument, an unreadable recording, a full disk (one `voicekit: error:` line);
-130 / 143 stopped by Ctrl-C / SIGTERM; 141 the reader of stdout went away (`| head -1`). After 1,
+still prints each turn with its decision); the rest goes to stderr. exit codes: 0 done; 1 a
+truncated recording (transcribed as far as it goes), a --session that missed turns or had one
+rejected, or an --enrol-voices that did not enrol every named speaker (or found none named); 2 a
+bad argument, an unreadable recording, a full disk (one `voicekit: error:` line); 130 / 143
+stopped by Ctrl-C / SIGTERM; 141 the reader of stdout went away (`| head -1`). After 1,
 130, 141 and 143, and after a 2 for a stdout that cannot be written (`> /dev/full`), the outputs
 hold what was heard.
 """

@@ -107,6 +107,7 @@ def _is_dir(value: str) -> bool:
     except OSError:
         return False
 
+
 def _check_session_log(path: Path) -> None:
     """Check that the session log ``path`` can be written: it is not a folder, no folder above it
     is a file, and it opens for append, as the session will open it (in a folder created for it
