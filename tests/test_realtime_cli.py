@@ -203,11 +203,14 @@ def test_the_session_log_names_each_provider_event_and_when_it_came(tmp_path, mo
     log = tmp_path / "events.jsonl"
     t0 = time.time()
     with FakeOpenAIRealtime() as server:
+        server.reject_text = "budget"    # the second turn is refused
         args = build_parser().parse_args(["replay", "m.wav", "--session", "openai", "--session-log", str(log),
                                           "--session-base-url", f"ws://127.0.0.1:{server.port}/v1"])
         b = _start_session(args, _make_session(args, tmp_path), store.path)
-        for i, (spk, name, text) in enumerate(SCRIPT[:2]):
-            b.on_turn(store.commit(turn(spk, name, text, i)))
+        committed = []
+        for i, (spk, name, text) in enumerate(SCRIPT[:3]):
+            committed.append(store.commit(turn(spk, name, text, i)))
+            b.on_turn(committed[-1])
         assert b.close(timeout=10)
         # the default model is named in the session id: leaving --session-model out and naming the
         # default are one session (a realtime trial: "openai:default" and "openai:gpt-realtime",
@@ -221,8 +224,15 @@ def test_the_session_log_names_each_provider_event_and_when_it_came(tmp_path, mo
     print(events)
     types = [e["type"] for e in events]
     assert types[:2] == ["session.created", "session.updated"]
-    assert types.count("conversation.item.added") == 2 and set(e["kind"] for e in events) == {"other"}
+    assert types.count("conversation.item.added") == 2 and set(e["kind"] for e in events) == {"other", "error"}
     assert all(t0 - 1 <= e["at"] <= time.time() + 1 for e in events)
+    # a realtime trial: an acknowledgement did not say which turn it acknowledged, and the error
+    # line lost the provider's code and its own event id
+    assert [e["item_id"] for e in events if e["type"] == "conversation.item.added"] == \
+        [f"vk-t{committed[0].turn_id}", f"vk-t{committed[2].turn_id}"]
+    [error] = [e for e in events if e["kind"] == "error"]
+    assert error["code"] == "invalid_value" and error["event_id"].startswith("vk-oa-")
+    assert error["provider_event_id"] == server.errors_sent[0]["event_id"] != error["event_id"]
 
 
 def test_gemini_with_a_plain_http_base_url_is_refused_before_anything_opens(tmp_path, monkeypatch):

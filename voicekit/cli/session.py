@@ -180,8 +180,20 @@ def _start_session(args: argparse.Namespace, session, store_path: Path):  # noqa
             # "server_content"), and when: the file is appended to by every run of the meeting
             raw = ev.raw if isinstance(ev.raw, dict) else {}
             kind = raw.get("type") if isinstance(raw.get("type"), str) else next(iter(raw), None)
-            fh.write(json.dumps({"kind": ev.kind, "type": kind, "text": ev.text, "event_id": ev.event_id,
-                                 "at": round(time.time(), 3)}, ensure_ascii=False) + "\n")
+            line = {"kind": ev.kind, "type": kind, "text": ev.text, "event_id": ev.event_id}
+            # which item an event is about (an acknowledgement names the turn's vk-t<id>), and an
+            # error's own id and code (its event_id above is the client event it names)
+            item = raw.get("item")
+            item_id = item.get("id") if isinstance(item, dict) else raw.get("item_id")
+            if isinstance(item_id, str):
+                line["item_id"] = item_id
+            error = raw.get("error")
+            if isinstance(error, dict):
+                if isinstance(error.get("code"), str):
+                    line["code"] = error["code"]
+                if isinstance(raw.get("event_id"), str) and raw["event_id"] != ev.event_id:
+                    line["provider_event_id"] = raw["event_id"]
+            fh.write(json.dumps({**line, "at": round(time.time(), 3)}, ensure_ascii=False) + "\n")
             fh.flush()
         on_event = write_event
     # the model the session runs, the provider's default included: leaving --session-model out and
