@@ -499,7 +499,9 @@ def test_a_hooks_text_is_one_line_in_every_output():
     assert out.text == "line one 2 00:00:00,000 --> 00:00:01,000 injected [31m"
     assert len(to_text([out]).strip().splitlines()) == 1
     [cue] = to_srt([out]).strip().split("\n\n")   # one cue, no blank line inside it
-    assert cue.startswith("1\n00:00:03,100 --> 00:00:05,100\nSpeaker A: line one 2")
+    # (held on screen to be read: 54 characters at 20 a second, into the silence after the turn)
+    assert cue.startswith("1\n00:00:03,100 --> 00:00:05,800\nSpeaker A: line one 2")
+    assert cue.count("-->") == 1 and "-> 00:00:01,000 injected" in cue   # no second timing line
     edited = HookRunner()
     edited.register(lambda t: t.replace(text="a\nb"))
     assert edited.run(turn()).text == "a b"

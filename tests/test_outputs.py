@@ -22,10 +22,13 @@ def check_cues(turn, cues, prefix=""):
     shown = []
     for cue in cues:
         assert 1 <= len(cue.lines) <= MAX_CUE_LINES, cue
-        assert cue.lines[0].startswith(prefix), cue
+        # the name starts the first line, or is that line when the first word does not fit after it
+        alone = prefix.strip() and cue.lines[0] == prefix.rstrip()
+        assert cue.lines[0].startswith(prefix) or (
+            alone and len(prefix) + len(cue.lines[1].split()[0]) > MAX_LINE_CHARS), cue
         for line in cue.lines:
             assert len(line) <= MAX_LINE_CHARS or len(line.removeprefix(prefix).split()) == 1, cue
-        shown += " ".join(cue.lines).removeprefix(prefix).split()
+        shown += " ".join(cue.lines).removeprefix(prefix.rstrip() if alone else prefix).split()
     assert shown == turn.text.split()
     assert cues[0].start == turn.start and cues[-1].end == turn.end
     for cue, after in zip(cues, cues[1:]):
@@ -270,6 +273,73 @@ def test_a_very_long_name_is_cut_at_the_start_of_each_srt_cue():
     lines = [line for line in to_srt([turn]).splitlines() if line and "-->" not in line and not line.isdigit()]
     assert lines == ["Bartholomew Barthol…: and so", "my fellow americans ask not"], lines
     assert all(len(line) <= MAX_LINE_CHARS for line in lines)
+
+
+
+def _srt_cues(text):
+    """(start, end, lines) of each cue of an SRT text, times in seconds."""
+    def seconds(stamp):
+        h, m, rest = stamp.split(":")
+        return int(h) * 3600 + int(m) * 60 + float(rest.replace(",", "."))
+
+    out = []
+    for block in text.strip().split("\n\n"):
+        _, times, *lines = block.splitlines()
+        start, end = times.split(" --> ")
+        out.append((seconds(start), seconds(end), lines))
+    return out
+
+
+def test_two_long_names_alike_at_their_start_are_cut_apart_in_the_srt():
+    """A captioner's trial: "Councilmember Maria García" and "Councilmember Maria Chen" were both
+    "Councilmember Maria…" on every SRT cue: two people shown as one. A cut that makes two names
+    alike goes on until they differ; other long names keep the 20-column cut."""
+    from voicekit.outputs import cue_names
+
+    names = ["Councilmember Maria García", "Councilmember Maria Chen", "Dr. Oluwaseun Adebayo", "Speaker A"]
+    assert cue_names(names + names) == {"Councilmember Maria García": "Councilmember Maria G…",
+                                        "Councilmember Maria Chen": "Councilmember Maria C…",
+                                        "Dr. Oluwaseun Adebayo": "Dr. Oluwaseun Adeba…", "Speaker A": "Speaker A"}
+    turns = [dataclasses.replace(even_turn(text, start, 2.0), metadata={"sender_name": name})
+             for text, start, name in (("the budget is approved", 0.0, names[0]), ("I object", 3.0, names[1]))]
+    names_shown = [lines[0].split(": ")[0] for _, _, lines in _srt_cues(to_srt(turns))]
+    assert names_shown == ["Councilmember Maria G…", "Councilmember Maria C…"], names_shown
+
+
+def test_a_short_cue_stays_up_into_the_pause_after_it_long_enough_to_be_read():
+    """A captioner's trial: a one-word turn ("Yes.", 0.32 s) followed by 2 s of silence was a
+    0.32 s cue, and 49 characters in 2.12 s read at 23 a second. A cue stays up into the pause
+    after it for 5/6 s at least and 1/20 s a character (Netflix), never past the next cue's start
+    nor 7 s; the turns, the JSON and the RTTM keep the speech's times."""
+    from voicekit.outputs import MAX_READING_CPS
+
+    yes = timed_turn([" Yes."], [(24.544, 24.864)])
+    fast = dataclasses.replace(even_turn("It's like meditating in the water, and it's like,", 27.0, 2.12),
+                               speaker="Speaker B", metadata={"sender_name": "Speaker B"})
+    soon = dataclasses.replace(timed_turn([" Right."], [(30.2, 30.6)]), speaker="Speaker C",
+                               metadata={"sender_name": "Speaker C"})
+    for render in (to_srt, to_vtt):
+        text = render([yes, fast, soon])
+        if render is to_vtt:   # the same cue times, in WebVTT's notation
+            text = "\n\n".join(f"0\n{b.replace('.', ',', 2)}" for b in text.split("\n\n")[1:])
+        cues = _srt_cues(text)
+        assert [(round(a, 3), round(b, 3)) for a, b, _ in cues] == [
+            (24.544, round(24.544 + MIN_CUE_SECONDS, 3)),                    # held 5/6 s (then silence)
+            (27.0, round(27.0 + 49 / MAX_READING_CPS, 3)),                   # 49 characters at 20 a second
+            (30.2, round(30.2 + MIN_CUE_SECONDS, 3))], cues
+    # a next cue that starts sooner cuts the hold there
+    close = timed_turn([" No."], [(25.0, 25.3)], speaker="Speaker B")
+    assert [(round(a, 3), round(b, 3)) for a, b, _ in _srt_cues(to_srt([yes, close]))][0] == (24.544, 25.0)
+
+
+def test_a_word_too_long_to_follow_the_name_starts_the_next_line_of_the_srt_cue():
+    """A captioner's trial: "Speaker C: Donaudampfschifffahrts…gesellschaft" made a 91-column SRT
+    line (the docs promise that a word longer than a line stays whole on a line of its own)."""
+    word = "Donaudampfschifffahrtselektrizitätenhauptbetriebswerkbauunterbeamtengesellschaft"
+    turn = dataclasses.replace(timed_turn([" " + word, " is", " long."], [(0.0, 2.0), (2.0, 2.3), (2.3, 2.8)]),
+                               metadata={"sender_name": "Speaker C"})
+    lines = [line for _, _, ls in _srt_cues(to_srt([turn])) for line in ls]
+    assert lines == ["Speaker C:", word, "Speaker C: is long."], lines
 
 
 def test_two_names_that_only_spaces_tell_apart_stay_two_speakers_in_the_rttm():

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import textwrap
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -195,6 +196,10 @@ MAX_CUE_SECONDS = 7.0
 """Longest cue in seconds, unless a single word lasts longer (Netflix: 7 s)."""
 MIN_CUE_SECONDS = 5 / 6
 """Shortest cue in seconds where the pause before the next cue allows (Netflix: 5/6 s)."""
+MAX_READING_CPS = 20.0
+"""Characters per second a cue is given time to be read in where the pause after it allows
+(Netflix, adult English programs: at most 20). The captions are verbatim and timed to the speech:
+fast speech with no pause after it still reads faster."""
 CLAUSE_END = (".", "?", "!", ",", ";", "。", "？", "！", "，", "、", "；")
 """A cue that must break prefers to end after a word ending with one of these."""
 # Characters a line may not start with (closing brackets and punctuation, small kana, the
@@ -253,9 +258,13 @@ def _units(text: str) -> list[tuple[str, bool]]:
 def _wrap(text: str, prefix: str, width: int) -> list[str]:
     """``prefix + text`` wrapped into lines of at most ``width`` columns (the prefix counts on the
     first line; :func:`_width`): at spaces, and between the characters of Chinese and Japanese
-    (:func:`_units`); a piece longer than the line stays whole on a line of its own."""
+    (:func:`_units`); a piece longer than the line stays whole on a line of its own (a first one
+    that does not fit after the prefix starts the second line: the prefix is then alone)."""
     if _width(prefix) + _width(text) <= width and text.isprintable():
         return [prefix + text]  # what textwrap gives, without its cost (50,000 short turns)
+    first = _units(text)[0][0] if text.split() else ""
+    if prefix.strip() and _width(prefix) + _width(first) > width >= _width(prefix):
+        return [prefix.rstrip()] + _wrap(text, "", width)   # a word too long to follow the name: on the next line
     if not any(_is_wide(c) for c in text):
         return textwrap.wrap(text, width, initial_indent=prefix, break_long_words=False, break_on_hyphens=False)
     lines: list[str] = []
@@ -369,7 +378,9 @@ def subtitle_cues(turn: SpeakerTurn, prefix: str = "", max_line_chars: int = MAX
     for i, (a, b) in enumerate(spans):
         text = text_of(a, b)
         lines, width = _wrap(text, prefix, max_line_chars), max_line_chars
-        while len(lines) > 1 and width > 1 and len(balanced := _wrap(text, prefix, width - 1)) == len(lines):
+        # (narrower, never so narrow that the name is left alone on its line when it was not)
+        while len(lines) > 1 and width > 1 and len(balanced := _wrap(text, prefix, width - 1)) == len(lines) \
+                and (balanced[0] == prefix.rstrip()) == (lines[0] == prefix.rstrip()):
             lines, width = balanced, width - 1
         start = min(max(start_of(a), cues[-1].end if cues else turn.start), turn.end)
         end = min(max(end_of(b), start), turn.end)
@@ -399,34 +410,82 @@ def _rebalanced_tail(a: int, d: int, start_of, end_of, fits, breakable, clause_e
 
 def to_srt(turns: Sequence[SpeakerTurn]) -> str:
     """SubRip subtitles: each turn split into cues (:func:`subtitle_cues`), each cue's first line
-    starting with the speaker's name, ``Speaker A: text`` (the name counts in the line width)."""
+    starting with the speaker's name, ``Speaker A: text`` (the name counts in the line width; a
+    long one is cut: :func:`cue_names`). SRT has no escaping: a ``-->`` in a text is written ``->``,
+    and markup a hook writes (``<i>``) is shown as players show SRT markup."""
     blocks = []
     for i, (_t, cue) in enumerate(_cues_in_time_order(turns, named=True), start=1):
-        blocks.append(f"{i}\n{clock(cue.start, ',')} --> {clock(cue.end, ',')}\n" + "\n".join(cue.lines) + "\n")
+        # SRT has no escape: "-->" in a text (a hook's) is written "->", never read as a timing line
+        text = "\n".join(line.replace("-->", "->") for line in cue.lines)
+        blocks.append(f"{i}\n{clock(cue.start, ',')} --> {clock(cue.end, ',')}\n{text}\n")
     return "\n".join(blocks)
 
 
 def _cues_in_time_order(turns: Sequence[SpeakerTurn], named: bool) -> list[tuple[SpeakerTurn, Cue]]:
     """Every turn's cues, sorted by start time (stable): turns that overlap (two channels, two
     people at once) interleave their cues, and SRT and WebVTT players expect cue start times that
-    never go backwards. ``named``: each cue's first line starts with ``Name: ``."""
-    cues = [(t, cue) for t in turns for cue in subtitle_cues(t, prefix=f"{_cue_name(t.sender_name)}: " if named else "")]
-    return sorted(cues, key=lambda tc: tc[1].start)
+    never go backwards. ``named``: each cue's first line starts with ``Name: `` (:func:`cue_names`).
+
+    A cue shorter than it takes to read (:data:`MIN_CUE_SECONDS`, :data:`MAX_READING_CPS`) stays up
+    into the pause after it, up to the next cue's start and :data:`MAX_CUE_SECONDS`: a one-word
+    turn ("Yes.", 0.32 s) followed by 2 s of silence was gone before it could be read."""
+    names = cue_names(t.sender_name for t in turns) if named else {}
+    cues = sorted(((t, cue) for t in turns
+                   for cue in subtitle_cues(t, prefix=f"{names[t.sender_name]}: " if named else "")),
+                  key=lambda tc: tc[1].start)
+    out = []
+    for i, (t, cue) in enumerate(cues):
+        chars = len(" ".join(cue.lines)) - (len(names[t.sender_name]) + 2 if named else 0)
+        wanted = min(max(MIN_CUE_SECONDS, chars / MAX_READING_CPS), MAX_CUE_SECONDS)
+        limit = cues[i + 1][1].start if i + 1 < len(cues) else math.inf
+        if cue.end - cue.start < wanted and limit > cue.end:
+            cue = Cue(cue.start, min(cue.start + wanted, limit), cue.lines)
+        out.append((t, cue))
+    return out
 
 
 MAX_CUE_NAME = 20
 """Columns of a speaker's name at the start of an SRT cue; a longer name is cut, with ``…``."""
 
 
-def _cue_name(name: str) -> str:
-    """``name`` cut to :data:`MAX_CUE_NAME` columns with ``…``: a 260-character LiveKit display name
-    made every cue one word and every line 250 characters (a LiveKit trial)."""
-    if _width(name) <= MAX_CUE_NAME:
+def cue_names(names: Iterable[str], width: int = MAX_CUE_NAME) -> dict[str, str]:
+    """Each name as SRT cues start with it: cut to ``width`` columns with ``…`` (a 260-character
+    LiveKit display name made every cue one word and every line 250 characters: a LiveKit trial);
+    names that one cut would make alike are cut further on until they differ
+    ("Councilmember Maria G…", "Councilmember Maria C…": a captioner's trial found two people
+    shown as one), so two speakers never share a cue name.
+
+    Args:
+        names: speaker names (repeats are fine).
+        width: columns of a cut name, ``…`` included.
+
+    Returns:
+        name -> the name as cues show it.
+    """
+    out: dict[str, str] = {}
+    pending = sorted(set(names))
+    while pending:
+        by_cut: dict[str, list[str]] = {}
+        for name in pending:
+            by_cut.setdefault(_cut(name, width), []).append(name)
+        pending = []
+        for cut, group in by_cut.items():
+            if len(group) == 1:
+                out[group[0]] = cut
+            else:   # two names alike once cut: both wider (a name that fits whole is kept whole)
+                pending.extend(group)
+        width += 1
+    return out
+
+
+def _cut(name: str, width: int) -> str:
+    """``name`` cut to ``width`` columns, ``…`` included (the name itself when it fits)."""
+    if _width(name) <= width:
         return name
-    cut, width = [], 0
+    cut, used = [], 0
     for c in name:
-        width += _width(c)
-        if width > MAX_CUE_NAME - 1:
+        used += _width(c)
+        if used > width - 1:
             break
         cut.append(c)
     return "".join(cut).rstrip() + "…"
