@@ -160,8 +160,20 @@ CLOSE_SECONDS = 5.0
 to stop a stream just started, on 2 busy cores (a CI run of 2026-12-07)."""
 
 
-def _close_stream(stream, lost: bool) -> None:  # noqa: ANN001 - a sounddevice.InputStream
-    """Stop (abort, when the device was lost: nothing queued is worth waiting for) and close."""
+def _leave_to_closer() -> None:
+    """A stream still closing on its closer thread at exit: sounddevice's exit handler
+    (``Pa_Terminate``) would stop and close the same stream again, racing the closer inside
+    PortAudio: heap corruption and SIGABRT at exit, or a join of the audio thread the closer
+    joined, which never returns (a quick double Ctrl-C left `voicekit mic` hung after its outputs
+    were written: a new-user trial). The process leaves the stream be."""
+    import atexit
+
+    atexit.unregister(_sounddevice()._exit_handler)
+
+
+def _close_stream(stream, lost: bool, done: threading.Event) -> None:  # noqa: ANN001 - a sounddevice.InputStream
+    """Stop (abort, when the device was lost: nothing queued is worth waiting for) and close;
+    ``done`` is set once it is over."""
     try:
         if lost:
             stream.abort()
@@ -170,6 +182,8 @@ def _close_stream(stream, lost: bool) -> None:  # noqa: ANN001 - a sounddevice.I
         stream.close()
     except Exception:  # noqa: BLE001 - closing never fails the meeting
         log.exception("closing the input stream failed")
+    finally:
+        done.set()
 
 
 class MicSource:
@@ -339,18 +353,21 @@ class MicSource:
         # PortAudio's stop joins its audio thread, which waits on the audio server: a server that
         # hangs (instead of dying) would hold this thread in C for good, deaf to Ctrl-C, before the
         # pipeline could commit the open utterance. The stream is closed on a thread of its own.
-        closer = threading.Thread(target=_close_stream, args=(stream, self.lost is not None),
-                                  name="voicekit-mic-close", daemon=True)
-        closer.start()
-        closer.join(CLOSE_SECONDS)
-        if closer.is_alive():
+        # (waited for on an event: a Thread.join that a signal handler interrupts marks the thread
+        # stopped while it runs on, CPython 3.11's bpo-45274 handling, so is_alive() would lie)
+        done = threading.Event()
+        threading.Thread(target=_close_stream, args=(stream, self.lost is not None, done),
+                         name="voicekit-mic-close", daemon=True).start()
+        try:
+            done.wait(CLOSE_SECONDS)
+        except BaseException:   # a second Ctrl-C (MeetingAborted) while it closes: the closer goes on
+            if not done.is_set():
+                _leave_to_closer()
+            raise
+        if not done.is_set():
             log.warning("the input device %r did not close within %g s (its audio server hangs): it is left "
                         "open, and the meeting goes on to its end", self.device.name, CLOSE_SECONDS)
-            # sounddevice's exit handler would stop and close the same stream again, racing the
-            # closer inside PortAudio (heap corruption, SIGABRT at exit): the process leaves it be
-            import atexit
-
-            atexit.unregister(_sounddevice()._exit_handler)
+            _leave_to_closer()
 
     @property
     def audio(self) -> np.ndarray:
