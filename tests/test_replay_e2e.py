@@ -189,12 +189,15 @@ def test_export_names_speakers_after_the_meeting(replayed, tmp_path, capsys):
     assert main(["export", str(out), "--speaker-names", "Speaker C=Carol"]) == 2
     assert "Speaker C is no speaker of this meeting (its speakers, live and refined: Speaker A, Speaker B)" \
         in capsys.readouterr().err
+    assert main(["export", str(out), "--speaker-names", "B=Sheila"]) == 2   # (a trial typed the letter only)
+    assert capsys.readouterr().err.rstrip().endswith("nothing renamed: did you mean Speaker B?")
     assert {p.name: p.read_bytes() for p in out.iterdir() if p.name in before} == before
     assert MeetingStore(out / "meeting.sqlite").renamed_speakers() == {}
 
     assert main(["export", str(out), "--speaker-names", "Speaker A=Diane,Speaker B=Sheila"]) == 0
     said = capsys.readouterr().out
-    assert f"named after the meeting: Speaker A is Diane ({len(live)} live turns), Speaker B is Sheila (0 live turns)" in said
+    assert (f"named after the meeting: Speaker A is Diane ({len(live)} live turns), Speaker B is Sheila (refined "
+            "only: a later re-clustering may give this label to other speech)") in said
     for _ in range(2):   # a later export without --speaker-names keeps the names
         doc = json.loads((out / "sample.json").read_text())
         assert doc["meeting"]["renamed"] == {"Speaker A": "Diane", "Speaker B": "Sheila"}
@@ -359,6 +362,14 @@ def test_export_refines_later_from_kept_embeddings(tmp_path, capsys):
     assert main(["export", str(later), "--refine", "--num-speakers", "auto"]) == 0
     assert (later / "sample.refined.rttm").read_text() == estimated
     capsys.readouterr()
+    # a name given to a label only the refinement has (a trial: after another re-clustering the
+    # name read on someone else's lines, without a word)
+    assert main(["export", str(later), "--speaker-names", "Speaker B=Sheila"]) == 0
+    assert "Speaker B is Sheila (refined only: a later re-clustering may give this label to other speech)" \
+        in capsys.readouterr().out
+    assert main(["export", str(later), "--refine", "--num-speakers", "2"]) == 0
+    assert ("warning: Speaker B (Sheila) was named after an earlier refinement and no live turn carries the label: "
+            "this re-clustering may have given it to other speech") in capsys.readouterr().out
     assert main(["export", str(later), "--drop-embeddings"]) == 0
     assert "deleted the speaker embeddings of " in capsys.readouterr().out
     store = MeetingStore(later / "meeting.sqlite")

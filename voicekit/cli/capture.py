@@ -177,7 +177,8 @@ def cmd_mic(args: argparse.Namespace) -> int:
     if session_missed:
         err.print(_session_missed_line(args, [broadcaster]))
     if source.lost is not None:  # the watchdog ended the capture: say so, and fail the run
-        err.print(f"[red]voicekit: error: {source.lost}; the meeting up to then is written (exit code 1)[/red]")
+        err.print(f"[red]voicekit: error: {source.lost}; the meeting up to then is written: once the device is "
+                  "back, the same command with --append goes on with it, on the same clock (exit code 1)[/red]")
         return 1
     if result is None or stopped:
         return 130
@@ -418,7 +419,8 @@ def cmd_livekit(args: argparse.Namespace) -> int:
     if missed:
         err.print(_session_missed_line(args, live))
     if bot.lost is not None:
-        err.print(f"[red]voicekit: error: {bot.lost}; the meeting up to then is written (exit code 1)[/red]")
+        err.print(f"[red]voicekit: error: {bot.lost}; the meeting up to then is written: the same command with "
+                  "--append joins again and goes on with it, on the same clock (exit code 1)[/red]")
         return 1
     if aborted or any(stopped for _, stopped in closed):
         return 130

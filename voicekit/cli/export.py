@@ -58,9 +58,11 @@ def _rename(store, names: dict[str, str]) -> None:  # noqa: ANN001 - MeetingStor
     labels = store.speaker_labels()
     unknown = [label for label in names if label not in labels]
     if unknown:
+        hint = [f"Speaker {label.strip().upper()}" for label in unknown if f"Speaker {label.strip().upper()}" in labels]
         raise CliError(f"--speaker-names: {', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} no speaker "
                        f"of this meeting (its speakers{', live and refined' if store.has_refined() else ''}: "
-                       f"{', '.join(sorted(labels)) or 'none'}); nothing renamed")
+                       f"{', '.join(sorted(labels)) or 'none'}); nothing renamed"
+                       + (f": did you mean {', '.join(hint)}?" if hint else ""))
     try:
         store.rename_speakers(names)
     except StoreError as exc:
@@ -68,12 +70,27 @@ def _rename(store, names: dict[str, str]) -> None:  # noqa: ANN001 - MeetingStor
     counts: dict[str, int] = {}
     for t in store.turns():
         counts[t.speaker] = counts.get(t.speaker, 0) + 1
-    print("named after the meeting: " + ", ".join(f"{label} is {names[label]} ({_plural(counts.get(label, 0), 'live turn')})"
-                                                   for label in names)
-          + "; the store keeps the names the turns were emitted with (<stem>.json: emitted_name)")
-    shared = _shared_names({**store.speaker_names(), **names})
+
+    def said(label: str) -> str:
+        name = names[label]
+        what = f"{label} is shown under its label again" if name == label else f"{label} is {name}"
+        return what + (f" ({_plural(counts[label], 'live turn')})" if label in counts else
+                       " (refined only: a later re-clustering may give this label to other speech)")
+
+    print(f"named after the meeting: {', '.join(said(label) for label in names)}; the store keeps the names the "
+          "turns were emitted with (<stem>.json: emitted_name)")
+    # said for the names given now (one given on purpose to two labels is not said again each time)
+    shared = _shared_names({label: name for label, name in {**store.speaker_names(), **names}.items()
+                            if name in names.values()})
     if shared:
         print(f"{shared}: the outputs show them as one person")
+
+
+def _renamed_refined_only(store) -> list[str]:  # noqa: ANN001 - MeetingStore
+    """Labels named after the meeting that no live turn carries (a refinement opened them): a
+    re-clustering may give them to other speech."""
+    live = {t.speaker for t in store.turns()}
+    return [label for label in store.renamed_speakers() if label not in live]
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -113,6 +130,13 @@ def cmd_export(args: argparse.Namespace) -> int:
                       "the whole meeting" + ("" if count else " (--num-speakers N sets the count)"))
             _refine_stored(store, count, out)
             print(_refined_summary(store))
+            moved = _renamed_refined_only(store)
+            if moved:
+                named = store.renamed_speakers()
+                print(f"warning: {', '.join(f'{label} ({named[label]})' for label in moved)} "
+                      f"{'was' if len(moved) == 1 else 'were'} named after an earlier refinement and no live turn "
+                      "carries the label: this re-clustering may have given it to other speech; read the refined "
+                      f"lines, and name again with `voicekit export {out} --speaker-names`")
         elif args.refine:
             print("using the refinement already stored" + (" (pass --num-speakers N, or auto, to re-cluster from "
                                                             "the kept embeddings)" if store.embeddings() else ""))
