@@ -330,6 +330,8 @@ def test_a_short_cue_stays_up_into_the_pause_after_it_long_enough_to_be_read():
     # a next cue that starts sooner cuts the hold there
     close = timed_turn([" No."], [(25.0, 25.3)], speaker="Speaker B")
     assert [(round(a, 3), round(b, 3)) for a, b, _ in _srt_cues(to_srt([yes, close]))][0] == (24.544, 25.0)
+    # and the end of the meeting cuts the last one (a trial: a cue held 0.9 s past the recording)
+    assert [(round(a, 3), round(b, 3)) for a, b, _ in _srt_cues(to_srt([yes], until=25.0))] == [(24.544, 25.0)]
 
 
 def test_a_word_too_long_to_follow_the_name_starts_the_next_line_of_the_srt_cue():

@@ -191,10 +191,16 @@ def test_export_names_speakers_after_the_meeting(replayed, tmp_path, capsys):
         in capsys.readouterr().err
     assert main(["export", str(out), "--speaker-names", "B=Sheila"]) == 2   # (a trial typed the letter only)
     assert capsys.readouterr().err.rstrip().endswith("nothing renamed: did you mean Speaker B?")
+    names = tmp_path / "team=names.txt"   # a names file, though its path holds '='
+    names.write_text("# after the call\nSpeaker A = Diane\nSpeaker B Sheila\n", encoding="utf-8")
+    assert main(["export", str(out), "--speaker-names", str(names)]) == 2
+    assert f"--speaker-names {names}: line 3: speaker name entry 'Speaker B Sheila' has no '='" \
+        in capsys.readouterr().err
+    names.write_text("Speaker A = Diane\nSpeaker B = Sheila\n", encoding="utf-8")
     assert {p.name: p.read_bytes() for p in out.iterdir() if p.name in before} == before
     assert MeetingStore(out / "meeting.sqlite").renamed_speakers() == {}
 
-    assert main(["export", str(out), "--speaker-names", "Speaker A=Diane,Speaker B=Sheila"]) == 0
+    assert main(["export", str(out), "--speaker-names", str(names)]) == 0
     said = capsys.readouterr().out
     assert (f"named after the meeting: Speaker A is Diane ({len(live)} live turns), Speaker B is Sheila (refined "
             "only: a later re-clustering may give this label to other speech)") in said
@@ -212,6 +218,9 @@ def test_export_names_speakers_after_the_meeting(replayed, tmp_path, capsys):
     store = MeetingStore(out / "meeting.sqlite")
     assert {t.sender_name for t in store.turns()} == {"Speaker A"}   # the store keeps what was emitted
     store.close()
+    # renaming by the name shown (a trial): the label it names is suggested
+    assert main(["export", str(out), "--speaker-names", "Diane=Di"]) == 2
+    assert capsys.readouterr().err.rstrip().endswith("did you mean Speaker A (named Diane)?")
 
 
 def test_speaker_names_rename_live_and_follow_the_speaker_in_refined_outputs(replayed_two):

@@ -775,7 +775,8 @@ def parse_speaker_names(text: str, lines: bool | None = None) -> dict[str, str]:
     participant's name); it must match the turns' ``speaker`` exactly.
 
     Raises:
-        ValueError: for an entry without ``=``, without a label or a name, or whose name holds
+        ValueError: (in a names file, the message starts ``line N:``) for an entry without ``=``,
+            without a label or a name, or whose name holds
             another ``=`` (entries run together: ``Speaker A=Ana;Speaker B=Ben``); a label given
             twice; a label spelled like a diarization label but not exactly (``speaker a``,
             ``Speaker_A``): the message gives the right spelling; a name that is another
@@ -786,35 +787,40 @@ def parse_speaker_names(text: str, lines: bool | None = None) -> dict[str, str]:
     # ("Park, Elena"); the one-line form separates entries with commas
     if lines is None:
         lines = "\n" in text
-    for raw in text.splitlines() if lines else text.split(","):
-        if raw.lstrip().startswith("#"):
-            continue   # a comment line
-        item = _COMMENT.split(raw, 1)[0].strip()   # "# …" after a blank ends an entry: "Team #1" is a name
-        if not item:
-            continue
-        item = item.replace("\uff1d", "=", 1)   # a full-width ＝, as a Japanese or Chinese input method types it
-        if "=" not in item:
-            hint = ("; a name holding a comma goes in a names file, one entry a line (--speaker-names names.txt)"
-                    if not lines and "," in text else "")
-            raise ValueError(f"speaker name entry {item!r} has no '=': write 'Speaker A=Diane'{hint}")
-        label, name = (part.strip() for part in item.split("=", 1))
-        if _DIARIZATION_LIKE.fullmatch(unicodedata.normalize("NFKC", label)):
-            label = unicodedata.normalize("NFKC", label)   # full-width Ｓｐｅａｋｅｒ Ａ: a label, spelled as typed
-        if not label or not name:
-            raise ValueError(f"speaker name entry {item!r} is missing a label or a name")
-        if "=" in name:
-            fix = ("write one entry per line (a name in a names file may hold a comma: 'Park, Elena')" if lines
-                   else "separate entries with ',' ('Speaker A=Ana,Speaker B=Ben'), or write one per line in a "
-                   "names file")
-            raise ValueError(f"the name {name!r} given to {label} holds '=': {fix}")
-        m = _DIARIZATION_LIKE.fullmatch(label)
-        if m and label != (right := f"Speaker {m.group(1).upper()}"):
-            raise ValueError(f"label {label!r} is written {right!r}: a capital S, one space, capital letters"
-                             + ("; only RTTM files write the space as _" if "_" in label else ""))
-        if label in names:
-            raise ValueError(f"{label} is given twice ({names[label]}, then {name}): give each label one name")
-        clash = _label_clash(label, name)
-        if clash:
-            raise ValueError(f"{label}={name}: {clash}")
-        names[label] = name
+    for n, raw in enumerate(text.splitlines() if lines else text.split(","), start=1):
+        try:
+            if raw.lstrip().startswith("#"):
+                continue   # a comment line
+            item = _COMMENT.split(raw, 1)[0].strip()   # "# …" after a blank ends an entry: "Team #1" is a name
+            if not item:
+                continue
+            item = item.replace("\uff1d", "=", 1)   # a full-width ＝, as a Japanese or Chinese input method types it
+            if "=" not in item:
+                hint = ("; a name holding a comma goes in a names file, one entry a line (--speaker-names names.txt)"
+                        if not lines and "," in text else "")
+                raise ValueError(f"speaker name entry {item!r} has no '=': write 'Speaker A=Diane'{hint}")
+            label, name = (part.strip() for part in item.split("=", 1))
+            if _DIARIZATION_LIKE.fullmatch(unicodedata.normalize("NFKC", label)):
+                label = unicodedata.normalize("NFKC", label)   # full-width Ｓｐｅａｋｅｒ Ａ: a label, spelled as typed
+            if not label or not name:
+                raise ValueError(f"speaker name entry {item!r} is missing a label or a name")
+            if "=" in name:
+                fix = ("write one entry per line (a name in a names file may hold a comma: 'Park, Elena')" if lines
+                       else "separate entries with ',' ('Speaker A=Ana,Speaker B=Ben'), or write one per line in a "
+                       "names file")
+                raise ValueError(f"the name {name!r} given to {label} holds '=': {fix}")
+            m = _DIARIZATION_LIKE.fullmatch(label)
+            if m and label != (right := f"Speaker {m.group(1).upper()}"):
+                raise ValueError(f"label {label!r} is written {right!r}: a capital S, one space, capital letters"
+                                 + ("; only RTTM files write the space as _" if "_" in label else ""))
+            if label in names:
+                raise ValueError(f"{label} is given twice ({names[label]}, then {name}): give each label one name")
+            clash = _label_clash(label, name)
+            if clash:
+                raise ValueError(f"{label}={name}: {clash}")
+            names[label] = name
+        except ValueError as exc:   # a names file: which line
+            if lines:
+                raise ValueError(f"line {n}: {exc}") from None
+            raise
     return names

@@ -408,27 +408,30 @@ def _rebalanced_tail(a: int, d: int, start_of, end_of, fits, breakable, clause_e
     return [(a, k), (k + 1, d)]
 
 
-def to_srt(turns: Sequence[SpeakerTurn]) -> str:
+def to_srt(turns: Sequence[SpeakerTurn], until: float | None = None) -> str:
     """SubRip subtitles: each turn split into cues (:func:`subtitle_cues`), each cue's first line
     starting with the speaker's name, ``Speaker A: text`` (the name counts in the line width; a
     long one is cut: :func:`cue_names`). SRT has no escaping: a ``-->`` in a text is written ``->``,
-    and markup a hook writes (``<i>``) is shown as players show SRT markup."""
+    and markup a hook writes (``<i>``) is shown as players show SRT markup. ``until``: the meeting's
+    duration in seconds, past which no cue is held (:func:`_cues_in_time_order`)."""
     blocks = []
-    for i, (_t, cue) in enumerate(_cues_in_time_order(turns, named=True), start=1):
+    for i, (_t, cue) in enumerate(_cues_in_time_order(turns, named=True, until=until), start=1):
         # SRT has no escape: "-->" in a text (a hook's) is written "->", never read as a timing line
         text = "\n".join(line.replace("-->", "->") for line in cue.lines)
         blocks.append(f"{i}\n{clock(cue.start, ',')} --> {clock(cue.end, ',')}\n{text}\n")
     return "\n".join(blocks)
 
 
-def _cues_in_time_order(turns: Sequence[SpeakerTurn], named: bool) -> list[tuple[SpeakerTurn, Cue]]:
+def _cues_in_time_order(turns: Sequence[SpeakerTurn], named: bool, until: float | None = None
+                        ) -> list[tuple[SpeakerTurn, Cue]]:
     """Every turn's cues, sorted by start time (stable): turns that overlap (two channels, two
     people at once) interleave their cues, and SRT and WebVTT players expect cue start times that
     never go backwards. ``named``: each cue's first line starts with ``Name: `` (:func:`cue_names`).
 
     A cue shorter than it takes to read (:data:`MIN_CUE_SECONDS`, :data:`MAX_READING_CPS`) stays up
-    into the pause after it, up to the next cue's start and :data:`MAX_CUE_SECONDS`: a one-word
-    turn ("Yes.", 0.32 s) followed by 2 s of silence was gone before it could be read."""
+    into the pause after it, up to the next cue's start (the last cue: up to ``until``, the
+    meeting's duration in seconds, when given) and :data:`MAX_CUE_SECONDS`: a one-word turn
+    ("Yes.", 0.32 s) followed by 2 s of silence was gone before it could be read."""
     names = cue_names(t.sender_name for t in turns) if named else {}
     cues = sorted(((t, cue) for t in turns
                    for cue in subtitle_cues(t, prefix=f"{names[t.sender_name]}: " if named else "")),
@@ -437,7 +440,7 @@ def _cues_in_time_order(turns: Sequence[SpeakerTurn], named: bool) -> list[tuple
     for i, (t, cue) in enumerate(cues):
         chars = len(" ".join(cue.lines)) - (len(names[t.sender_name]) + 2 if named else 0)
         wanted = min(max(MIN_CUE_SECONDS, chars / MAX_READING_CPS), MAX_CUE_SECONDS)
-        limit = cues[i + 1][1].start if i + 1 < len(cues) else math.inf
+        limit = cues[i + 1][1].start if i + 1 < len(cues) else math.inf if until is None else until
         if cue.end - cue.start < wanted and limit > cue.end:
             cue = Cue(cue.start, min(cue.start + wanted, limit), cue.lines)
         out.append((t, cue))
@@ -491,15 +494,15 @@ def _cut(name: str, width: int) -> str:
     return "".join(cut).rstrip() + "…"
 
 
-def to_vtt(turns: Sequence[SpeakerTurn]) -> str:
+def to_vtt(turns: Sequence[SpeakerTurn], until: float | None = None) -> str:
     """WebVTT: each turn split into cues (:func:`subtitle_cues`), each cue in a voice tag,
     ``<v Speaker A>text`` (players do not show the tag's name by default: it is not counted in
-    the line width)."""
+    the line width). ``until``: as :func:`to_srt`'s."""
     def esc(s: str) -> str:
         return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
     blocks = ["WEBVTT\n"]
-    for t, cue in _cues_in_time_order(turns, named=False):
+    for t, cue in _cues_in_time_order(turns, named=False, until=until):
         text = "\n".join(esc(line) for line in cue.lines)
         blocks.append(f"{clock(cue.start)} --> {clock(cue.end)}\n<v {esc(t.sender_name)}>{text}\n")
     return "\n".join(blocks)
@@ -545,11 +548,13 @@ def write_all(turns: Sequence[SpeakerTurn], out_dir: str | Path, stem: str, meta
     except OSError as exc:
         raise OutputError(f"cannot create the output directory {out_dir} ({exc.strerror or exc})",
                           [(out_dir, exc)]) from exc
+    duration = (meta or {}).get("duration")   # no cue is held past the end of the meeting
+    duration = float(duration) if isinstance(duration, (int, float)) and not isinstance(duration, bool) else None
     contents = {
         "json": json_text(to_json(turns, meta)),
         "rttm": to_rttm(turns, stem),
-        "srt": to_srt(turns),
-        "vtt": to_vtt(turns),
+        "srt": to_srt(turns, until=duration),
+        "vtt": to_vtt(turns, until=duration),
         "txt": to_text(turns),
     }
     written: list[Path] = []

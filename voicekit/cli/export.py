@@ -46,8 +46,9 @@ def _names_arg(value: str) -> dict[str, str]:
         raise CliError(f"--speaker-names: {exc}") from exc
 
 
-def _rename(store, names: dict[str, str]) -> None:  # noqa: ANN001 - MeetingStore
-    """Name the meeting's speakers after it (``--speaker-names``) and say what was renamed.
+def _rename(store, names: dict[str, str], given: str = "") -> None:  # noqa: ANN001 - MeetingStore
+    """Name the meeting's speakers after it (``--speaker-names``) and say what was renamed
+    (``given``: the names file, named in an error).
 
     Raises:
         CliError: a label no turn of the meeting carries, live or refined (nothing is renamed).
@@ -58,8 +59,12 @@ def _rename(store, names: dict[str, str]) -> None:  # noqa: ANN001 - MeetingStor
     labels = store.speaker_labels()
     unknown = [label for label in names if label not in labels]
     if unknown:
-        hint = [f"Speaker {label.strip().upper()}" for label in unknown if f"Speaker {label.strip().upper()}" in labels]
-        raise CliError(f"--speaker-names: {', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} no speaker "
+        shown = {t.sender_name: t.speaker for t in store.turns(renamed=True)}   # a name -> its label
+        hint = [f"Speaker {label.strip().upper()}" if f"Speaker {label.strip().upper()}" in labels else
+                f"{shown[label]} (named {label})" for label in unknown
+                if f"Speaker {label.strip().upper()}" in labels or shown.get(label, label) != label]
+        raise CliError(f"--speaker-names{' ' + given if given else ''}: {', '.join(unknown)} "
+                       f"{'is' if len(unknown) == 1 else 'are'} no speaker "
                        f"of this meeting (its speakers{', live and refined' if store.has_refined() else ''}: "
                        f"{', '.join(sorted(labels)) or 'none'}); nothing renamed"
                        + (f": did you mean {', '.join(hint)}?" if hint else ""))
@@ -145,7 +150,7 @@ def cmd_export(args: argparse.Namespace) -> int:
             print(f"deleted the speaker embeddings of {_plural(dropped, 'utterance')}" if dropped else
                   "this meeting keeps no speaker embeddings: nothing to delete")
         if names:
-            _rename(store, names)
+            _rename(store, names, args.speaker_names if Path(args.speaker_names).is_file() else "")
         renamed = store.renamed_speakers()
         if renamed:
             meta["renamed"] = renamed

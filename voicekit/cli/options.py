@@ -220,7 +220,10 @@ def _speaker_names(value: str, command: str) -> dict[str, str]:
 
     text = value
     path = Path(text)
-    from_file = "=" not in text and path.is_file()
+    try:   # an existing file is a names file, even one whose path holds '=' (/tmp/team=names.txt)
+        from_file = "\n" not in text and path.is_file()
+    except OSError:   # a map too long to be a file name
+        from_file = False
     if from_file:
         try:   # utf-8-sig: Windows editors start a UTF-8 file with a byte-order mark
             text = path.read_text(encoding="utf-8-sig")
