@@ -9,6 +9,7 @@ from pathlib import Path
 from voicekit.cli.common import CliError, _lock_meeting_dir, _plural
 from voicekit.cli.meeting import (_check_readable_store, _has_embeddings, _refine_stored, _refined_summary,
                                   _write_outputs)
+from voicekit.cli.options import _is_names_file
 
 
 def _unfinished_note(store, out: Path, meta: dict) -> float:  # noqa: ANN001
@@ -150,7 +151,7 @@ def cmd_export(args: argparse.Namespace) -> int:
             print(f"deleted the speaker embeddings of {_plural(dropped, 'utterance')}" if dropped else
                   "this meeting keeps no speaker embeddings: nothing to delete")
         if names:
-            _rename(store, names, args.speaker_names if Path(args.speaker_names).is_file() else "")
+            _rename(store, names, args.speaker_names if _is_names_file(args.speaker_names) else "")
         renamed = store.renamed_speakers()
         if renamed:
             meta["renamed"] = renamed

@@ -220,10 +220,7 @@ def _speaker_names(value: str, command: str) -> dict[str, str]:
 
     text = value
     path = Path(text)
-    try:   # an existing file is a names file, even one whose path holds '=' (/tmp/team=names.txt)
-        from_file = "\n" not in text and path.is_file()
-    except OSError:   # a map too long to be a file name
-        from_file = False
+    from_file = _is_names_file(value)
     if from_file:
         try:   # utf-8-sig: Windows editors start a UTF-8 file with a byte-order mark
             text = path.read_text(encoding="utf-8-sig")
@@ -251,6 +248,14 @@ def _speaker_names(value: str, command: str) -> dict[str, str]:
                            "(write 'Speaker A=Diane')")
     return names
 
+
+def _is_names_file(value: str) -> bool:
+    """Whether ``--speaker-names VALUE`` names an existing file (a names file), even one whose path
+    holds '=' (``/tmp/team=names.txt``); False for a map too long to be a file name."""
+    try:
+        return "\n" not in value and Path(value).is_file()
+    except OSError:   # ENAMETOOLONG
+        return False
 
 def _shared_names(names: dict[str, str]) -> str:
     """``'Ana' names Speaker A and Speaker B`` for every name given to more than one label (in
