@@ -173,8 +173,9 @@ def cmd_export(args: argparse.Namespace) -> int:
 def _export_parser(sub) -> None:  # noqa: ANN001
     p = sub.add_parser("export", help="rewrite the outputs from a meeting store",
                        description="Rewrite OUT/<stem>.{json,rttm,srt,vtt,txt} (and <stem>.refined.* where a "
-                                   "refinement is stored) from OUT/meeting.sqlite: after a crash, a Ctrl-C, or to "
-                                   "refine a meeting later. Re-clustering needs the speaker embeddings, which "
+                                   "refinement is stored) from OUT/meeting.sqlite: after a crash, a Ctrl-C, to "
+                                   "refine a meeting later, or to name its speakers once you know who they were "
+                                   "(--speaker-names). Re-clustering needs the speaker embeddings, which "
                                    "only --keep-embeddings keeps (`replay --refine` alone does not).")
     p.add_argument("dir", metavar="OUT", help="the --out directory of a replay, mic or livekit meeting")
     p.add_argument("--refine", action="store_true",
