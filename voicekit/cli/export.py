@@ -4,12 +4,13 @@ speaker embeddings."""
 from __future__ import annotations
 
 import argparse
+from collections import Counter
 from pathlib import Path
 
 from voicekit.cli.common import CliError, _lock_meeting_dir, _plural
 from voicekit.cli.meeting import (_check_readable_store, _has_embeddings, _refine_stored, _refined_summary,
                                   _write_outputs)
-from voicekit.cli.options import _is_names_file
+from voicekit.cli.options import _is_names_file, _shared_names, _speaker_names
 
 
 def _unfinished_note(store, out: Path, meta: dict) -> float:  # noqa: ANN001
@@ -38,7 +39,6 @@ def _count_or_auto(value: str) -> int | str:
 
 def _names_arg(value: str) -> dict[str, str]:
     """``export --speaker-names``: label -> name, checked as a live meeting checks them."""
-    from voicekit.cli.options import _speaker_names
     from voicekit.hooks import checked_speaker_names
 
     try:
@@ -54,16 +54,18 @@ def _rename(store, names: dict[str, str], given: str = "") -> None:  # noqa: ANN
     Raises:
         CliError: a label no turn of the meeting carries, live or refined (nothing is renamed).
     """
-    from voicekit.cli.options import _shared_names
     from voicekit.store import StoreError
 
     labels = store.speaker_labels()
     unknown = [label for label in names if label not in labels]
     if unknown:
         shown = {t.sender_name: t.speaker for t in store.turns(renamed=True)}   # a name -> its label
-        hint = [f"Speaker {label.strip().upper()}" if f"Speaker {label.strip().upper()}" in labels else
-                f"{shown[label]} (named {label})" for label in unknown
-                if f"Speaker {label.strip().upper()}" in labels or shown.get(label, label) != label]
+
+        def meant(typed: str) -> str | None:   # the letter alone (B), or the name a label shows (Diane)
+            letter = f"Speaker {typed.strip().upper()}"
+            return letter if letter in labels else f"{shown[typed]} (named {typed})" if typed in shown else None
+
+        hint = [h for h in map(meant, unknown) if h]
         raise CliError(f"--speaker-names{' ' + given if given else ''}: {', '.join(unknown)} "
                        f"{'is' if len(unknown) == 1 else 'are'} no speaker "
                        f"of this meeting (its speakers{', live and refined' if store.has_refined() else ''}: "
@@ -73,9 +75,7 @@ def _rename(store, names: dict[str, str], given: str = "") -> None:  # noqa: ANN
         store.rename_speakers(names)
     except StoreError as exc:
         raise CliError(f"{exc}; nothing renamed") from exc
-    counts: dict[str, int] = {}
-    for t in store.turns():
-        counts[t.speaker] = counts.get(t.speaker, 0) + 1
+    counts = Counter(t.speaker for t in store.turns())
 
     def said(label: str) -> str:
         name = names[label]

@@ -57,6 +57,11 @@ CREATE TABLE IF NOT EXISTS embeddings (
 """
 
 
+# a meta key's row (and so its place in meta()'s order) is kept when its value changes
+_META_UPSERT = "INSERT INTO meeting(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"
+_NAMES_UPSERT = "INSERT OR REPLACE INTO speaker_names(speaker, name) VALUES (?, ?)"
+
+
 @dataclass(frozen=True)
 class ResumePoint:
     """Where a session that continues a stored meeting begins (``voicekit mic --append``).
@@ -278,10 +283,7 @@ class MeetingStore:
         """
         try:
             with self.conn:
-                # an upsert keeps a key's row (and so its place in meta()'s order) when it changes
-                self.conn.executemany("INSERT INTO meeting(key, value) VALUES (?, ?) "
-                                      "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                                      [(k, json.dumps(v, ensure_ascii=False)) for k, v in values.items()])
+                self.conn.executemany(_META_UPSERT, [(k, json.dumps(v, ensure_ascii=False)) for k, v in values.items()])
         except sqlite3.Error as exc:
             raise self._write_error(exc) from exc
 
@@ -339,8 +341,7 @@ class MeetingStore:
         """
         try:
             with self.conn:
-                self.conn.executemany("INSERT OR REPLACE INTO speaker_names(speaker, name) VALUES (?, ?)",
-                                      list(names.items()))
+                self.conn.executemany(_NAMES_UPSERT, list(names.items()))
         except sqlite3.Error as exc:
             raise self._write_error(exc) from exc
 
@@ -360,11 +361,8 @@ class MeetingStore:
         renamed = {**self.renamed_speakers(), **names}
         try:
             with self.conn:
-                self.conn.execute("INSERT INTO meeting(key, value) VALUES ('renamed', ?) "
-                                  "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                                  (json.dumps(renamed, ensure_ascii=False),))
-                self.conn.executemany("INSERT OR REPLACE INTO speaker_names(speaker, name) VALUES (?, ?)",
-                                      list(names.items()))
+                self.conn.execute(_META_UPSERT, ("renamed", json.dumps(renamed, ensure_ascii=False)))
+                self.conn.executemany(_NAMES_UPSERT, list(names.items()))
         except sqlite3.Error as exc:
             raise self._write_error(exc) from exc
 
