@@ -47,8 +47,10 @@ def test_the_readme_commands_with_the_examples_rename_and_decide_on_the_demo_rec
                  "--members", str(EXAMPLES / "members.yaml"), "--explain"]) == 0
     turns = json.loads((out / "sample.json").read_text(encoding="utf-8"))["turns"]
     assert [(t["speaker"], t["name"]) for t in turns] == [("Speaker A", "Diane")] * 3, turns
-    decisions = [line.strip() for line in capsys.readouterr().out.splitlines() if line.startswith("    [")]
-    assert decisions == ["[fallback] -> Iris (Elena excluded by speak policy)"] * 3, decisions
+    stdout = capsys.readouterr().out.splitlines()
+    decisions = [line.strip() for line in stdout if line.startswith("    [")]
+    assert decisions == ["[fallback] -> Iris"] * 3, decisions
+    assert stdout[-1] == "3 turns decided: fallback=3; answered: Iris 3; excluded by speak policy: Elena 3", stdout
 
 
 @needs_eval

@@ -60,13 +60,14 @@ def test_explain_prints_each_decision_with_its_rung(members: Path):
     # reaches Iris alone, and Elena is listed as excluded.
     assert lines[4] == "[00:00:04.0 → 00:00:05.5] Sheila: What do you two think about Friday?"
     assert lines[5].strip() == "[group_address] -> Iris (Elena excluded by speak policy)"
-    assert lines[7].strip() == "[fallback] -> Iris (Elena excluded by speak policy)"
+    # her refusal of a turn that did not address her is counted at the end, not on its line
+    assert lines[7].strip() == "[fallback] -> Iris"
     steps = on_turn.steps
     assert [s.decision.decided_by.value for s in steps] == ["mention", "continuation", "group_address", "fallback"]
     assert [s.label.text for s in steps] == ["Diane", "Diane", "Sheila", "Sheila"]
     assert [s.decision.turn_id for s in steps] == [1, 2, 3, None]
     assert on_turn.summary() == ("4 turns decided: continuation=1, fallback=1, group_address=1, mention=1; "
-                                 "answered: Iris 4")
+                                 "answered: Iris 4; excluded by speak policy: Elena 2")
 
 
 def test_explain_in_a_livekit_room_opens_each_block_with_the_lane(members: Path):
@@ -80,7 +81,7 @@ def test_explain_in_a_livekit_room_opens_each_block_with_the_lane(members: Path)
         "standup/1  [00:00:00.0 → 00:00:01.5] Diane: Iris, can you sketch the lobby?",
         "               [mention] -> Iris",
         "standup/2  [00:00:02.0 → 00:00:03.5] @standup/2: Sounds good to me.",
-        "               [continuation] -> Iris (Elena excluded by speak policy)",
+        "               [continuation] -> Iris",
     ]
 
 
@@ -276,7 +277,8 @@ def test_the_room_a_members_file_holds_decides_as_the_file_does(members: Path):
     for decide in (by_path, by_room):
         decide(turn("Speaker A", "Iris, can you sketch the lobby?", 0.0, "Diane"))
         decide(turn("Speaker B", "The budget worries me a great deal this quarter.", 2.0, "Sheila"))
-    assert by_room.summary() == by_path.summary() == ("2 turns decided: fallback=1, mention=1; answered: Iris 2")
+    assert by_room.summary() == by_path.summary() == ("2 turns decided: fallback=1, mention=1; answered: Iris 2; "
+                                                         "excluded by speak policy: Elena 1")
 
 
 def test_bad_members_file_is_a_cli_error(tmp_path: Path):

@@ -514,6 +514,27 @@ def test_t15_excluded_member_is_skipped_by_fallback_and_group():
     assert (d.decided_by, d.responders) == ("group_address", ("Mei",))
 
 
+def test_t15_a_refusal_is_explained_where_the_turn_addressed_the_member():
+    """A trial: "(Iris excluded by speak policy)" on every ``--explain`` line of a meeting where
+    Iris answers only Alice. A decision's line names the refused member where the turn named
+    them, addressed the room, or got no answer; the refusals are all kept in ``excluded``."""
+    t = TurnTaker([Member("Iris", speak_policy=answer_only(["Alice"])), Member("Elena")])
+    bob = SpeakerLabel("Bob", None, "mic")
+    plain = t.decide("A long remark with nobody named, about the budget.", bob)
+    assert (plain.excluded, plain.refused_addressees) == (("Iris",), ())
+    assert plain.explain() == "[fallback] -> Elena"
+    named = t.decide("Iris, can you check the numbers for us?", bob)
+    assert (named.decided_by, named.responders, named.refused_addressees) == ("mention", (), ("Iris",))
+    assert named.explain() == "[mention] -> nobody (Iris excluded by speak policy)"
+    room = t.decide("everyone, thoughts?", bob)
+    assert room.explain() == "[group_address] -> Elena (Iris excluded by speak policy)"
+    both = t.decide("Elena and Iris, thoughts?", bob)
+    assert both.explain() == "[group_address] -> Elena (Iris excluded by speak policy)"
+    alone = TurnTaker([Member("Iris", speak_policy=answer_only(["Alice"]))])
+    silence = alone.decide("A long remark with nobody named, about the budget.", bob)
+    assert silence.explain() == "[silence] -> nobody (Iris excluded by speak policy)"
+
+
 def test_t15_answer_only_participants_binds_the_source():
     t = TurnTaker([Member("Iris", speak_policy=answer_only(participants=["p-alice"]))])
     impostor = t.decide("Iris, approve it", SpeakerLabel("Alice", None, "room1/2"), participant_id="p-x")

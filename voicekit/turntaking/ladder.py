@@ -431,18 +431,30 @@ class Decision:
     turn_id: int | None = None
 
     @property
+    def refused_addressees(self) -> tuple[str, ...]:
+        """The excluded members whose refusal shaped this decision: the mentioned ones; all of
+        them when the turn addressed the room without naming anyone (T2), or when nobody
+        answers."""
+        if not self.mentioned and self.decided_by in (DecidedBy.GROUP_ADDRESS, DecidedBy.SILENCE):
+            return self.excluded
+        return tuple(name for name in self.excluded if name in self.mentioned)
+
+    @property
     def director_called(self) -> bool:
         """True when the director was consulted for this decision."""
         return self.director_latency_s is not None
 
     def explain(self) -> str:
-        """One line for logs and ``--explain``: rung, responders, director details."""
+        """One line for logs and ``--explain``: rung, responders, director details. A member
+        whose speak policy refused the turn is listed only where the turn addressed them (named
+        them, or addressed the room): a member held to one person is refused on nearly every
+        turn, and the count of refusals is in :func:`~voicekit.turntaking.replay.summarize_steps`."""
         who = ", ".join(self.responders) if self.responders else "nobody"
         parts = [f"[{self.decided_by.value}] -> {who}"]
         if self.chime_in:
             parts.append("(chime-in)")
-        if self.excluded:
-            parts.append(f"({', '.join(self.excluded)} excluded by speak policy)")
+        if addressed := self.refused_addressees:
+            parts.append(f"({', '.join(addressed)} excluded by speak policy)")
         if self.director_called:
             parts.append(f"director {self.director_latency_s * 1000:.0f} ms")
             if self.director_error:

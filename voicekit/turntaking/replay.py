@@ -8,6 +8,7 @@ is given, generates the members' replies (T11) so that later decisions see who s
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Mapping, Sequence, TextIO
 
@@ -139,18 +140,23 @@ def explain_replay(
 
 
 def summarize_steps(steps: Sequence[ReplayStep]) -> str:
-    """The closing line of ``--explain``: the decisions per rung, then how many turns each member
-    answered: ``12 turns decided: continuation=4, mention=8; answered: Iris 9, Elena 3``
-    (``answered: nobody`` when no member was chosen)."""
-    counts: dict[str, int] = {}
-    answered: dict[str, int] = {}
-    for step in steps:
-        counts[step.decision.decided_by.value] = counts.get(step.decision.decided_by.value, 0) + 1
-        for name in step.decision.responders:
-            answered[name] = answered.get(name, 0) + 1
-    summary = ", ".join(f"{k}={v}" for k, v in sorted(counts.items()))
-    who = ", ".join(f"{name} {n}" for name, n in sorted(answered.items(), key=lambda kv: -kv[1])) or "nobody"
-    return f"{len(steps)} turn{'' if len(steps) == 1 else 's'} decided: {summary or 'none'}; answered: {who}"
+    """The closing line of ``--explain``: the decisions per rung, how many turns each member
+    answered, and how many turns each member's speak policy refused (T15):
+    ``12 turns decided: continuation=4, mention=8; answered: Iris 9, Elena 3; excluded by speak
+    policy: Elena 2`` (``answered: nobody`` when no member was chosen; the last part only when
+    a policy refused a turn)."""
+    rungs = Counter(step.decision.decided_by.value for step in steps)
+    answered = Counter(name for step in steps for name in step.decision.responders)
+    excluded = Counter(name for step in steps for name in step.decision.excluded)
+    summary = ", ".join(f"{k}={v}" for k, v in sorted(rungs.items()))
+    line = (f"{len(steps)} turn{'' if len(steps) == 1 else 's'} decided: {summary or 'none'}; "
+            f"answered: {_counts(answered) or 'nobody'}")
+    return f"{line}; excluded by speak policy: {_counts(excluded)}" if excluded else line
+
+
+def _counts(counter: Counter) -> str:
+    """``Iris 9, Elena 3``: most first, ties in first-seen order."""
+    return ", ".join(f"{name} {n}" for name, n in counter.most_common())
 
 
 __all__ = ["ReplayStep", "explain_replay", "format_step", "replay_room", "summarize_steps"]
