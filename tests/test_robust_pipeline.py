@@ -225,6 +225,48 @@ def test_a_pipeline_runs_one_stream():
     with pytest.raises(RuntimeError, match="already ran a stream: make a new Pipeline"):
         pipe.run(_blocks(load_audio(JFK)[: 16000 * 3], 1600))
     assert first.turns == turns
+    # a library trial: audio pushed after finish() was transcribed into the ended stream
+    with pytest.raises(RuntimeError, match=r"Pipeline.push after Pipeline.finish: the stream has ended"):
+        pipe.push(np.zeros(1600, np.float32))
+    assert pipe.turns == turns
+
+
+def test_the_calls_of_a_stream_in_the_wrong_order_or_with_bytes_are_refused():
+    """A library trial: finish() before start() returned as if a stream had ended, and PCM bytes
+    from an audio callback were refused as "got shape ()… downmix first"."""
+    pipe = Pipeline(PipelineOptions(), components())
+    with pytest.raises(RuntimeError, match=r"Pipeline.finish before Pipeline.start: there is no stream to end"):
+        pipe.finish()
+    pipe.start("mic")
+    pcm = np.round(load_audio(JFK)[:1600] * 32767).astype(np.int16).tobytes()
+    with pytest.raises(ValueError, match=r"got bytes: np.frombuffer\(data, dtype=np.int16\) reads 16-bit PCM"):
+        pipe.push(pcm)
+    pipe.push(np.frombuffer(pcm, dtype=np.int16))
+    assert pipe.consumed_seconds == 0.1
+
+
+def test_a_store_that_holds_the_meeting_is_not_given_a_second_copy_of_it(tmp_path):
+    """A library trial: running the same app twice on one store stored every turn twice (the
+    exported .txt had each line twice, and a broadcaster resent them); the command line refuses
+    that ("pass --overwrite"), the Pipeline did not. A second stream on the channel needs
+    resume=True (it goes on after the stored audio); another channel of the meeting is its own."""
+    from voicekit.store import MeetingStore
+
+    audio = load_audio(JFK)[: 16000 * 3]
+    store = MeetingStore(tmp_path / "meeting.sqlite")
+    first = Pipeline(PipelineOptions(), components(), store=store).run(_blocks(audio, 1600))
+    stored = store.turns()
+    assert [t.text for t in stored] == [t.text for t in first.turns] and stored
+    again = Pipeline(PipelineOptions(), components(), store=store)
+    with pytest.raises(ValueError, match=r"already holds turns on channel 'replay' \(a meeting run before\): "
+                                         r"pass resume=True to go on with that meeting, or give a new store"):
+        again.run(_blocks(audio, 1600))
+    assert store.turns() == stored
+    Pipeline(PipelineOptions(), components(), store=store).run(_blocks(audio, 1600), channel="room1/2")
+    resumed = Pipeline(PipelineOptions(), components(), store=store, resume=True)
+    resumed.run(_blocks(audio, 1600))
+    assert [t.channel for t in store.turns()] == ["replay", "room1/2", "replay"]
+    assert store.turns()[-1].start >= 3.0   # after the stored 3 s of the meeting
 
 
 def test_an_aborted_live_feed_ends_the_run_at_once_keeping_what_was_committed():

@@ -250,6 +250,7 @@ class Pipeline:
             raise ValueError(f"voices and keep_embeddings need the speaker encoder's embeddings, which "
                              f"{type(self.diarizer).__name__} does not keep: use the embedded online diarizer")
         self.start_time, first_utterance = 0.0, 0
+        self._resumed = resume
         if resume:
             if not hasattr(self.diarizer, "resume"):
                 raise ValueError(f"{type(self.diarizer).__name__} cannot continue a stored meeting: it has "
@@ -514,7 +515,9 @@ class Pipeline:
             RuntimeError: when this pipeline already began a stream: a pipeline holds one
                 meeting's state (its speakers, turns and clocks); make a new one, with
                 ``resume=True`` and the meeting's store to go on with a stored meeting.
-            ValueError: a channel that is not a channel id.
+            ValueError: a channel that is not a channel id; or, without ``resume``, a store that
+                already holds turns on this channel (a meeting run before): a second run would
+                add a second copy of the meeting, with times and labels starting again.
         """
         problem = channel_problem(channel)
         if problem is not None:
@@ -522,6 +525,10 @@ class Pipeline:
         if self._started:
             raise RuntimeError("this Pipeline already ran a stream: make a new Pipeline for the next one "
                                "(resume=True with the meeting's store goes on with a stored meeting)")
+        if self.store is not None and not self._resumed and self.store.has_turns(channel):
+            raise ValueError(f"the meeting store {self.store.path} already holds turns on channel {channel!r} "
+                             "(a meeting run before): pass resume=True to go on with that meeting, or give "
+                             "a new store (the command line: --overwrite)")
         self._started = True
         self._channel = channel
         self._t0 = time.monotonic()
@@ -544,9 +551,11 @@ class Pipeline:
         docs/capture.md shows.
 
         Raises:
-            RuntimeError: before :meth:`start` (which sets the stream's channel and clock).
+            RuntimeError: before :meth:`start` (which sets the stream's channel and clock), or
+                after :meth:`finish` ended the stream.
             ValueError: a block that is not one-dimensional (downmix first:
-                :func:`voicekit.audio.downmix`).
+                :func:`voicekit.audio.downmix`); raw bytes (``np.frombuffer(data, np.int16)``
+                reads 16-bit PCM).
             voicekit.audio.AudioError: a dtype that is not PCM audio (int64, complex, bool…).
             the error of a stage (a transcriber's, the store's): the utterance that raised it
                 stays pending and raises again at the next push; end the stream with
@@ -554,6 +563,12 @@ class Pipeline:
         """
         if not self._started:   # pushed audio would be counted as "replay", then reset by start()
             raise RuntimeError("Pipeline.push before Pipeline.start: call start(channel) first (run() does both)")
+        if self.finished:
+            raise RuntimeError("Pipeline.push after Pipeline.finish: the stream has ended; a new Pipeline with "
+                               "resume=True and the meeting's store goes on with the meeting")
+        if isinstance(block, (bytes, bytearray, memoryview)):
+            raise ValueError(f"Pipeline.push takes a numpy array of samples, got {type(block).__name__}: "
+                             "np.frombuffer(data, dtype=np.int16) reads 16-bit PCM bytes")
         block = np.asarray(block)
         if block.ndim != 1:
             raise ValueError(f"Pipeline.push takes (n,) mono blocks at 16 kHz, got shape {block.shape}: downmix "
@@ -578,7 +593,14 @@ class Pipeline:
         may have blocked the turns after it). A ``duration`` of None is left alone: the command
         line marks a meeting in progress so and stores the duration itself when the meeting
         ends. A store that cannot be read or written then is logged; the turns are committed
-        already."""
+        already.
+
+        Raises:
+            RuntimeError: before :meth:`start`: there is no stream to end.
+        """
+        if not self._started:
+            raise RuntimeError("Pipeline.finish before Pipeline.start: there is no stream to end "
+                               "(start(channel), push(block)…, then finish(); run() does all three)")
         self._drain()
         self._pending.extend(self.endpointer.flush())
         self._drain()

@@ -530,6 +530,10 @@ class MeetingStore:
             labels.update(json.loads(words) if words else ())
         return labels
 
+    def has_turns(self, channel: str) -> bool:
+        """Whether the meeting holds a turn on ``channel`` (``"replay"``, ``"mic"``, ``"room1/2"``)."""
+        return self.conn.execute("SELECT 1 FROM turns WHERE channel = ? LIMIT 1", (channel,)).fetchone() is not None
+
     def has_refined(self) -> bool:
         """Whether refinement has run on this meeting."""
         return self.conn.execute("SELECT COUNT(*) FROM turns WHERE refined_speaker IS NOT NULL").fetchone()[0] > 0
