@@ -37,6 +37,21 @@ def test_block_resampling_equals_whole_file_sample_for_sample():
     assert np.array_equal(blocks, whole)
 
 
+def test_the_stream_resampler_scales_integer_pcm_as_the_pipeline_does():
+    """A library trial: int16 blocks from a capture callback came out of StreamResampler as
+    float32 on the int16 scale (peak 19999.6), which the pipeline then had to take for unscaled
+    PCM with a warning. Integer PCM is scaled by its full scale first; a dtype that is not audio
+    is refused."""
+    native, rate = sf.read(EVAL / "faster_whisper" / "jfk.flac", dtype="int16", always_2d=True)
+    native = native[:, 0]
+    as_int = StreamResampler(rate).process(native, last=True)
+    as_float = StreamResampler(rate).process(native.astype(np.float32) / 32768.0, last=True)
+    assert as_int.dtype == np.float32 and np.array_equal(as_int, as_float)
+    assert 0.1 < np.abs(as_int).max() <= 1.0
+    with pytest.raises(AudioError, match="samples of dtype int64 are not audio"):
+        StreamResampler(rate).process(native.astype(np.int64))
+
+
 def test_iter_blocks_equals_load_audio():
     path = EVAL / "faster_whisper" / "jfk.flac"
     assert np.array_equal(np.concatenate(list(iter_16k_blocks(path, 0.04))), load_audio(path))

@@ -828,23 +828,51 @@ def test_a_block_length_that_is_not_a_positive_number_of_seconds_is_refused(seco
 
     with pytest.raises(ValueError, match="block_seconds must be a positive number of seconds"):
         FileSource(JFK, block_seconds=seconds)
-    with pytest.raises(ValueError, match="block_seconds must be a positive number of seconds"):
-        LiveFeed(block_seconds=seconds)
     with pytest.raises(ValueError, match="max_seconds must be a positive number of seconds"):
         LiveFeed(max_seconds=seconds)
 
 
+def test_a_live_feed_holds_its_seconds_whatever_the_blocks_and_keeps_the_times_of_what_follows_a_loss():
+    """A library trial: the feed's capacity was counted in blocks of ``block_seconds`` (0.1 s),
+    so 10 ms blocks filled it after 3 s, not the 30 s the docs say; 1173 of 1858 blocks were
+    dropped, and each loss moved every later turn earlier. It holds ``max_seconds`` of audio; a
+    dropped block is read as silence of its length; a stereo block or bytes fail in push."""
+    from voicekit.sources import LiveFeed
+
+    feed = LiveFeed(max_seconds=2.0)
+    tones = [np.full(160, i + 1, np.float32) / 1000 for i in range(300)]   # 300 blocks of 10 ms: 3 s
+    for block in tones:
+        feed.push(block)
+    assert feed.overflows == 100 and feed.dropped_seconds == pytest.approx(1.0)
+    feed.push(tones[0])   # still full: one more 10 ms dropped
+    with pytest.raises(ValueError, match=r"got shape \(160, 2\): downmix first"):
+        feed.push(np.zeros((160, 2), np.float32))
+    with pytest.raises(ValueError, match=r"got bytes: np.frombuffer\(data, dtype=np.int16\) reads 16-bit PCM bytes"):
+        feed.push(b"\x00\x01" * 160)
+    read = iter(feed)
+    first = [next(read) for _ in range(100)]   # one second read: room for one more second
+    assert all(a is b for a, b in zip(first, tones))
+    for block in tones[:50]:
+        feed.push(block)
+    feed.close()
+    rest = np.concatenate(list(read))
+    # the 100 blocks still queued, then 1.01 s of silence where the dropped blocks were, then the 50 kept
+    assert len(rest) == 100 * 160 + 16160 + 50 * 160
+    assert np.array_equal(rest[:16000], np.concatenate(tones[100:200]))
+    assert not rest[16000:32160].any() and np.array_equal(rest[32160:], np.concatenate(tones[:50]))
+
+
 def test_numpy_numbers_are_numbers_for_every_argument_check():
     """A review of the checks added for non-finite arguments: they tested ``isinstance(x, (int,
-    float))``, so ``LiveFeed(block_seconds=np.float32(0.1))``, ``check_enrolment(name,
+    float))``, so ``LiveFeed(max_seconds=np.int64(30))``, ``check_enrolment(name,
     np.float32(10.0))`` and ``StreamResampler(np.int64(48000))``-style values that numpy code
     computes were refused, while a string rate passed :func:`voicekit.audio.normalize`."""
     from voicekit.audio import AudioError, StreamResampler, normalize
     from voicekit.sources import LiveFeed
     from voicekit.voiceprints import VoiceprintError, check_enrolment
 
-    feed = LiveFeed(max_seconds=np.int64(30), block_seconds=np.float32(0.1))
-    assert feed._queue.maxsize == 300
+    feed = LiveFeed(max_seconds=np.int64(30))
+    assert feed.max_seconds == 30.0
     assert check_enrolment("Ann", np.float32(10.0)) == "Ann"
     assert check_enrolment("Ann", np.int64(10)) == "Ann"
     with pytest.raises(VoiceprintError, match="too little"):
@@ -852,8 +880,8 @@ def test_numpy_numbers_are_numbers_for_every_argument_check():
     assert StreamResampler(np.int64(48000)).in_rate == 48000
     assert normalize(np.zeros(480, np.float32), np.float32(48000)).shape == (160,)
     for bad in (True, "16000"):
-        with pytest.raises(ValueError, match="block_seconds must be a positive number"):
-            LiveFeed(block_seconds=bad)
+        with pytest.raises(ValueError, match="max_seconds must be a positive number"):
+            LiveFeed(max_seconds=bad)
         with pytest.raises(AudioError, match="sample rate must be a positive whole number of Hz"):
             normalize(np.zeros(480, np.float32), bad)
 

@@ -107,12 +107,9 @@ class PcmNormalizer:
             AudioError: for a dtype that is not audio (complex, object, bool, str).
         """
         a = np.asarray(samples)
-        if a.dtype == np.int16:
-            return (a.astype(np.float32) / 32768.0).astype(np.float32)
-        if a.dtype == np.int32:
-            return (a.astype(np.float64) / 2147483648.0).astype(np.float32)
-        if a.dtype == np.uint8:
-            return ((a.astype(np.float32) - 128.0) / 128.0).astype(np.float32)
+        scaled = scaled_int_pcm(a)
+        if scaled is not None:
+            return scaled
         if a.dtype.kind != "f":
             raise AudioError(f"samples of dtype {a.dtype} are not audio: pass int16/int32/float32 PCM")
         out = a.astype(np.float32)
@@ -212,6 +209,24 @@ def downmix(samples: np.ndarray, channel: int | None = None) -> np.ndarray:
     return samples.mean(axis=1, dtype=np.float32)
 
 
+def scaled_int_pcm(samples: np.ndarray) -> np.ndarray | None:
+    """Integer PCM scaled by its full scale: int16 by 2**15, int32 by 2**31, uint8 around 128.
+
+    Args:
+        samples: an array of any shape.
+
+    Returns:
+        float32 of the same shape in [-1, 1]; None when ``samples`` is not int16, int32 or uint8.
+    """
+    if samples.dtype == np.int16:
+        return (samples.astype(np.float32) / 32768.0).astype(np.float32)
+    if samples.dtype == np.int32:
+        return (samples.astype(np.float64) / 2147483648.0).astype(np.float32)
+    if samples.dtype == np.uint8:
+        return ((samples.astype(np.float32) - 128.0) / 128.0).astype(np.float32)
+    return None
+
+
 class StreamResampler:
     """Stateful resampler to 16 kHz (soxr ``ResampleStream``, quality "HQ").
 
@@ -245,13 +260,24 @@ class StreamResampler:
         """Resample one block.
 
         Args:
-            block: ``(n,)`` float32 mono (``(n, channels)`` for several channels) at ``in_rate``.
+            block: ``(n,)`` float32 mono (``(n, channels)`` for several channels) at ``in_rate``;
+                integer PCM (int16, int32, uint8, as a capture callback gives it) is scaled to
+                [-1, 1] first (:func:`scaled_int_pcm`).
             last: True for the final block (flushes the filter's delay line).
 
         Returns:
-            ``(m,)`` (or ``(m, channels)``) float32 at ``out_rate``; may be empty while the
-            filter fills.
+            ``(m,)`` (or ``(m, channels)``) float32 at ``out_rate``, in [-1, 1] for integer
+            input; may be empty while the filter fills.
+
+        Raises:
+            AudioError: a dtype that is not PCM audio (int64, complex, bool…).
         """
+        block = np.asarray(block)
+        scaled = scaled_int_pcm(block)
+        if scaled is not None:
+            block = scaled
+        elif block.dtype.kind != "f":
+            raise AudioError(f"samples of dtype {block.dtype} are not audio: pass int16/int32/uint8/float32 PCM")
         block = np.ascontiguousarray(block, dtype=np.float32)
         if self._stream is None:
             return block

@@ -29,52 +29,81 @@ class LiveFeed:
     """A bounded queue between an audio producer (a capture callback, a paced replay) and the
     pipeline, which reads it from another thread.
 
-    The producer calls :meth:`push` (never blocks: when the queue is full the block is dropped
-    and counted in :attr:`overflows`) and :meth:`close`; the consumer iterates. :meth:`abort`
-    (any thread) ends the consumer's iteration at once with
+    The producer calls :meth:`push` (never blocks) and :meth:`close`; the consumer iterates.
+    When the queue already holds ``max_seconds`` of audio, a pushed block is dropped and counted
+    in :attr:`overflows` and :attr:`dropped_seconds`, and the consumer reads silence of its
+    length in its place (before the next block kept), so the turns after a loss keep their times
+    in the meeting. :meth:`abort` (any thread) ends the consumer's iteration at once with
     :class:`voicekit.pipeline.MeetingAborted`, what is still queued unread.
 
     Args:
-        max_seconds: capacity of the queue in seconds of 16 kHz audio.
-        block_seconds: the length of one pushed block in seconds, which sizes the queue.
+        max_seconds: capacity of the queue in seconds of 16 kHz audio, whatever the blocks'
+            length.
 
     Raises:
-        ValueError: ``block_seconds`` or ``max_seconds`` is not a positive finite number of seconds.
+        ValueError: ``max_seconds`` is not a positive finite number of seconds.
     """
 
-    def __init__(self, max_seconds: float = 30.0, block_seconds: float = 0.1) -> None:
-        _check_block_seconds(block_seconds)
+    def __init__(self, max_seconds: float = 30.0) -> None:
         if not (is_finite_real(max_seconds) and max_seconds > 0):
             raise ValueError(f"max_seconds must be a positive number of seconds, got {max_seconds!r}")
-        self._queue: queue.Queue[np.ndarray | None] = queue.Queue(
-            maxsize=max(2, round(max_seconds / block_seconds))
-        )
+        self.max_seconds = float(max_seconds)
+        # blocks, None (the end) or an int: that many samples of silence for dropped blocks
+        self._queue: queue.SimpleQueue[np.ndarray | int | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._queued = 0   # samples queued and not read yet
+        self._gap = 0      # samples dropped since the last block queued
         self.overflows = 0
         self.dropped_seconds = 0.0
         self.aborted = False
 
     def push(self, block: np.ndarray) -> None:
-        """Queue one ``(n,)`` float32 16 kHz block; drop and count it when the queue is full."""
-        try:
-            self._queue.put_nowait(block)
-        except queue.Full:
-            self.overflows += 1
-            self.dropped_seconds += len(block) / SAMPLE_RATE
-            if self.overflows in (1, 10, 100) or self.overflows % 1000 == 0:
-                log.warning("audio queue full: %d blocks (%.1f s) dropped so far; processing is "
-                            "slower than real time", self.overflows, self.dropped_seconds)
+        """Queue one ``(n,)`` 16 kHz block (float32, or integer PCM as
+        :meth:`voicekit.pipeline.Pipeline.push` takes it); drop and count it when the queue is
+        full.
+
+        Raises:
+            ValueError: a block that is not a one-dimensional numpy array (raw bytes: read them
+                with ``np.frombuffer(data, np.int16)``; several channels: downmix first with
+                :func:`voicekit.audio.downmix`), raised here, in the producer's thread.
+        """
+        if not isinstance(block, np.ndarray):
+            fix = ("np.frombuffer(data, dtype=np.int16) reads 16-bit PCM bytes"
+                   if isinstance(block, (bytes, bytearray, memoryview)) else "np.asarray(block, np.float32)")
+            raise ValueError(f"LiveFeed.push takes a numpy array of 16 kHz samples, got {type(block).__name__}: {fix}")
+        if block.ndim != 1:
+            raise ValueError(f"LiveFeed.push takes (n,) mono blocks at 16 kHz, got shape {block.shape}: downmix "
+                             "first (voicekit.audio.downmix)")
+        n = len(block)
+        with self._lock:
+            if self._queued and self._queued + n > self.max_seconds * SAMPLE_RATE:
+                self._gap += n
+                self.overflows += 1
+                self.dropped_seconds += n / SAMPLE_RATE
+                overflows, dropped = self.overflows, self.dropped_seconds
+            else:
+                if self._gap:
+                    self._queue.put(self._gap)
+                    self._gap = 0
+                self._queued += n
+                self._queue.put(block)
+                return
+        if overflows in (1, 10, 100) or overflows % 1000 == 0:
+            log.warning("audio queue full: %d blocks (%.1f s) dropped so far and read as silence; processing "
+                        "is slower than real time", overflows, dropped)
 
     def close(self) -> None:
-        """Mark the end of the stream."""
+        """Mark the end of the stream (after the silence of blocks dropped last, if any)."""
+        with self._lock:
+            if self._gap:
+                self._queue.put(self._gap)
+                self._gap = 0
         self._queue.put(None)
 
     def abort(self) -> None:
         """End the stream now: the consumer's next read raises MeetingAborted (a second Ctrl-C)."""
         self.aborted = True
-        try:
-            self._queue.put_nowait(None)   # wake a consumer waiting on an empty queue
-        except queue.Full:
-            pass   # (a full queue: the consumer is not waiting, and reads the flag first)
+        self._queue.put(None)   # wake a consumer waiting on an empty queue
 
     def __iter__(self) -> Iterator[np.ndarray]:
         while True:
@@ -85,6 +114,12 @@ class LiveFeed:
                 raise MeetingAborted
             if block is None:
                 return
+            if isinstance(block, int):   # dropped audio: its length of silence, in blocks of 1 s at most
+                for start in range(0, block, SAMPLE_RATE):
+                    yield np.zeros(min(SAMPLE_RATE, block - start), np.float32)
+                continue
+            with self._lock:
+                self._queued -= len(block)
             yield block
 
 
@@ -207,7 +242,7 @@ class FileSource:
         if not self.realtime:
             yield from self._blocks()
             return
-        self.feed = LiveFeed(block_seconds=self.block_seconds)
+        self.feed = LiveFeed()
         error: list[BaseException] = []
 
         def produce() -> None:

@@ -497,7 +497,7 @@ class LiveKitBot:
         lane = Lane(number=n, channel=f"{channel_id(self.room_name)}/{n}", identity=participant.identity,
                     name=name, track_sid=publication.sid,
                     room_mic=self._is_room_mic(participant),
-                    feed=LiveFeed(max_seconds=self.max_queue_seconds, block_seconds=0.1),
+                    feed=LiveFeed(max_seconds=self.max_queue_seconds),
                     kept=[] if self.keep_audio else None)
         self.lanes[publication.sid] = lane
         self._status(f"lane {lane.channel}: {lane.label} ({one_line(lane.identity)})"

@@ -18,7 +18,7 @@ Two kinds of loss are counted and reported, neither stops the run:
 * ``input_overflows``: PortAudio's ``input_overflow`` status flag (the driver dropped input
   because the callback was late);
 * ``feed.overflows``: blocks dropped because the pipeline fell behind and the queue (30 s) was
-  full.
+  full (read as silence of their length, so later turns keep their times).
 """
 
 from __future__ import annotations
@@ -225,7 +225,7 @@ class MicSource:
         self.channel = "mic"
         self.duration: float | None = None
         self.stop_after = duration
-        self.feed = LiveFeed(max_seconds=max_seconds, block_seconds=block_seconds)
+        self.feed = LiveFeed(max_seconds=max_seconds)
         self.input_overflows = 0
         self.callbacks = 0
         self.samples_16k = 0
