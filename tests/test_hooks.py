@@ -107,7 +107,7 @@ def test_a_failing_hooks_traceback_is_logged_at_debug_with_the_line_that_raised(
     warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert warned == [
         "hook lookup.py:on_transcription failed on the turn at 3.10 s (KeyError: 'Speaker A'); "
-        "the turn is committed unchanged",
+        "the turn goes on without this hook's change",
         "on_speak_decision hook lookup.py:on_speak_decision failed (OSError: disk gone); ignored"]
     traced = [r for r in caplog.records if r.levelname == "DEBUG" and r.exc_info]
     assert [r.getMessage() for r in traced] == ["traceback of hook lookup.py:on_transcription:",

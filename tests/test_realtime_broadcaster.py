@@ -110,6 +110,26 @@ def test_a_started_broadcaster_refuses_a_second_start():
     assert [item["content"][0]["text"] for _, item in session.items] == ["still delivered"]
 
 
+def test_a_turn_given_to_a_closed_broadcaster_is_said_lost_and_a_new_start_sends_again(caplog):
+    """A library trial: on_turn() after close() returned as if queued; with no store the turn
+    was gone without a word. It is counted and logged; start() after close() sends again (its
+    thread used to stop at once: the close's stop flag stayed set)."""
+    session = SlowSession()
+    session.gate.set()
+    b = Broadcaster(session, None, attribution=False).start()
+    b.on_turn(turn("Speaker A", "Alice", "before", 0).replace(turn_id=1))
+    assert b.close(timeout=5)
+    with caplog.at_level(logging.WARNING, logger="voicekit.realtime"):
+        b.on_turn(turn("Speaker A", "Alice", "after close", 1).replace(turn_id=2))
+    assert b.stats["dropped"] == 1
+    assert any("is closed: turn 2 not sent; start() the broadcaster again" in r.getMessage() for r in caplog.records)
+    b.start()
+    b.on_turn(turn("Speaker A", "Alice", "started again", 2).replace(turn_id=3))
+    assert b.close(timeout=5)
+    # the new connection is given the turn before again as history (history_on_reconnect), then the new one
+    assert [item["content"][0]["text"] for _, item in session.items] == ["before", "before", "started again"]
+
+
 def test_local_session_writes_exactly_the_openai_events_as_json_lines(tmp_path):
     store = open_store(tmp_path)
     printed: list[str] = []

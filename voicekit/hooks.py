@@ -400,7 +400,7 @@ class HookRunner:
         return turn
 
     def _fail(self, hook: _Hook, turn: SpeakerTurn, reason: str,
-              kept: str = "the turn is committed unchanged", exc: BaseException | None = None) -> None:
+              kept: str = "the turn goes on without this hook's change", exc: BaseException | None = None) -> None:
         self.failures.append((hook.name, turn.start, reason))
         log.warning("hook %s failed on the turn at %.2f s (%s); %s", hook.name, turn.start, reason, kept)
         _log_traceback(hook, exc)

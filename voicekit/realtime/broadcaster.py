@@ -168,6 +168,7 @@ class Broadcaster:
             raise RuntimeError(f"the broadcaster of session {self.session_id} is already started: close() it "
                                "before starting it again")
         self.error, self._refused_backlog = None, 0   # (a refused key may have been fixed since)
+        self._stopping, self._deadline = False, float("inf")   # (started again after close())
         self._loop = asyncio.new_event_loop()
         self._wake = asyncio.Event()
         self._thread = threading.Thread(target=self._run, name=f"realtime-{self.session_id}", daemon=True)
@@ -195,6 +196,13 @@ class Broadcaster:
         self._put((_REPLY, None), "a reply request")
 
     def _put(self, item: tuple[str, Any], what: str) -> None:
+        if self._stopping:   # closed: nothing reads the queue any more (a library trial: silently gone)
+            with self._catch_lock:
+                self.stats["dropped"] += item[0] != _TURN or self.store_path is None
+            log.warning("realtime session %s is closed: %s not sent%s", self.session_id, what,
+                        " (it stays in the store)" if item[0] == _TURN and self.store_path is not None else
+                        "; start() the broadcaster again to send what comes next")
+            return
         if self.refused:   # nothing is sent any more; a turn stays in the store
             with self._catch_lock:   # (on_turn runs on several threads: LiveKit lanes)
                 self.stats["dropped"] += item[0] != _TURN or self.store_path is None
