@@ -199,6 +199,12 @@ def test_pushed_int16_and_nan_blocks_are_normalised_and_stereo_is_refused(caplog
     assert any("NaN" in r.getMessage() for r in caplog.records)
     with pytest.raises(TypeError, match=r"Pipeline takes a PipelineOptions, not dict"):   # a Python trial
         Pipeline({"vad": "silero"}, components())
+    # a library trial: options asking for another model than the components hold ran the loaded one
+    from voicekit.stt import SttOptions
+
+    with pytest.raises(ValueError, match=r"loaded for other STT options than options.stt: model='base' \(loaded: "
+                                         r"'tiny.en'\); load them for these options with Components.load\(options\)"):
+        Pipeline(PipelineOptions(stt=SttOptions(model="base")), components())
     pipe = Pipeline(PipelineOptions(), components())
     # a Python trial: run() of a path iterated its characters ("got shape ()… downmix first")
     with pytest.raises(TypeError, match=r"takes audio blocks, not a path \('x\.wav'\): run\(FileSource\('x\.wav'\)\)"):

@@ -15,7 +15,7 @@ import sqlite3
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -172,6 +172,20 @@ class _Progress:
     committed: int = 0  # of which committed
 
 
+def _check_components(components: Components, options: PipelineOptions) -> None:
+    """Raises ValueError when ``components`` were not loaded for ``options`` (a library trial:
+    ``PipelineOptions(stt=SttOptions(model="base"))`` with tiny.en loaded ran tiny.en)."""
+    loaded = components.transcriber.options
+    if loaded != options.stt:
+        differ = ", ".join(f"{f.name}={getattr(options.stt, f.name)!r} (loaded: {getattr(loaded, f.name)!r})"
+                           for f in fields(loaded) if getattr(loaded, f.name) != getattr(options.stt, f.name))
+        raise ValueError(f"the components were loaded for other STT options than options.stt: {differ}; load "
+                         "them for these options with Components.load(options), once, for every pipeline")
+    if options.pyannote is not None and components.pyannote is None:
+        raise ValueError("options.pyannote is set but the components hold no pyannote models: load them with "
+                         "Components.load(options)")
+
+
 class Pipeline:
     """One meeting through the stages.
 
@@ -216,7 +230,9 @@ class Pipeline:
             ``voices`` or ``options.keep_embeddings`` with a diarizer that keeps no speaker
             embeddings (pyannote's);
             no ``diarizer`` given with components that hold no speaker encoder (loaded for
-            pyannote) and no ``options.pyannote``.
+            pyannote) and no ``options.pyannote``; ``components`` loaded for other options than
+            these (another Whisper model or decoding option, pyannote asked for and not loaded):
+            the components' models would run, not the options'.
 
     Attributes:
         turns: the committed turns, in commit order.
@@ -238,6 +254,8 @@ class Pipeline:
             raise TypeError(f"Pipeline takes a PipelineOptions, not {type(options).__name__}: "
                             f"PipelineOptions(vad='silero', stt=SttOptions(…), diarizer=DiarizerOptions(…))")
         self.options = options or PipelineOptions()
+        if components is not None:
+            _check_components(components, self.options)
         self.components = components or Components.load(self.options)
         self.hooks = hooks or HookRunner()
         self.store = store
