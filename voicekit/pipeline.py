@@ -174,9 +174,10 @@ class _Progress:
 
 def _check_components(components: Components, options: PipelineOptions) -> None:
     """Raises ValueError when ``components`` were not loaded for ``options`` (a library trial:
-    ``PipelineOptions(stt=SttOptions(model="base"))`` with tiny.en loaded ran tiny.en)."""
-    loaded = components.transcriber.options
-    if loaded != options.stt:
+    ``PipelineOptions(stt=SttOptions(model="base"))`` with tiny.en loaded ran tiny.en). A
+    transcriber of the caller's own, with no ``options``, is taken as it is."""
+    loaded = getattr(components.transcriber, "options", None)
+    if isinstance(loaded, SttOptions) and loaded != options.stt:
         differ = ", ".join(f"{f.name}={getattr(options.stt, f.name)!r} (loaded: {getattr(loaded, f.name)!r})"
                            for f in fields(loaded) if getattr(loaded, f.name) != getattr(options.stt, f.name))
         raise ValueError(f"the components were loaded for other STT options than options.stt: {differ}; load "
