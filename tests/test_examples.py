@@ -71,3 +71,26 @@ def test_the_own_audio_stack_block_of_capture_md_runs_on_48_khz_stereo(tmp_path,
     lines = capsys.readouterr().out.splitlines()
     assert [line.split(" ", 2)[:2] for line in lines] == [["Speaker", "A"], ["Speaker", "B"], ["Speaker", "C"]], lines
     assert "crocodile" in lines[1] and "seat belts" in lines[2].replace("seatbelts", "seat belts"), lines
+
+
+@needs_eval
+def test_the_program_of_library_md_runs_and_prints_what_the_page_shows(tmp_path, capsys, monkeypatch):
+    """docs/library.md's program (a library trial had to piece it together from four pages): the
+    hook renames Speaker A and blocks the crocodile turn, the ladder decides each turn, Iris's
+    turns ask the live session for a reply, and the five files are written."""
+    from _pipeline_support import EVAL
+
+    block = _block("library.md", r"```python\n(.*?)```").replace('"../shared/eval', f'"{EVAL}')
+    monkeypatch.chdir(tmp_path)
+    exec(compile(block, "library.md", "exec"), {})
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "[   1.6–   3.8 s] Diane: And so it begins.  → Iris (fallback)", lines
+    assert lines[1].startswith("[  12.6–  18.2 s] Speaker C: Ladies and gentlemen") and lines[1].endswith(
+        "→ Elena (fallback)"), lines
+    assert lines[2] == "2 turns, 1 blocked; wrote meeting.json, meeting.rttm, meeting.srt, meeting.vtt, meeting.txt"
+    events = [json.loads(line) for line in (tmp_path / "out" / "app" / "session.jsonl").read_text().splitlines()]
+    kinds = [e["type"] for e in events]
+    assert kinds.count("conversation.item.create") == 2 and kinds.count("response.create") == 1, kinds
+    assert kinds.index("response.create") == kinds.index("conversation.item.create") + 1   # after Diane's turn
+    text = (tmp_path / "out" / "app" / "meeting.txt").read_text(encoding="utf-8")
+    assert "Diane: And so it begins." in text and "crocodile" not in text
