@@ -201,7 +201,9 @@ class Pipeline:
         components: loaded models (:meth:`Components.load`); loaded here when None.
         hooks: the hook runner (persistent names, ``ON_TRANSCRIPTION`` hooks).
         store: the meeting store; turns are committed there one by one.
-        on_turn: called with every committed turn (the live sinks: console lines, broadcaster).
+        on_turn: called with every committed turn, in order, on the thread that runs the
+            pipeline (the live sinks: console lines, broadcaster); an exception it raises is
+            logged and the turn stays committed.
         realtime_clock: stamp ``emitted_at`` from the wall clock (live capture, paced replay)
             instead of the audio clock plus measured processing time.
         voices: known voices (opt-in, docs/voiceprints.md): after each utterance the live
