@@ -5,7 +5,12 @@ The flow a speaker turn takes, one module per stage:
     audio (decode, normalize, resample) -> sources (replay, mic, livekit) -> vad (endpointer)
     -> stt (faster-whisper) -> diarization (speaker embeddings, online assignment, refinement)
     -> turns (Word, SpeakerTurn records) -> hooks (ON_TRANSCRIPTION) -> store (SQLite)
-    -> outputs (JSON, RTTM, SRT, WebVTT, text)
+    -> outputs (JSON, RTTM, SRT, WebVTT, text), realtime (live model sessions), turntaking
+    (which AI member answers), attribution (speaker labels in what a model receives).
+
+pipeline wires the stages (Pipeline, PipelineOptions, Components); voiceprints keeps known
+voices; the bundled Whisper weights are found by the top-level ``models`` package. A whole
+program using them: docs/library.md.
 """
 
 import os as _os
