@@ -318,3 +318,31 @@ def test_a_full_disk_on_the_last_utterance_logs_that_it_was_not_committed(tmp_pa
     lost = [r.getMessage() for r in caplog.records if "was not committed" in r.getMessage()]
     assert len(lost) == 1 and lost[0].startswith("the utterance at 12.") and "StoreError" in lost[0], lost
     assert [t.text for t in store.turns()][:1] == ["And so it begins."] and len(store.turns()) == 2
+
+
+def test_a_full_disk_after_an_utterances_turns_says_they_are_committed(tmp_path, caplog):
+    """An ops trial (a tmpfs filling up, --keep-embeddings): the log said "the utterance at
+    12.64-18.21 s was not committed" while its turn was in the store and in the export: the
+    disk filled on its kept embeddings, after the turn. The line says what was committed."""
+    import logging
+
+    from _pipeline_support import EVAL, components
+    from voicekit.audio import load_audio
+    from voicekit.pipeline import Pipeline, PipelineOptions
+
+    class FillsUp(MeetingStore):
+        def add_embeddings(self, utterance, starts, ends, vectors):  # noqa: ANN001, ANN201
+            if starts.min() > 12.0:   # the falcon recording's last utterance, 12.6-18.2 s
+                raise StoreError(f"cannot write to the meeting store {self.path} (database or disk is full)")
+            return super().add_embeddings(utterance, starts, ends, vectors)
+
+    store = FillsUp(tmp_path / "meeting.sqlite")
+    audio = load_audio(EVAL / "picovoice_falcon" / "test.wav")
+    pipe = Pipeline(PipelineOptions(keep_embeddings=True), components(), store=store)
+    with caplog.at_level(logging.ERROR, logger="voicekit.pipeline"), pytest.raises(StoreError, match="full"):
+        pipe.run([audio[i:i + 1600] for i in range(0, len(audio), 1600)])
+    said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("the utterance at")]
+    assert len(said) == 1 and said[0].startswith("the utterance at 12.") and (
+        "was not fully committed (1 of its 1 turn(s) committed, kept): StoreError" in said[0]), said
+    assert len(store.turns()) == 3 and store.turns()[-1].text.startswith("Ladies and gentlemen")
+    assert len(store.embeddings()) == 2

@@ -653,9 +653,17 @@ class Pipeline:
         if isinstance(exc, Exception):
             if self._pending and self._pending[0] is self._failed:
                 utt = self._pending.popleft()
-                self._progress = None
-                log.error("the utterance at %.2f-%.2f s was not committed: %s: %s", utt.start, utt.end,
-                          type(exc).__name__, exc)
+                progress, self._progress = self._progress, None
+                # its turns may all be committed already: then what failed came after them
+                # (its kept embeddings, an ops trial on a full disk), and they stay
+                done = progress.committed if progress is not None and progress.utt is utt else 0
+                if done:
+                    total = len(progress.turns or ())
+                    log.error("the utterance at %.2f-%.2f s was not fully committed (%d of its %d turn(s) committed, "
+                              "kept): %s: %s", utt.start, utt.end, done, total, type(exc).__name__, exc)
+                else:
+                    log.error("the utterance at %.2f-%.2f s was not committed: %s: %s", utt.start, utt.end,
+                              type(exc).__name__, exc)
             try:
                 self.finish()
             except Exception as again:  # noqa: BLE001 - reported; the caller sees the first error
