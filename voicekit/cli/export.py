@@ -182,7 +182,7 @@ def _export_parser(sub) -> None:  # noqa: ANN001
                    help="write <stem>.refined.*: re-cluster from the embeddings kept with --keep-embeddings "
                         "when the meeting has no refinement yet, lacks turns committed since it ran, or "
                         "--num-speakers is given, else use the refinement stored (live labels are never "
-                        "changed); without --refine, "
+                        "changed; an estimated count is at most 8 speakers); without --refine, "
                         "<stem>.refined.* are rewritten only where a refinement is stored")
     p.add_argument("--num-speakers", type=_count_or_auto, default=None, metavar="N|auto",
                    help="with --refine: re-cluster into this many speakers, or with the count estimated "

@@ -309,7 +309,8 @@ def _replay_parser(sub) -> None:  # noqa: ANN001
                         "--explain still prints each turn with its decision)")
     p.add_argument("--realtime", action="store_true", help="pace the replay at 1x, exactly as live capture")
     p.add_argument("--refine", action="store_true",
-                   help="re-cluster the whole meeting afterwards and also write <stem>.refined.*")
+                   help="re-cluster the whole meeting afterwards and also write <stem>.refined.*: at most 8 "
+                        "speakers, unless --max-speakers N or --num-speakers N is given")
     p.add_argument("--channel", type=int, default=None, help="use this channel (0-based) instead of the downmix")
     p.add_argument("--per-channel", action="store_true",
                    help="one person per channel (a call recorded in stereo, a mixer's multitrack): each "
