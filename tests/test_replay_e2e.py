@@ -536,6 +536,12 @@ def test_replay_never_appends_to_a_meeting(named_refined, capsys):
     assert exit_.value.code == 2 and "unrecognized arguments: --append (--append goes on with a live meeting: " \
         "voicekit mic|livekit --append; a replay always starts a meeting of its own" in capsys.readouterr().err
     assert (out / "meeting.sqlite").read_bytes() == before
+    # a long-recordings trial: two recordings read as an unknown option
+    with pytest.raises(SystemExit) as exit_:
+        main(["replay", str(eval_file("test").audio), "second take.wav", "--out", str(out)])
+    assert exit_.value.code == 2 and "unrecognized arguments: second take.wav (a replay hears one recording: run " \
+        "voicekit replay once per file, each into its own --out;" in capsys.readouterr().err
+    assert (out / "meeting.sqlite").read_bytes() == before
 
 
 def test_subtitle_cues_of_overlapping_channels_never_go_back_in_time(tmp_path):

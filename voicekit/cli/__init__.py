@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     args, extra = parser.parse_known_args(argv)
     if extra:  # (what the subcommand did not take reaches the top parser: name the subcommand's help)
         parser.exit(2, f"voicekit: error: unrecognized arguments: {' '.join(extra)}{_quote_hint(args, extra)}"
-                       f"{_append_hint(args, extra)}; "
+                       f"{_append_hint(args, extra)}{_recordings_hint(args, extra)}; "
                        f"`voicekit {args.command} --help` lists the options\n")
     if args.debug:
         logging.basicConfig(level=logging.DEBUG, format="%(levelname)s %(name)s: %(message)s")
@@ -171,6 +171,15 @@ def _append_hint(args: argparse.Namespace, extra: list[str]) -> str:
         return ""
     return (" (--append goes on with a live meeting: voicekit mic|livekit --append; a replay always starts "
             "a meeting of its own: choose another --out, or --overwrite to replace the one there)")
+
+
+def _recordings_hint(args: argparse.Namespace, extra: list[str]) -> str:
+    """The fix for ``voicekit replay a.wav b.wav``: one recording per replay (a long-recordings
+    trial read "unrecognized arguments: b.wav" as a bad option)."""
+    if args.command != "replay" or not any(Path(e).suffix and not e.startswith("-") for e in extra):
+        return ""
+    return (" (a replay hears one recording: run voicekit replay once per file, each into its own --out; "
+            "join the recordings first to replay them as one meeting)")
 
 
 def _dispatch(args: argparse.Namespace) -> int:
