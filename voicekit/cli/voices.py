@@ -174,7 +174,8 @@ def _enrol_voices(args: argparse.Namespace, pipelines: list, err) -> bool:  # no
 
 MEETINGS_KEEP_NOTE = ("meetings in which a deleted voice was named keep the name, and those run with "
                       "--keep-embeddings can still recognise it: `voicekit export OUT --drop-embeddings` "
-                      "deletes their embeddings (docs/privacy.md)")
+                      "deletes their embeddings (docs/privacy.md); a meeting running now loaded the "
+                      "library when it started and names the voice until it ends: restart it")
 ENROL_FAILED = "--enrol-voices did not enrol every named speaker (above): exit code 1"
 
 
