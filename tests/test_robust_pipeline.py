@@ -447,6 +447,33 @@ def test_per_channel_recording_gives_one_speaker_per_channel():
     assert seen == sorted(seen) and seen[-1] == pytest.approx(5.0, abs=0.01)
 
 
+@pytest.mark.parametrize("bleed", [0.2, 0.05])   # -14 dB and -26 dB, as the trial mixed them
+def test_per_channel_drops_the_other_persons_speech_picked_up_by_a_microphone(bleed, caplog):
+    """A long-recordings trial: with each person's voice also on the other's microphone (bleed),
+    --per-channel transcribed every sentence twice, once under the other speaker. A word over
+    which its channel is 10 dB quieter than another is that other person's (ChannelLevels)."""
+    jfk = load_audio(JFK)
+    libri = load_audio(EVAL / "librivox" / "sense_and_sensibility_01_austen_64kb-0870.wav")
+    n = 12 * 16000 + len(libri)
+    own = np.zeros((n, 2), np.float32)
+    own[:len(jfk), 0] = jfk                 # Speaker A: 0-11 s
+    own[12 * 16000:, 1] = libri             # Speaker B: from 12 s on
+    mixed = own + bleed * own[:, ::-1]
+    blocks = [mixed[i:i + 1600] for i in range(0, n, 1600)]
+    with caplog.at_level(logging.INFO, logger="voicekit.pipeline"):
+        result = run_per_channel(blocks, 2, PipelineOptions(), components())
+    texts = {s: _text([t for t in result.turns if t.speaker == s]) for s in ("Speaker A", "Speaker B")}
+    print(texts)
+    assert wer(JFK_TEXT, texts["Speaker A"]) <= 0.1
+    assert wer("and mister john dashwood had then leisure to consider how much there might be prudently in his "
+               "power to do for them", texts["Speaker B"]) <= 0.15
+    assert any("were louder on another channel (crosstalk) and were dropped" in r.getMessage() for r in caplog.records)
+    # the same recording without the check: each sentence is heard on both channels
+    kept = run_per_channel(blocks, 2, PipelineOptions(), components(), crosstalk_db=None)
+    both = {s: _text([t for t in kept.turns if t.speaker == s]) for s in ("Speaker A", "Speaker B")}
+    assert "Americans" in both["Speaker B"] and "Dashwood" in both["Speaker A"], both
+
+
 def test_utterance_latency_counts_from_the_end_of_speech():
     """One utterance latency per utterance that committed a turn: from the end of its speech to
     the emission of its last turn, so it includes the hangover when silence closed the utterance."""
