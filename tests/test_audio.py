@@ -188,6 +188,40 @@ def test_an_m4a_cut_before_its_index_is_called_damaged_not_convertible(tmp_path)
     assert str(e.value).endswith("give an intact copy of the recording") and "convert" not in str(e.value)
 
 
+def test_a_recording_with_several_audio_tracks_names_the_one_transcribed(tmp_path, caplog):
+    """A long-recordings trial: a screen recording with a silent first track and the speech on
+    the second gave "the VAD heard no speech", and nothing said that a second track was there."""
+    import av
+
+    from voicekit.sources import FileSource
+
+    x = load_audio(EVAL / "picovoice_falcon" / "test.wav")[:16000 * 4]
+    path = tmp_path / "screen recording.mp4"
+    with av.open(str(path), "w") as out:
+        tracks = [out.add_stream("aac", rate=16000), out.add_stream("aac", rate=16000)]
+        for stream in tracks:
+            stream.layout = "mono"
+        for i in range(0, len(x), 1024):
+            for stream, samples in zip(tracks, (np.zeros_like(x[i:i + 1024]), x[i:i + 1024])):
+                frame = av.AudioFrame.from_ndarray(samples[None, :], format="flt", layout="mono")
+                frame.sample_rate = 16000
+                for packet in stream.encode(frame):
+                    out.mux(packet)
+        for stream in tracks:
+            for packet in stream.encode(None):
+                out.mux(packet)
+    info = probe(path)
+    assert info.other_tracks == ("track 2 (aac, 1 ch, 16000 Hz)",)
+    assert not load_audio(path).any()   # track 1, the silent one, is what is decoded
+    with caplog.at_level("WARNING", logger="voicekit.sources"):
+        FileSource(path)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{path} holds 2 audio tracks: track 1 (aac, 1 ch, 16000 Hz) is transcribed, not track 2 (aac, 1 ch, "
+        "16000 Hz); to transcribe another, extract it first (ffmpeg -i IN -map 0:a:1 -ar 16000 OUT.wav takes "
+        "track 2)"]
+    assert probe(EVAL / "picovoice_falcon" / "test.wav").other_tracks == ()
+
+
 def test_damaged_packets_of_an_m4a_are_skipped_as_silence_and_the_rest_keeps_its_times(tmp_path, caplog):
     """A trial: 5 flipped bytes in a 42 s M4A stopped the replay at 11.8 s ("truncated"), and an
     MP3 with 2 damaged frames at 8.4 s; FFmpeg decodes the packets around them. Each packet the

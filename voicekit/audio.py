@@ -51,6 +51,9 @@ class AudioInfo:
         estimated: ``duration`` is FFmpeg's estimate from the file size and the bitrate, since
             nothing in the file counts its length (ADTS AAC, an MP3 without a Xing/Info/VBRI
             frame): a file that decodes to less is not known to be truncated.
+        other_tracks: the audio tracks of the file past the first, which is the one decoded
+            (a video or screen recording with the microphone on a second track), as
+            ``"track 2 (aac, 1 ch, 48000 Hz)"``.
     """
 
     path: Path
@@ -61,6 +64,7 @@ class AudioInfo:
     declared_duration: float | None = None
     unfinalized_duration: float | None = None
     estimated: bool = False
+    other_tracks: tuple[str, ...] = ()
 
 
 class PcmNormalizer:
@@ -614,7 +618,10 @@ def _probe_av(path: Path, sf_error: str = "", mpeg: bool = False) -> AudioInfo:
                 subtype = _MPEG_SUBTYPES.get(codec.removesuffix("float"), subtype)
                 if stream.duration and stream.time_base:
                     duration = round(float(stream.duration * stream.time_base) * rate) / rate
-            return AudioInfo(path, rate, channels, duration, subtype, estimated=estimated)
+            others = tuple(f"track {n} ({s.codec_context.name}, {s.codec_context.channels} ch, "
+                           f"{s.codec_context.sample_rate} Hz)" if s.codec_context else f"track {n}"
+                           for n, s in enumerate(container.streams.audio[1:], start=2))
+            return AudioInfo(path, rate, channels, duration, subtype, estimated=estimated, other_tracks=others)
     except AudioError:
         raise
     except Exception as exc:  # noqa: BLE001

@@ -192,6 +192,11 @@ class FileSource:
             log.warning("%s is truncated: its header declares %.1f s but it holds %.1f s; the %.1f s "
                         "present are processed", self.path, self.info.declared_duration, self.info.duration,
                         self.info.duration)
+        if self.info.other_tracks:
+            log.warning("%s holds %d audio tracks: track 1 (%s, %d ch, %d Hz) is transcribed, not %s; to "
+                        "transcribe another, extract it first (ffmpeg -i IN -map 0:a:1 -ar 16000 OUT.wav takes "
+                        "track 2)", self.path, 1 + len(self.info.other_tracks), self.info.subtype,
+                        self.info.channels, self.info.sample_rate, ", ".join(self.info.other_tracks))
         if self.info.unfinalized_duration is not None:
             log.warning("%s was not closed properly (its header declares %.1f s of audio but the file holds %.1f s, as when a "
                         "recorder stops without finalising the file); all %.1f s are processed. To repair the file "
