@@ -194,7 +194,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
                 meta["duration"] = round(source.truncated.held, 3)   # what the file held, not its header's length
             if interrupted:
                 meta["duration"], note = _interrupt_note(pipes, "interrupted")
-                err.print(f"[yellow]{note}; writing outputs[/yellow]")
+                err.print(f"[yellow]{note}{_not_heard(source, meta['duration'])}; writing outputs[/yellow]")
         except StoreError as exc:   # an old meeting --overwrite set aside is put back when no turn was committed
             raise _store_failed(exc, store_path, "run the replay again") from exc
         finally:
@@ -289,6 +289,18 @@ def _default_out(args: argparse.Namespace) -> str:
     """``--out`` when none is given: ``out/NAME``, NAME the recording's file name without its
     extension, so that replays of two recordings never meet in one folder (``out``)."""
     return str(Path("out", Path(args.audio).stem)) if Path(args.audio).stem else "out"
+
+
+def _not_heard(source, heard: float) -> str:  # noqa: ANN001 - a FileSource
+    """What an interrupted replay left of its recording, and that only a new replay hears it (a
+    long-recordings trial could not tell from the outputs how much was missing)."""
+    from voicekit.outputs import clock
+
+    total = source.info.duration
+    if total - heard < 0.5:
+        return ""
+    return (f"; the last {clock(total - heard, digits=1)} of the recording's {clock(total, digits=1)} were not "
+            "heard (a replay is not resumed: run it again with --overwrite to hear it all)")
 
 
 def _replay_parser(sub) -> None:  # noqa: ANN001
