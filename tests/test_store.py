@@ -4,7 +4,7 @@ refined labels beside the live ones."""
 import sqlite3
 import pytest
 
-from voicekit.store import MeetingStore
+from voicekit.store import MeetingStore, StoreError
 from voicekit.turns import SpeakerTurn, Word
 
 
@@ -370,3 +370,35 @@ def test_dropped_embeddings_leave_no_bytes_in_the_file(tmp_path, monkeypatch):
     store.close()
     data = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("meeting.sqlite"))
     assert not any(vectors[i].tobytes()[:64] in data for i in range(40))
+
+
+def test_the_store_records_its_layout_and_refuses_a_newer_one(tmp_path):
+    """An ops trial: nothing recorded a store's layout, so a store written by a later voicekit
+    would be read (and written) as if this one knew its tables. The layout is in SQLite's
+    user_version; an older store (0) is read and marked; a newer one is refused as it is."""
+    import sqlite3
+
+    from voicekit.store.sqlite import SCHEMA_VERSION
+
+    path = tmp_path / "meeting.sqlite"
+    store = MeetingStore(path)
+    store.commit(SpeakerTurn("Speaker A", "hello there", 0.0, 1.0))
+    store.close()
+
+    def version() -> int:
+        with sqlite3.connect(path) as conn:
+            return conn.execute("PRAGMA user_version").fetchone()[0]
+
+    assert version() == SCHEMA_VERSION == 1
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA user_version = 0")   # as every store before the layout was recorded
+    store = MeetingStore(path)
+    assert [t.text for t in store.turns()] == ["hello there"] and version() == 1
+    store.close()
+    with sqlite3.connect(path) as conn:
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    before = path.read_bytes()
+    with pytest.raises(StoreError, match=r"was written by a newer voicekit \(meeting store layout 2; this voicekit "
+                                         r"reads up to 1\): voicekit leaves it as it is; read it with the newer"):
+        MeetingStore(path)
+    assert path.read_bytes() == before

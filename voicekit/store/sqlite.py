@@ -57,6 +57,13 @@ CREATE TABLE IF NOT EXISTS embeddings (
 """
 
 
+SCHEMA_VERSION = 1
+"""The layout of a meeting store, in its SQLite header (``PRAGMA user_version``). Stores written
+before it was recorded say 0 and are read as 1 (the columns added since are added,
+:meth:`MeetingStore._add_missing_columns`), then marked 1 when writable. A store of a later
+version is refused and left as it is: its tables may mean what this voicekit does not know.
+A change of layout that an older voicekit would misread raises it."""
+
 # a meta key's row (and so its place in meta()'s order) is kept when its value changes
 _META_UPSERT = "INSERT INTO meeting(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"
 _NAMES_UPSERT = "INSERT OR REPLACE INTO speaker_names(speaker, name) VALUES (?, ?)"
@@ -234,6 +241,12 @@ class MeetingStore:
                 self.conn.close()
                 raise StoreError(f"{self.path} is another SQLite database (tables: {', '.join(sorted(tables))}), "
                                  "not a voicekit meeting store: voicekit leaves it as it is; give a new path")
+            (version,) = self.conn.execute("PRAGMA user_version").fetchone()
+            if version > SCHEMA_VERSION:   # (an ops trial: nothing recorded a store's layout)
+                self.conn.close()
+                raise StoreError(f"{self.path} was written by a newer voicekit (meeting store layout {version}; "
+                                 f"this voicekit reads up to {SCHEMA_VERSION}): voicekit leaves it as it is; "
+                                 "read it with the newer voicekit (pip install -U voicekit)")
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
             # freed pages are overwritten with zeros whatever SQLite's build: dropped speaker
@@ -242,6 +255,11 @@ class MeetingStore:
             self.conn.executescript(SCHEMA)
             self._add_missing_columns()
             AuthorRegister.ensure_schema(self.conn)
+            if version < SCHEMA_VERSION:
+                try:
+                    self.conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                except sqlite3.OperationalError:   # a read-only store (export reads it): stays unmarked
+                    pass
         except (OSError, sqlite3.Error) as exc:
             if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError):
                 raise StoreError(f"the meeting store {self.path} is damaged or not a voicekit store ({exc}): "
