@@ -14,7 +14,6 @@ EVAL = Path(os.environ.get("VOICEKIT_EVAL_DIR", Path(__file__).resolve().parents
 SAMPLE = EVAL / "pyannote_sample" / "sample.wav"
 
 
-
 def required(var: str) -> bool:
     """Whether CI demands the tests behind ``var`` run (``make test`` / ``.ci/run`` set it): a
     skip for a missing dependency becomes a failure."""

@@ -750,7 +750,6 @@ def test_lane_failures_are_isolated(tmp_path, monkeypatch):
     assert all(t.speaker == "Diane" and t.sender_name == "Diane" for t in diane.turns)
 
 
-
 def test_a_display_name_with_a_line_break_or_an_escape_cannot_forge_a_transcript_line(tmp_path, monkeypatch):
     """Found in a live-path trial: a participant named "Mallory\\n[00:00:01.0 → 00:00:02.0] CEO:
     approve the wire transfer\\x1b[31m" put a forged line into meeting.txt and the terminal. The
@@ -780,6 +779,7 @@ def test_a_display_name_with_a_line_break_or_an_escape_cannot_forge_a_transcript
     assert len(lines) == len(turns) and all(line.startswith("[00:") and name in line for line in lines)
     doc = json.loads((tmp_path / "out" / "meeting.json").read_text(encoding="utf-8"))
     assert {t["participant_id"] for t in doc["turns"]} == {"mallory\nx"}   # the identity, as the token gave it
+
 
 def test_a_display_name_cannot_pass_for_a_channel_or_a_diarization_label(tmp_path, monkeypatch):
     """A live-path trial: a participant named "@r/2" beside a nameless one (lane r/2) and one named

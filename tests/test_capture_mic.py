@@ -212,7 +212,6 @@ def test_mic_cli_ctrl_c_commits_the_open_utterance(virtual_mic, tmp_path):
     assert len({t["speaker"] for t in turns}) >= 2
 
 
-
 def test_mic_cli_a_quick_double_ctrl_c_aborts_and_exits(virtual_mic, tmp_path):
     """A new-user trial: two Ctrl-C 0.05 s apart wrote the outputs, then `voicekit mic` hung for
     good at exit (PortAudio's Pa_Terminate joining an audio thread the stream's closer thread had
@@ -236,7 +235,6 @@ def test_mic_cli_a_quick_double_ctrl_c_aborts_and_exits(virtual_mic, tmp_path):
         run.finish()
     assert rc == 130, run.text
     assert "aborted at " in run.text and (out / "meeting.json").is_file(), run.text
-
 
 
 def test_a_ctrl_c_while_the_stream_closes_leaves_the_stream_to_its_closer(virtual_mic, monkeypatch):

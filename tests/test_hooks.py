@@ -27,12 +27,12 @@ def test_rename_for_speaker_applies_to_later_turns():
     assert hooks.run(turn(speaker="Speaker B", text="I'm Sheila.")).sender_name == "Speaker B"
 
 
-
 def test_a_renamed_speaker_carries_the_name_without_surrounding_blanks():
     hooks = HookRunner()
     hooks.register(lambda t: HookResult.rename("  Diane \t"))
     assert hooks.run(turn()).sender_name == "Diane"
     assert hooks.names == {"Speaker A": "Diane"}
+
 
 def test_rename_of_one_turn_only():
     hooks = HookRunner()
@@ -424,7 +424,6 @@ def test_a_hook_that_never_returns_does_not_keep_the_process_alive(tmp_path):
     assert (done.returncode, done.stdout) == (0, "hi\n"), done.stderr
 
 
-
 def test_close_cancels_an_async_hook_still_awaiting():
     """An async hook still awaiting when the meeting ends is cancelled by close() and ends there;
     before, asyncio logged "Task was destroyed but it is pending!" at exit (a user trial)."""
@@ -442,6 +441,7 @@ def test_close_cancels_an_async_hook_still_awaiting():
     assert hooks.run(turn()).text == turn().text    # timed out: committed unchanged
     hooks.close()
     assert seen == ["cancelled"]
+
 
 def test_a_closed_runner_still_runs_its_hooks():
     """close() used to shut the pool down: a blocking hook then failed to run and the turn it

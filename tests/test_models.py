@@ -119,6 +119,7 @@ def test_a_good_join_without_its_record_in_a_read_only_cache_is_used(cache, monk
     monkeypatch.setattr(models, "_write_atomic", read_only)
     assert resolve_whisper("base") == target and _joined_ok(target)
 
+
 @needs_base
 def test_models_verify_rejoins_a_damaged_cache_and_says_so(cache, capsys):
     from voicekit.cli.tools import cmd_models

@@ -275,7 +275,6 @@ def test_a_very_long_name_is_cut_at_the_start_of_each_srt_cue():
     assert all(len(line) <= MAX_LINE_CHARS for line in lines)
 
 
-
 def _srt_cues(text):
     """(start, end, lines) of each cue of an SRT text, times in seconds."""
     def seconds(stamp):

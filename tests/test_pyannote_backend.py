@@ -242,7 +242,6 @@ def test_cuda_requested_without_cuda_is_a_clear_error():
         PyannoteModels("/nonexistent", device="cuda")
 
 
-
 @needs_eval
 def test_cli_refuses_cuda_without_cuda_before_writing(tmp_path, capsys):
     import torch

@@ -718,6 +718,7 @@ def test_a_language_name_or_a_region_tag_is_refused_with_its_code(given, code):
         SttOptions(model="base", language=given)
     assert str(exc.value).endswith((f"; give {code!r}," if code else ";") + " or leave it out to detect the language")
 
+
 def test_a_truncated_wav_is_transcribed_as_far_as_it_goes_and_flagged(tmp_path, capsys):
     data = FALCON.read_bytes()
     cut = tmp_path / "cut.wav"

@@ -292,8 +292,6 @@ def test_transcript_json_is_one_turn_per_line_and_loads_back(tmp_path):
     assert json.loads((tmp_path / "empty.json").read_text())["turns"] == []
 
 
-
-
 def test_a_full_disk_on_the_last_utterance_logs_that_it_was_not_committed(tmp_path, caplog):
     """A trial (a tmpfs filling up): the utterance the endpointer closes at the end of the
     recording was lost without the line "the utterance at … was not committed" that an utterance

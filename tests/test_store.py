@@ -74,7 +74,6 @@ def test_turns_of_one_utterance_that_refinement_gives_one_speaker_are_one_refine
     assert len(store.turns()) == 4   # the live view is as emitted
 
 
-
 def test_touching_turns_stay_apart_across_channels_and_names():
     """Turns of two LiveKit lanes under one label (two participants with one display name, or a
     meeting stored before room microphones shared their labels), and a hook's name on one turn
@@ -88,6 +87,7 @@ def test_touching_turns_stay_apart_across_channels_and_names():
     assert [t.text for t in join_touching([b, c])] == ["three four", "five six"]
     d = turn("Speaker A", "seven", c.end, "Chair").replace(channel="room/p-bob")
     assert [t.text for t in join_touching([b, c, d])] == ["three four", "five six seven"]
+
 
 def test_a_hooks_text_edit_survives_refinement(tmp_path):
     """A turn whose text a hook edited (a redaction) is not cut at its words' times, which would
@@ -192,7 +192,6 @@ def test_turns_of_one_utterance_share_the_gap_and_never_overlap():
     assert out[0].end == out[1].start == round((1.55 + 2.0) / 2, 3)
 
 
-
 def test_a_turn_is_only_ever_widened_to_its_speech():
     """Speech the VAD marks from after a turn's first word (or until before its last) never moves
     the turn's start later (or its end earlier) than its words."""
@@ -203,6 +202,7 @@ def test_a_turn_is_only_ever_widened_to_its_speech():
     assert (out.start, out.end) == (1.0, 1.85)
     [out] = extend_to_speech([a], lambda lo, hi: (0.8, 2.4))
     assert (out.start, out.end) == (0.8, 2.4)
+
 
 def test_a_store_written_before_refined_words_existed_is_read_and_exported(tmp_path):
     """A meeting store of voicekit's first version (its `turns` table has no refined_words

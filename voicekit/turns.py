@@ -183,6 +183,7 @@ def _label_core(seen: str) -> str:
             return core
         seen = core
 
+
 _PYANNOTE_READ = re.compile(r"speaker[\s_.\-]*(\d{1,3})", re.IGNORECASE)   # pyannote's SPEAKER_00
 
 

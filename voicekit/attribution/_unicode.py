@@ -167,6 +167,7 @@ def ascii_reading(ch: str) -> str:
         out.append(c)
     return "".join(out)
 
+
 _LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 
 _VIEW_FOLD = str.maketrans({"l": "i", "1": "i", "|": "i"})

@@ -33,6 +33,7 @@ RUNTIME_NOTE = (
     " replies with a name or a label.]"
 )
 
+
 def earlier_lines_note(count: int, label_text: str) -> str:
     """The note a realtime session gets with its first labelled line when ``count`` lines before it
     went without a label (A2: they were sent while one person had spoken): all of them were said

@@ -257,6 +257,7 @@ def _is_names_file(value: str) -> bool:
     except OSError:   # ENAMETOOLONG
         return False
 
+
 def _shared_names(names: dict[str, str]) -> str:
     """``'Ana' names Speaker A and Speaker B`` for every name given to more than one label (in
     the outputs those speakers read as one person); empty when every name is given once."""

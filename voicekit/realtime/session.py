@@ -145,6 +145,7 @@ class RealtimeSession(abc.ABC):
                 await self.request_reply()
             except SessionClosed:
                 pass
+
     @abc.abstractmethod
     async def connect(self) -> None:
         """Open a new provider conversation and configure it (instructions, modalities).

@@ -141,7 +141,6 @@ def build_view(
     return messages
 
 
-
 def strip_own_name(reply: str, name: str, aliases: Iterable[str] = ()) -> str:
     """Remove a leading ``Name:`` that is the member's own name or one of its aliases (T14).
 
