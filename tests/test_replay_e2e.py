@@ -579,3 +579,20 @@ def test_a_redacting_hook_is_honoured_in_the_refined_files_too(tmp_path):
     print(refined)
     assert live.count("[place]") == refined.count("[place]") >= 2
     assert "Jersey" not in live + refined + (out / "sample.refined.srt").read_text()
+
+
+def test_a_quiet_replay_into_a_log_says_how_far_it_is_every_five_minutes_of_audio(tmp_path, capsys):
+    """A long-recordings trial: `replay --quiet` with stderr in a file (nohup, cron) printed nothing
+    until its end, 6 minutes for a 74-minute recording. Off a terminal, a line every 300 s of
+    audio says what was heard and about how long is left."""
+    import numpy as np
+    import soundfile as sf
+
+    silence = tmp_path / "eleven minutes.wav"
+    sf.write(silence, np.zeros(660 * 16000, np.float32), 16000)
+    assert main(["replay", str(silence), "--out", str(tmp_path / "out"), "--quiet"]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    heard = [line for line in lines if line.startswith("heard ")]
+    assert len(heard) == 2, lines
+    assert re.fullmatch(r"heard 0:05:00 of 0:11:00 \(45%\) in 0:00:\d\d, about 0:00:\d\d left", heard[0]), heard
+    assert re.fullmatch(r"heard 0:10:00 of 0:11:00 \(91%\) in 0:00:\d\d, about 0:00:\d\d left", heard[1]), heard

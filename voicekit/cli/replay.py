@@ -152,12 +152,16 @@ def cmd_replay(args: argparse.Namespace) -> int:
             store.set_speaker_names(hooks.names)
         pipeline_kw = {}
         if args.quiet:
+            # the time left from the speed over the last 10 minutes (rich's 30 s swung 5 ↔ 37 min on
+            # a 74 min recording, a trial), the audio heard as a clock
             progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
-                                TextColumn("{task.completed:.0f}/{task.total:.0f} s"), TimeRemainingColumn(),
-                                console=err, transient=True, disable=not err.is_terminal)  # no bar in a log
+                                TextColumn("{task.fields[heard]} of {task.fields[length]}"), TimeRemainingColumn(),
+                                console=err, transient=True, disable=not err.is_terminal,  # no bar in a log
+                                speed_estimate_period=600.0)
             progress.start()
-            task = progress.add_task(stem, total=max(source.info.duration, 0.01))
-            pipeline_kw["progress"] = lambda s: progress.update(task, completed=s)
+            total = max(source.info.duration, 0.01)
+            task = progress.add_task(stem, total=total, heard=_hms(0.0), length=_hms(total))
+            pipeline_kw["progress"] = _progress_updater(progress, task, total, err)
             on_turn = None
         else:
             progress = None
@@ -289,6 +293,38 @@ def _default_out(args: argparse.Namespace) -> str:
     """``--out`` when none is given: ``out/NAME``, NAME the recording's file name without its
     extension, so that replays of two recordings never meet in one folder (``out``)."""
     return str(Path("out", Path(args.audio).stem)) if Path(args.audio).stem else "out"
+
+
+LOG_PROGRESS_EVERY = 300.0
+"""Seconds of audio between the progress lines of ``replay --quiet`` when stderr is no terminal."""
+
+
+def _progress_updater(progress, task, total: float, err):  # noqa: ANN001, ANN202 - rich objects
+    """``replay --quiet``'s progress callback (seconds of audio heard): the bar on a terminal;
+    in a log (nohup, cron, a file), where the bar is off, one line every
+    :data:`LOG_PROGRESS_EVERY` seconds of audio (a trial's 74 min replay printed nothing for 6
+    minutes): ``heard 0:05:00 of 1:13:37 (7%) in 0:00:41, about 0:09:20 left``."""
+    import time
+
+    t0, next_line = time.monotonic(), [LOG_PROGRESS_EVERY]
+
+    def update(seconds: float) -> None:
+        progress.update(task, completed=seconds, heard=_hms(seconds))
+        if err.is_terminal or seconds < next_line[0] or seconds >= total:
+            return
+        next_line[0] += LOG_PROGRESS_EVERY
+        took = time.monotonic() - t0
+        err.print(f"heard {_hms(seconds)} of {_hms(total)} ({seconds / total:.0%}) in {_hms(took)}, about "
+                  f"{_hms(took / seconds * (total - seconds))} left", markup=False, highlight=False)
+
+    return update
+
+
+def _hms(seconds: float) -> str:
+    """``1:13:37``: whole seconds as hours, minutes and seconds."""
+    import datetime
+
+    return str(datetime.timedelta(seconds=round(seconds)))
 
 
 def _not_heard(source, heard: float) -> str:  # noqa: ANN001 - a FileSource
