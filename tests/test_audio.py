@@ -241,7 +241,7 @@ def test_damaged_packets_of_an_m4a_are_skipped_as_silence_and_the_rest_keeps_its
     x = load_audio(whole)
     assert len(y) == len(x)
     assert [r.getMessage() for r in caplog.records] == [
-        f"{damaged}: 3 damaged packet(s) skipped (at 5.0 s, 12.0 s, 20.0 s): 0.19 s of audio read as silence, "
+        f"{damaged}: 3 damaged packet(s) skipped, at 5.0 s, 12.0 s, 20.0 s: 0.19 s of audio read as silence, "
         "the rest transcribed at its times"]
     after = np.s_[21 * 16000:29 * 16000]   # a second after the last damage: the same samples, at the same times
     assert np.corrcoef(x[after], y[after])[0, 1] > 0.999

@@ -1398,5 +1398,5 @@ def test_log_lines_read_like_the_other_lines_without_debug():
     try:
         raise ValueError("bad")
     except ValueError:
-        text = line("voicekit.pipeline", logging.ERROR, "a turn sink failed", sys.exc_info())
-    assert text.startswith("error: a turn sink failed\nTraceback") and text.endswith("ValueError: bad")
+        text = line("voicekit.pipeline", logging.ERROR, "the on_turn callback failed", sys.exc_info())
+    assert text.startswith("error: the on_turn callback failed\nTraceback") and text.endswith("ValueError: bad")

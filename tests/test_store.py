@@ -399,6 +399,6 @@ def test_the_store_records_its_layout_and_refuses_a_newer_one(tmp_path):
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     before = path.read_bytes()
     with pytest.raises(StoreError, match=r"was written by a newer voicekit \(meeting store layout 2; this voicekit "
-                                         r"reads up to 1\): voicekit leaves it as it is; read it with the newer"):
+                                         r"reads up to 1\): voicekit leaves it as it is; read it with the voicekit"):
         MeetingStore(path)
     assert path.read_bytes() == before

@@ -10,6 +10,7 @@ file read block by block gives the same samples as the file resampled whole.
 from __future__ import annotations
 
 import io
+import itertools
 import logging
 import re
 import shlex
@@ -751,8 +752,10 @@ def _read_av_blocks(path: Path, info: AudioInfo, options: dict[str, str] | None 
     except Exception as exc:  # noqa: BLE001
         raise AudioError(f"{path}: decoding failed ({type(exc).__name__}: {exc})") from exc
     if skipped:
-        where = ", ".join(f"{t:.1f} s" for t in skipped[:5]) + (", …" if len(skipped) > 5 else "")
-        log.warning("%s: %d damaged packet(s) skipped (at %s): %.2f s of audio read as silence, the rest "
+        runs = [(at, len(list(group))) for at, group in itertools.groupby(round(t, 1) for t in skipped)]
+        where = ", ".join(f"{at:.1f} s" + (f" ({n} in a row)" if n > 1 else "") for at, n in runs[:5]) + (
+            ", …" if len(runs) > 5 else "")
+        log.warning("%s: %d damaged packet(s) skipped, at %s: %.2f s of audio read as silence, the rest "
                     "transcribed at its times", path, len(skipped), where, filled)
 
 

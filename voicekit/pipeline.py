@@ -443,7 +443,7 @@ class Pipeline:
             try:
                 self.on_turn(final)
             except Exception:  # noqa: BLE001 - a sink never stops the meeting
-                log.exception("a turn sink failed; the turn is committed")
+                log.exception("the on_turn callback failed; the turn is committed")
         self._save_names()
 
     def _save_names(self) -> None:
@@ -551,7 +551,7 @@ class Pipeline:
         if self.store is not None and not self._resumed and self.store.has_turns(channel):
             raise ValueError(f"the meeting store {self.store.path} already holds turns on channel {channel!r} "
                              "(a meeting run before): pass resume=True to go on with that meeting, or give "
-                             "a new store (the command line: --overwrite)")
+                             "a new store")
         self._started = True
         self._channel = channel
         self._t0 = time.monotonic()

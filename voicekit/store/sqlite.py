@@ -246,7 +246,7 @@ class MeetingStore:
                 self.conn.close()
                 raise StoreError(f"{self.path} was written by a newer voicekit (meeting store layout {version}; "
                                  f"this voicekit reads up to {SCHEMA_VERSION}): voicekit leaves it as it is; "
-                                 "read it with the newer voicekit (pip install -U voicekit)")
+                                 "read it with the voicekit that wrote it, or a later one")
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
             # freed pages are overwritten with zeros whatever SQLite's build: dropped speaker
