@@ -742,9 +742,10 @@ label of a committed turn (:meth:`Pipeline` drops its turns), never a name anyon
 
 CROSSTALK_DB = 10.0
 """dB: a word of a per-channel recording whose channel carries this much less energy over the
-word than another channel does is that other channel's person, picked up by this microphone
-(bleed). Lapel or desk microphones a metre or more apart pick a neighbour up 14-30 dB below
-their own wearer; two people talking at once each stay loudest on their own channel."""
+word than another channel does may be that other channel's person, picked up by this microphone
+(bleed), when the loudness of the two also rises and falls together
+(:data:`CROSSTALK_CORRELATION`). Lapel or desk microphones a metre or more apart pick a
+neighbour up 14-30 dB below their own wearer."""
 
 
 CROSSTALK_CORRELATION = 0.9
