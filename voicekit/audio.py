@@ -214,6 +214,23 @@ def downmix(samples: np.ndarray, channel: int | None = None) -> np.ndarray:
     return samples.mean(axis=1, dtype=np.float32)
 
 
+def mono_block(block: np.ndarray, who: str) -> np.ndarray:
+    """A pushed block as a ``(n,)`` array, for the producer's call (``who``: ``"Pipeline.push"``).
+
+    Raises:
+        ValueError: raw bytes (``np.frombuffer(data, np.int16)`` reads 16-bit PCM) or a block
+            that is not one-dimensional (downmix first: :func:`downmix`).
+    """
+    if isinstance(block, (bytes, bytearray, memoryview)):
+        raise ValueError(f"{who} takes a numpy array of 16 kHz samples, got {type(block).__name__}: "
+                         "np.frombuffer(data, dtype=np.int16) reads 16-bit PCM bytes")
+    block = np.asarray(block)
+    if block.ndim != 1:
+        raise ValueError(f"{who} takes (n,) mono blocks at 16 kHz, got shape {block.shape}: downmix first "
+                         "(voicekit.audio.downmix), or run one pipeline per channel")
+    return block
+
+
 def scaled_int_pcm(samples: np.ndarray) -> np.ndarray | None:
     """Integer PCM scaled by its full scale: int16 by 2**15, int32 by 2**31, uint8 around 128.
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from voicekit.audio import SAMPLE_RATE, PcmNormalizer, is_telephone_band
+from voicekit.audio import SAMPLE_RATE, PcmNormalizer, is_telephone_band, mono_block
 from voicekit.crosstalk import CROSSTALK_DB, ChannelLevels
 from voicekit.diarization.base import Diarizer
 from voicekit.diarization.encoder import SpeakerEncoder
@@ -590,14 +590,7 @@ class Pipeline:
         if self.finished:
             raise RuntimeError("Pipeline.push after Pipeline.finish: the stream has ended; a new Pipeline with "
                                "resume=True and the meeting's store goes on with the meeting")
-        if isinstance(block, (bytes, bytearray, memoryview)):
-            raise ValueError(f"Pipeline.push takes a numpy array of samples, got {type(block).__name__}: "
-                             "np.frombuffer(data, dtype=np.int16) reads 16-bit PCM bytes")
-        block = np.asarray(block)
-        if block.ndim != 1:
-            raise ValueError(f"Pipeline.push takes (n,) mono blocks at 16 kHz, got shape {block.shape}: downmix "
-                             "first (voicekit.audio.downmix), or run one pipeline per channel")
-        block = self._pcm(block)
+        block = self._pcm(mono_block(block, "Pipeline.push"))
         t = time.perf_counter()
         self._consumed += len(block)
         # extend() queues each utterance as the endpointer yields it: an interrupt inside the VAD

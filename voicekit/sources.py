@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from voicekit._checks import is_finite_real
-from voicekit.audio import SAMPLE_RATE, AudioError, RawPcm, iter_16k_blocks, probe
+from voicekit.audio import SAMPLE_RATE, AudioError, RawPcm, iter_16k_blocks, mono_block, probe
 
 log = logging.getLogger(__name__)
 
@@ -63,17 +63,10 @@ class LiveFeed:
         full.
 
         Raises:
-            ValueError: a block that is not a one-dimensional numpy array (raw bytes: read them
-                with ``np.frombuffer(data, np.int16)``; several channels: downmix first with
-                :func:`voicekit.audio.downmix`), raised here, in the producer's thread.
+            ValueError: raw bytes, or a block that is not one-dimensional
+                (:func:`voicekit.audio.mono_block`), raised here, in the producer's thread.
         """
-        if not isinstance(block, np.ndarray):
-            fix = ("np.frombuffer(data, dtype=np.int16) reads 16-bit PCM bytes"
-                   if isinstance(block, (bytes, bytearray, memoryview)) else "np.asarray(block, np.float32)")
-            raise ValueError(f"LiveFeed.push takes a numpy array of 16 kHz samples, got {type(block).__name__}: {fix}")
-        if block.ndim != 1:
-            raise ValueError(f"LiveFeed.push takes (n,) mono blocks at 16 kHz, got shape {block.shape}: downmix "
-                             "first (voicekit.audio.downmix)")
+        block = mono_block(block, "LiveFeed.push")
         n = len(block)
         with self._lock:
             if self._queued and self._queued + n > self.max_seconds * SAMPLE_RATE:
