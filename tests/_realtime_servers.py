@@ -29,6 +29,7 @@ class _ServerThread:
         self._thread = threading.Thread(target=self._run, daemon=True)
         self.port = 0
         self._ws = []
+        self._tasks: set[asyncio.Task] = set()   # responses in flight, cancelled on exit
 
     def _run(self) -> None:
         asyncio.set_event_loop(self.loop)
@@ -52,6 +53,11 @@ class _ServerThread:
         async def stop():
             self._server.close()
             await self._server.wait_closed()
+            # a response still sleeping would be destroyed pending when the loop stops; its
+            # "Task was destroyed" error would then land in another test's log capture
+            for task in list(self._tasks):
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
         asyncio.run_coroutine_threadsafe(stop(), self.loop).result(5)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(5)
@@ -163,7 +169,7 @@ class FakeOpenAIRealtime(_ServerThread):
                 elif t == "input_audio_buffer.append":
                     if self.vad_responses and not in_flight["on"]:
                         in_flight["on"] = True
-                        asyncio.create_task(self._respond(ws, in_flight))
+                        self._start_response(ws, in_flight)
                 elif t == "response.create":
                     if in_flight["on"]:
                         err = {"type": "error", "event_id": self._eid(),
@@ -174,11 +180,16 @@ class FakeOpenAIRealtime(_ServerThread):
                         await ws.send(json.dumps(err))
                         continue
                     in_flight["on"] = True
-                    asyncio.create_task(self._respond(ws, in_flight))
+                    self._start_response(ws, in_flight)
         except Exception:  # noqa: BLE001 - the client went away
             pass
         finally:
             self._ws.remove(ws)
+
+    def _start_response(self, ws, in_flight) -> None:
+        task = asyncio.create_task(self._respond(ws, in_flight))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def _respond(self, ws, in_flight) -> None:
         try:
