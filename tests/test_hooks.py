@@ -90,6 +90,62 @@ def test_raising_and_slow_hooks_are_logged_and_the_turn_goes_on(caplog):
     assert "database down" in caplog.text and "timed out" in caplog.text
 
 
+def test_on_failure_block_blocks_the_turns_a_hook_failed_on(caplog):
+    """A panel trial: an "off the record" filter that raised (its name map lacked a speaker) let
+    the turn it should have blocked into the model session, as every failing hook keeps its turn.
+    ``on_failure="block"`` fails closed: a raise, a timeout, a skip while the hung call runs and
+    an unusable result block the turn; a hook that worked still decides."""
+    def picky(t):
+        return {"Speaker A": None}[t.speaker]   # KeyError for anyone else
+
+    def slow(t):
+        time.sleep(1.0)
+
+    hooks = HookRunner(on_failure="block")
+    hooks.register(picky, name="picky")
+    assert hooks.run(turn()) is not None   # Speaker A: the hook returned None, the turn is kept
+    assert hooks.run(turn(speaker="Speaker B")) is None
+    assert hooks.failures == [("picky", 3.1, "KeyError: 'Speaker B'")]
+    assert caplog.messages[-1] == ("hook picky failed on the turn at 3.10 s (KeyError: 'Speaker B'); the turn is "
+                                   "blocked (on_failure='block', --hook-failure block)")
+    timing = HookRunner(timeout=0.2, on_failure="block")
+    timing.register(slow, name="slow")
+    assert timing.run(turn()) is None and timing.run(turn(start=9.0)) is None
+    assert [f[2] for f in timing.failures] == ["timed out after 0.2 s", "skipped: its previous call has not returned"]
+    wrong = HookRunner(on_failure="block")
+    wrong.register(lambda t: True, name="wrong")
+    assert wrong.run(turn()) is None
+    assert wrong.failures[0][2] == ("returned bool; expected None, a SpeakerTurn or a HookResult; to block the turn "
+                                    "return HookResult.blocked(), to rename its speaker HookResult.rename('Diane'), "
+                                    "to keep it as it is None")
+    kept = HookRunner()   # the default keeps the turn as it was
+    kept.register(picky, name="picky")
+    assert kept.run(turn(speaker="Speaker B")).text == turn().text
+    with pytest.raises(ValueError, match=r"on_failure is one of 'keep', 'block', got 'drop'"):
+        HookRunner(on_failure="drop")
+
+
+@needs_eval
+def test_hook_failure_block_on_the_command_line(tmp_path, capsys):
+    """`voicekit replay --hook filter.py --hook-failure block` on a real 3-turn recording: the turn the
+    filter raised on is neither written nor sent to the session; the others are."""
+    import json
+
+    from _pipeline_support import EVAL
+    from voicekit.cli import main
+
+    script = tmp_path / "filter.py"
+    script.write_text("def on_transcription(turn):\n    if 'crocodile' in turn.text:\n"
+                      "        raise RuntimeError('the filter service is down')\n", encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["replay", str(EVAL / "picovoice_falcon" / "test.wav"), "--out", str(out), "--quiet",
+                 "--hook", str(script), "--hook-failure", "block", "--session", "local"]) == 0
+    doc = json.loads((out / "test.json").read_text(encoding="utf-8"))
+    assert [t["text"].split()[0] for t in doc["turns"]] == ["And", "Ladies"]
+    assert "crocodile" not in (out / "session.jsonl").read_text(encoding="utf-8")
+    assert "turns" in (err := capsys.readouterr().err) and "1 blocked by hooks" in err
+
+
 def test_a_failing_hooks_traceback_is_logged_at_debug_with_the_line_that_raised(tmp_path, caplog):
     """--debug (DEBUG logging) shows where a hook script failed, not only the exception's name:
     the WARNING line names the exception, a DEBUG record carries the traceback into the script."""

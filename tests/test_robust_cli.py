@@ -143,6 +143,8 @@ CASES = [
      "--hook-timeout must be a positive"),
     ("--hook-timeout without --hook", lambda t: [SAMPLE, "--hook-timeout", "5"],
      "--hook-timeout limits how long a hook script runs on a turn: add --hook script.py, or drop --hook-timeout"),
+    ("--hook-failure without --hook", lambda t: [SAMPLE, "--hook-failure", "block"],
+     "--hook-failure says what a turn becomes when a hook script fails on it: add --hook script.py"),
     ("--out empty", lambda t: [SAMPLE, "--out", ""], "argument --out: the meeting directory is empty (an unset variable?)"),
     ("a names file written like the inline form",
      lambda t: [SAMPLE, "--speaker-names", _file(t / "n.txt", b"Speaker A=Ana,Speaker B=Ben\n")],
@@ -180,6 +182,8 @@ CASES = [
      "the model tiny.en is English-only, so it cannot transcribe language 'de'"),
     ("a names file as --hook", lambda t: [SAMPLE, "--hook", _file(t / "names.txt", b"Speaker A = Diane\n")],
      "is not a Python file: a hook script's name ends in .py (rename it), and a names file"),
+    ("a members file as --hook", lambda t: [SAMPLE, "--hook", _file(t / "members.yaml", b"members: [Iris]\n")],
+     "members.yaml is not a Python file: a members file (AI members, docs/turn-taking.md) goes to --members "),
     ("a folder as --hook", lambda t: [SAMPLE, "--hook", t], "is a folder"),
     # a trial: these were found only when the meeting ended, its voiceprints then lost
     ("--enrol-voices into a folder", lambda t: [SAMPLE, "--enrol-voices", "--voices", t],

@@ -16,7 +16,9 @@ a turn; that includes a hook that calls ``sys.exit()`` or raises ``KeyboardInter
 one that returns anything else (a string, a HookResult whose name or text is not a
 str, a SpeakerTurn with broken fields): its result is ignored and recorded in ``failures``. A
 hook that timed out is not called again until its hung call returns (its later turns are
-recorded as skipped), so one hung hook costs one timeout, not one per turn.
+recorded as skipped), so one hung hook costs one timeout, not one per turn. A hook that filters
+what may be kept or sent (an "off the record" filter) should fail closed instead:
+``HookRunner(on_failure="block")`` (``--hook-failure block``) blocks every turn a hook failed on.
 
 Other triggers deliver an event to observers: an ``ON_SPEAK_DECISION`` hook receives each
 turn-taking :class:`~voicekit.turntaking.Decision` (who answers a human turn, and on which rung
@@ -133,14 +135,25 @@ class _StillRunning(Exception):
     """The hook's previous call has not returned: it is skipped instead of queued behind it."""
 
 
+ON_FAILURE = ("keep", "block")
+"""What :class:`HookRunner` does with a turn a hook failed on: keep it as it was, or block it."""
+
+
 class HookRunner:
     """Run the registered hooks on each turn, in registration order.
 
     Args:
         timeout: seconds a hook may run before it is abandoned (default 2.0).
+        on_failure: what a turn becomes when an ``ON_TRANSCRIPTION`` hook fails on it (raises,
+            times out, is skipped while its previous call runs, or returns what cannot be
+            applied): ``"keep"`` (default) goes on without that hook's change, ``"block"``
+            blocks the turn (:meth:`run` returns None), for a hook that filters what may be kept
+            or sent, which must not let a turn through when it breaks. A hook whose result is
+            applied but for a refused name does not count as failed.
 
     Raises:
-        ValueError: ``timeout`` is not a positive finite number of seconds.
+        ValueError: ``timeout`` is not a positive finite number of seconds, or ``on_failure`` is
+            neither ``"keep"`` nor ``"block"``.
 
     Attributes:
         names: persistent renames, speaker label -> name (``--speaker-names`` and hooks' renames
@@ -152,10 +165,13 @@ class HookRunner:
             for an event without a start time (a speak decision) the start is None.
     """
 
-    def __init__(self, timeout: float = 2.0) -> None:
+    def __init__(self, timeout: float = 2.0, on_failure: str = "keep") -> None:
         if not (is_finite_real(timeout) and timeout > 0):
             raise ValueError(f"HookRunner timeout is the seconds a hook may run, a positive number, got {timeout!r}")
+        if on_failure not in ON_FAILURE:
+            raise ValueError(f"HookRunner on_failure is one of {', '.join(map(repr, ON_FAILURE))}, got {on_failure!r}")
         self.timeout = float(timeout)
+        self.on_failure = on_failure
         self._hooks: dict[HookTrigger, list[_Hook]] = {t: [] for t in HookTrigger}
         self.names: dict[str, str] = {}
         self._given: dict[str, str] = {}  # set_names: label -> name, on every channel
@@ -226,6 +242,9 @@ class HookRunner:
             raise HookError(f"hook script {path} is a folder; pass a Python file that defines on_transcription(turn)")
         if not path.is_file():
             raise HookError(f"hook script {path} not found; pass a Python file that defines on_transcription(turn)")
+        if path.suffix.lower() in (".yaml", ".yml", ".json"):
+            raise HookError(f"hook script {path} is not a Python file: a members file (AI members, "
+                            f"docs/turn-taking.md) goes to --members {path}; a hook script is a .py file")
         if path.suffix != ".py":
             raise HookError(f"hook script {path} is not a Python file: a hook script's name ends in .py (rename "
                             f"it), and a names file (one 'Speaker A = Diane' per line) goes to --speaker-names {path}")
@@ -340,7 +359,8 @@ class HookRunner:
         and the interrupted hook's call is waited for rather than made twice.
 
         Returns:
-            the turn to commit, or None when a hook blocked it.
+            the turn to commit, or None when a hook blocked it (or failed on it, with
+            ``on_failure="block"``).
         """
         received, first = turn, 0
         if self._resume is not None and self._resume[0] == received:
@@ -359,19 +379,23 @@ class HookRunner:
                 self._resume = (received, i, turn)
                 raise
             except _StillRunning:
-                self._fail(hook, turn, "skipped: its previous call has not returned")
+                if self._failed(hook, turn, "skipped: its previous call has not returned"):
+                    return None
                 continue
             except concurrent.futures.TimeoutError:
-                self._fail(hook, turn, f"timed out after {self.timeout:g} s")
+                if self._failed(hook, turn, f"timed out after {self.timeout:g} s"):
+                    return None
                 continue
-            except Exception as exc:  # noqa: BLE001 - a broken hook never loses a turn
-                self._fail(hook, turn, _reason(exc), exc=exc)
+            except Exception as exc:  # noqa: BLE001 - a broken hook never loses a turn (unless told to block it)
+                if self._failed(hook, turn, _reason(exc), exc=exc):
+                    return None
                 continue
             if result is None:
                 continue
             result, problem = _checked(result, turn)
             if problem:
-                self._fail(hook, turn, problem)
+                if self._failed(hook, turn, problem):
+                    return None
                 continue
             if isinstance(result, SpeakerTurn):
                 name = result.metadata.get("sender_name")
@@ -398,6 +422,15 @@ class HookRunner:
                 if result.text is not None:   # one line: a turn is one line of the .txt, one cue text
                     turn = turn.replace(text=_one_line_text(result.text))
         return turn
+
+    def _failed(self, hook: _Hook, turn: SpeakerTurn, reason: str, exc: BaseException | None = None) -> bool:
+        """Record that ``hook`` failed on ``turn``; True when the turn is to be blocked for it
+        (``on_failure="block"``)."""
+        block = self.on_failure == "block"
+        self._fail(hook, turn, reason, exc=exc,
+                   kept="the turn is blocked (on_failure='block', --hook-failure block)" if block
+                   else "the turn goes on without this hook's change")
+        return block
 
     def _fail(self, hook: _Hook, turn: SpeakerTurn, reason: str,
               kept: str = "the turn goes on without this hook's change", exc: BaseException | None = None) -> None:
@@ -625,7 +658,11 @@ def _checked_fields(result: Any, turn: SpeakerTurn) -> tuple[Any, str | None]:
             return None, f"returned HookResult(block={result.block!r}); block must be True or False"
         return HookResult(name=name, for_speaker=bool(result.for_speaker), text=text, block=result.block), None
     if not isinstance(result, SpeakerTurn):
-        return None, f"returned {type(result).__name__}; expected None, a SpeakerTurn or a HookResult"
+        hint = ""
+        if isinstance(result, (bool, str)):   # "return False" to block, "return 'Diane'" to rename
+            hint = ("; to block the turn return HookResult.blocked(), to rename its speaker "
+                    "HookResult.rename('Diane'), to keep it as it is None")
+        return None, f"returned {type(result).__name__}; expected None, a SpeakerTurn or a HookResult{hint}"
     text, speaker, channel = _plain(result.text), _plain(result.speaker), _plain(result.channel)
     if text is None or not speaker:
         return None, "returned a SpeakerTurn whose text or speaker is not a str"

@@ -73,6 +73,10 @@ def _hook_args(p: argparse.ArgumentParser, names_scope: str = "") -> None:
                         ", and/or on_speak_decision(decision) for --members (repeatable; docs/hooks.md)")
     g.add_argument("--hook-timeout", type=finite_float, default=None,
                    help="seconds a --hook script's function may run on a turn (default 2)")
+    g.add_argument("--hook-failure", choices=("keep", "block"), default=None,
+                   help="a turn a --hook script fails on (raises, times out, returns what cannot be "
+                        "applied): keep it as it was (default), or block it, for a hook that filters "
+                        "what may be stored or sent and must not let a turn through when it breaks")
 
 
 def _turntaking_args(p: argparse.ArgumentParser) -> None:
@@ -182,9 +186,13 @@ def _hooks(args: argparse.Namespace, err):  # noqa: ANN001 - rich Console
     if args.hook_timeout is not None and not args.hook:
         raise CliError("--hook-timeout limits how long a hook script runs on a turn: add --hook script.py, or "
                        "drop --hook-timeout")
+    if args.hook_failure is not None and not args.hook:
+        raise CliError("--hook-failure says what a turn becomes when a hook script fails on it: add --hook "
+                       "script.py, or drop --hook-failure")
     if args.hook_timeout is not None and args.hook_timeout <= 0:
         raise CliError(f"--hook-timeout must be a positive number of seconds, got {args.hook_timeout:g}")
-    hooks = HookRunner() if args.hook_timeout is None else HookRunner(timeout=args.hook_timeout)
+    hooks = HookRunner(**({} if args.hook_timeout is None else {"timeout": args.hook_timeout}),
+                       on_failure=args.hook_failure or "keep")
     if args.speaker_names:
         names = _speaker_names(args.speaker_names, args.command)
         try:
