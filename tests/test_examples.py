@@ -41,7 +41,8 @@ def test_the_rename_example_takes_names_in_any_script():
 def test_the_readme_commands_with_the_examples_rename_and_decide_on_the_demo_recording(tmp_path, capsys):
     """`voicekit replay … --hook examples/rename.py --members examples/members.yaml --explain`: the
     speaker who says "This is Diane" is named Diane (live, the demo's two voices are one label:
-    every turn), and Iris answers each turn, Elena being held to Alice (T15)."""
+    every turn), and Iris answers each turn, Scribe waiting to be named and Elena being held to
+    Alice (T15), whom the closing line says nobody was."""
     out = tmp_path / "out"
     assert main(["replay", str(SAMPLE), "--out", str(out), "--quiet", "--hook", str(EXAMPLES / "rename.py"),
                  "--members", str(EXAMPLES / "members.yaml"), "--explain"]) == 0
@@ -50,7 +51,11 @@ def test_the_readme_commands_with_the_examples_rename_and_decide_on_the_demo_rec
     stdout = capsys.readouterr().out.splitlines()
     decisions = [line.strip() for line in stdout if line.startswith("    [")]
     assert decisions == ["[fallback] -> Iris"] * 3, decisions
-    assert stdout[-1] == "3 turns decided: fallback=3; answered: Iris 3; excluded by speak policy: Elena 3", stdout
+    assert stdout[-2:] == [
+        "3 turns decided: fallback=3; answered: Iris 3; excluded by speak policy: Elena 3; answer_only names nobody "
+        "who spoke: Alice (Elena); the speakers: Diane",
+        "(no model is called here: each `fallback` is the member that answered least recently; a live meeting with "
+        "a director model (T4) may choose another)"], stdout
 
 
 @needs_eval

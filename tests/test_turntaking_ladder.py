@@ -465,6 +465,39 @@ def test_t10_when_addressed_runs_only_t1_t2():
     assert set(room_wide.responders) == {"Iris", "Elena"}
 
 
+def test_t10_per_member_a_member_that_waits_to_be_named():
+    """A panel trial: a note-taker that should answer only when named beside a member that takes
+    open questions could not be set up (the floor was the room's only): with `floor: always`
+    T5 handed the note-taker every other open turn, with `when_addressed` nobody took them."""
+    calls = []
+    t = TurnTaker([Member("Scribe", floor="when_addressed"), Member("Critic")],
+                  director=lambda r: calls.append([m.name for m in r.candidates]) or '{"responder": "A"}')
+    assert t.members[0].floor is Floor.WHEN_ADDRESSED
+    for text in ("Any thoughts on the budget for next year?", "What could go wrong with this plan?"):
+        d = t.decide(text, ALICE)
+        assert (d.decided_by, d.responders) == ("fallback", ("Critic",))   # one open member: no director
+        t.record_reply("Critic")
+    assert calls == []
+    assert t.decide("Scribe, what did we decide on Monday?", ALICE).responders == ("Scribe",)
+    t.record_reply("Scribe")
+    after_scribe = t.decide("and the date?", ALICE)   # said to Scribe, who waits to be named
+    assert (after_scribe.decided_by, after_scribe.responders) == ("silence", ())
+    t.record_reply("Critic")
+    assert t.decide("ok", ALICE).responders == ("Critic",)   # Critic continues (T3)
+    both = t.decide("Everyone, action items?", ALICE)
+    assert (both.decided_by, set(both.responders)) == ("group_address", {"Scribe", "Critic"})
+    # a when_addressed room with one member on the open floor: the director only sees that one,
+    # and with two open members it sees both, never the one that waits
+    t3 = TurnTaker([Member("Scribe"), Member("Critic", floor=Floor.ALWAYS), Member("Iris", floor="always")],
+                   floor=Floor.WHEN_ADDRESSED, director=lambda r: calls.append([m.name for m in r.candidates])
+                   or '{"responder": "B", "chime_in": false}')
+    d = t3.decide("What could go wrong with this plan?", ALICE)
+    assert (d.decided_by, d.responders, calls) == ("director", ("Iris",), [["Critic", "Iris"]])
+    with pytest.raises(MembersError, match=r"member 'Scribe': floor: unknown floor 'addressed' "
+                                           r"\(always \| when_addressed\)"):
+        Member("Scribe", floor="addressed")
+
+
 # --- T15 speak policies ------------------------------------------------------------------------
 
 

@@ -55,6 +55,18 @@ def test_t10_members_yaml_floor_when_addressed():
     assert (d.decided_by, d.responders) == ("silence", ())
 
 
+def test_members_yaml_floor_of_one_member():
+    cfg = parse_members({"members": [{"name": "Scribe", "floor": "when_addressed"}, "Critic"]})
+    assert [m.floor for m in cfg.members] == [Floor.WHEN_ADDRESSED, None]
+    d = TurnTaker(cfg).decide("Any thoughts on the budget?", SpeakerLabel("Alice", None, "mic"))
+    assert (d.decided_by, d.responders) == ("fallback", ("Critic",))
+    with pytest.raises(MembersError, match=r"^member 'Scribe': unknown floor 'when addressed' "
+                                           r"\(always \| when_addressed\)$"):
+        parse_members({"members": [{"name": "Scribe", "floor": "when addressed"}]})
+    with pytest.raises(MembersError, match=r"^members file: unknown floor 'never'"):
+        parse_members({"floor": "never", "members": ["Iris"]})
+
+
 def test_members_yaml_adds_room_phrases_in_other_languages():
     """A multilingual trial: the room address (T2) knew English only, and members.yaml could not
     add to it (`room_phrases` was an unknown key)."""
@@ -246,6 +258,56 @@ def test_one_string_is_one_alias_or_participant_not_its_characters():
     policy = answer_only(participants="p-alice")
     assert policy.participants == frozenset({"p-alice"})
     assert policy(TurnSource(ann, participant_id="p-alice")) and not policy(TurnSource(ann, participant_id="a"))
+
+
+@pytest.mark.parametrize(("member", "problem"), [
+    ({"name": "Scribe (AI)"}, "member 'Scribe (AI)': the name holds ( ), which speech-to-text does not write inside "
+                              "a name, and a mention must say the whole name, so it would never be named: write "
+                              "'Scribe AI' (say what the member is in its instructions)"),
+    ("Scribe,", "member 'Scribe,': the name holds ,"),
+    ({"name": "Elena", "aliases": ["Dr. Park!"]}, "member 'Elena': the alias 'Dr. Park!' holds !, which"),
+])
+def test_a_name_that_a_mention_could_never_say_is_refused(member, problem):
+    """A panel trial: `- Scribe (AI)` and `name: Scribe,` loaded, and "Scribe, note it" then named
+    nobody (a mention must say the whole name, and Whisper writes no brackets in one)."""
+    with pytest.raises(MembersError, match="^" + re.escape(problem)):
+        parse_members({"members": [member, "Iris"]})
+    cfg = parse_members({"members": [{"name": "Dr. O'Neil-Park"}, "Jean-Luc"]})   # ., ' and - are said
+    d = TurnTaker(cfg).decide("Dr O'Neil-Park, a word?", SpeakerLabel("Alice", None, "mic"))
+    assert d.responders == ("Dr. O'Neil-Park",)
+
+
+@pytest.mark.parametrize(("text", "name", "problem"), [
+    ("members:\n  Scribe: {instructions: Keep the minutes.}\n  Critic: {}\n", "m.yaml",
+     "members file: the members are a mapping of names (Scribe: …); write them as a list, one '- name: …' item "
+     "each: members:, then '  - name: Scribe' and its keys under it"),
+    ("Scribe:\n  instructions: Keep the minutes.\n", "m.yaml", "members file: the members are a mapping of names"),
+    ("floor: when_addressed\n", "m.yaml", "members file: no 'members' list; a members file is YAML (or JSON), e.g. "
+     "'members: [{name: Iris}, {name: Scribe, floor: when_addressed}]' (docs/turn-taking.md shows one with each key)"),
+    ("members: Iris\n", "m.yaml", "members file: 'members' must be a list, not str; a members file is YAML"),
+    ('[[members]]\nname = "Scribe"\n', "m.toml", "m.toml is a TOML file; a members file is YAML (or JSON)"),
+    ("MEMBERS = ['Scribe']\n", "m.py", "m.py is a Python file; a members file is YAML"),
+])
+def test_a_members_file_of_another_shape_or_format_is_refused_with_an_example(tmp_path, text, name, problem):
+    """A panel trial: a mapping of members by name, and a file without `members:`, both gave
+    "'members' must be a list", and a TOML or Python file a YAML parser's complaint."""
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(MembersError, match="^" + re.escape(problem)):
+        load_members(path)
+
+
+def test_names_written_as_one_string_with_commas_are_refused_with_the_list_to_write():
+    """A panel trial: `answer_only: Diane, Sheila` loaded as the one name "Diane, Sheila", so the
+    member answered nobody, without a word."""
+    with pytest.raises(MembersError, match=r"^member 'Scribe': answer_only: 'Diane, Sheila' is one string, read as "
+                                           r"one name: write a list, \[Diane, Sheila\] \(a name that holds a comma "
+                                           r"goes in quotes in a list: \[\"Diane, Sheila\"\]\)$"):
+        parse_members({"members": [{"name": "Scribe", "answer_only": "Diane, Sheila"}]})
+    with pytest.raises(MembersError, match=r"aliases: 'Doc, Dr. Park' is one string"):
+        parse_members({"members": [{"name": "Elena", "aliases": "Doc, Dr. Park"}]})
+    cfg = parse_members({"members": [{"name": "Scribe", "answer_only": ["Smith, Jo", "Diane"]}]})
+    assert cfg.members[0].speak_policy.names == {"Smith, Jo", "Diane"}
 
 
 def test_an_empty_answer_only_list_is_refused_not_read_as_everyone():

@@ -49,6 +49,17 @@ def test_t8_replay_explains_each_rung():
     assert "6 turns decided: continuation=1, fallback=1, group_address=2, mention=2; answered: Iris 4, Elena 4" in text
 
 
+def test_an_answer_only_name_nobody_had_is_named_in_the_closing_line():
+    """A panel trial: `answer_only: [Dianne]` (for Diane) silenced its member on every turn, and
+    `--explain` said only "excluded by speak policy: Scribe 6"."""
+    room = parse_members({"members": ["Iris", {"name": "Scribe", "answer_only": ["Dianne", "Bob"]}]})
+    out = io.StringIO()
+    explain_replay(turns(), room, out=out)
+    assert out.getvalue().splitlines()[-1] == (
+        "6 turns decided: continuation=2, fallback=1, group_address=1, mention=2; answered: Iris 6, Scribe 1; excluded by "
+        "speak policy: Scribe 3; answer_only names nobody who spoke: Dianne (Scribe); the speakers: Alice, Bob")
+
+
 def test_t12_explain_shows_a_person_named_like_a_member_as_a_participant():
     """A person named "Iris" (a --speaker-names name, a known voice) beside the member Iris reads
     "Iris (a participant)" in the explain block, as in the members' views; found by a new-user

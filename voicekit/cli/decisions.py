@@ -114,7 +114,7 @@ def speak_decisions(members: "str | Path | RoomConfig", *, explain: bool = False
 
     on_turn.seed = seed  # type: ignore[attr-defined]
     on_turn.steps = steps  # type: ignore[attr-defined]
-    on_turn.summary = lambda: summarize_steps(steps)  # type: ignore[attr-defined]
+    on_turn.summary = lambda: summarize_steps(steps, taker.members)  # type: ignore[attr-defined]
     return on_turn
 
 
@@ -153,5 +153,8 @@ def _turn_taking_summary(decide, args: argparse.Namespace, err) -> None:  # noqa
         return
     if args.explain:
         print(decide.summary())
+        if any(step.decision.decided_by == "fallback" for step in decide.steps):
+            print("(no model is called here: each `fallback` is the member that answered least recently; a live "
+                  "meeting with a director model (T4) may choose another)")
     else:
         err.print(f"[dim]turn-taking: {decide.summary()} (--explain shows each)[/dim]")

@@ -59,8 +59,9 @@ class DecidedBy(str, Enum):
     DIRECTOR = "director"
     FALLBACK = "fallback"
     SILENCE = "silence"
-    """Nobody answers: the T10 floor with no mention nor room address, or every member's speak
-    policy refused the turn. (The contract lists five tags; this sixth one names the no-answer
+    """Nobody answers: the T10 floor with no mention nor room address (the room's, or that of
+    every member whose speak policy accepts the turn), a short turn right after a member that
+    answers only when addressed, or every member's speak policy refused the turn. (The contract lists five tags; this sixth one names the no-answer
     outcome instead of overloading ``fallback``.)"""
 
     def __str__(self) -> str:
@@ -513,7 +514,8 @@ class TurnTaker:
             floor and thresholds then apply unless given here.
         director: the T4 director (a callable, :class:`~voicekit.turntaking.director.ModelDirector`
             for a model); None (the default) skips T4 (T9).
-        floor: ``Floor.ALWAYS`` (default) or ``Floor.WHEN_ADDRESSED`` (T10).
+        floor: ``Floor.ALWAYS`` (default) or ``Floor.WHEN_ADDRESSED`` (T10): the room's floor, for
+            every member without one of its own (``Member.floor``).
         continuation_max_chars: T3 threshold in characters (default 25).
         continuation_max_words: T3 threshold in words (default 3). A message continues when it
             is within either threshold.
@@ -699,12 +701,17 @@ class TurnTaker:
         elif self.room_address(text):
             responders = tuple(m.name for m in self.state.least_recent_first(eligible))
             rung = DecidedBy.GROUP_ADDRESS
-        elif self.floor is Floor.WHEN_ADDRESSED or not eligible:
-            responders, rung = (), DecidedBy.SILENCE
-        elif last is not None and last in eligible_names and self.is_short(text):
-            responders, rung = (last,), DecidedBy.CONTINUATION
-        else:
-            responders, rung, fields = self._direct(text, label, eligible)
+        else:   # T3-T5 run among the members on an open floor (T10: the others wait to be named)
+            open_floor = [m for m in eligible if self.floor_of(m) is Floor.ALWAYS]
+            follows_last = last is not None and last in eligible_names and self.is_short(text)
+            if follows_last and any(m.name == last for m in open_floor):
+                responders, rung = (last,), DecidedBy.CONTINUATION
+            elif follows_last or not open_floor:
+                # a short turn right after a member who waits to be named is said to that member:
+                # nobody else answers it
+                responders, rung = (), DecidedBy.SILENCE
+            else:
+                responders, rung, fields = self._direct(text, label, open_floor)
 
         self.state.record_human()
         decision = Decision(
@@ -721,6 +728,10 @@ class TurnTaker:
         if notify:
             self._emit(decision)
         return decision
+
+    def floor_of(self, member: Member) -> Floor:
+        """The floor ``member`` answers under: its own (``Member.floor``), else the room's."""
+        return member.floor if member.floor is not None else self.floor
 
     def _fallback(self, eligible: Sequence[Member]) -> tuple[str, ...]:
         return (self.state.least_recent_first(eligible)[0].name,)

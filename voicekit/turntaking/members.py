@@ -106,6 +106,19 @@ def answer_only(
     return AnswerOnly(names=name_set, participants=part_set)
 
 
+class Floor(str, Enum):
+    """When a member answers a human turn: the room's policy, or one member's.
+
+    ``ALWAYS``: the full ladder T1–T5; some member answers every human turn (T9).
+    ``WHEN_ADDRESSED``: T10 silence; only T1 and T2 run, nobody answers otherwise. Set on one
+    member (``Member.floor``), that member answers only when it is named or the room is
+    addressed, and the others keep the room's floor.
+    """
+
+    ALWAYS = "always"
+    WHEN_ADDRESSED = "when_addressed"
+
+
 @dataclass(frozen=True)
 class Member:
     """One AI member of the meeting.
@@ -117,18 +130,30 @@ class Member:
             of T13 when it builds the member's view.
         aliases: other names it answers to when mentioned (``"Dr. Park"``); matched like ``name``.
         speak_policy: who it may answer (T15); None answers everyone.
+        floor: this member's own floor (:class:`Floor`, or its value ``"when_addressed"``);
+            None (the default) takes the room's. ``WHEN_ADDRESSED``: the member answers only a
+            turn that names it or addresses the room (T1, T2, as T10 for the whole room), and
+            a short turn right after it spoke (T3's continuation) gets no answer at all
+            rather than one from another member. ``ALWAYS`` in a ``when_addressed`` room: the
+            member answers open turns (T3–T5) while the others wait to be named.
+
+    Raises:
+        ValueError: ``floor`` is not one of :class:`Floor`'s values.
     """
 
     name: str
     instructions: str = ""
     aliases: tuple[str, ...] = ()
     speak_policy: SpeakPolicy | None = field(default=None, compare=False)
+    floor: Floor | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.aliases, str):  # Member("Iris", aliases="Doc"): one alias, not "D", "o", "c"
             object.__setattr__(self, "aliases", (self.aliases,))
         else:
             object.__setattr__(self, "aliases", tuple(self.aliases))
+        if self.floor is not None:
+            object.__setattr__(self, "floor", _floor(self.floor, f"member {self.name!r}: floor"))
 
     @property
     def call_names(self) -> tuple[str, ...]:
@@ -140,17 +165,6 @@ class Member:
         return True if self.speak_policy is None else bool(self.speak_policy(source))
 
 
-class Floor(str, Enum):
-    """Room policy: when does some member answer a human turn.
-
-    ``ALWAYS``: the full ladder T1–T5; some member answers every human turn (T9).
-    ``WHEN_ADDRESSED``: T10 silence; only T1 and T2 run, nobody answers otherwise.
-    """
-
-    ALWAYS = "always"
-    WHEN_ADDRESSED = "when_addressed"
-
-
 @dataclass(frozen=True)
 class RoomConfig:
     """What ``members.yaml`` describes: the members and the room's floor settings.
@@ -158,7 +172,7 @@ class RoomConfig:
     Attributes:
         members: the members in their configured order (the order T5 uses for members that
             never spoke).
-        floor: the room policy (:class:`Floor`).
+        floor: the room policy (:class:`Floor`), for each member that sets none of its own.
         continuation_max_chars: T3 threshold in characters (default 25).
         continuation_max_words: T3 threshold in words (default 3; ICU word segmentation).
         director_timeout_s: T4 hard timeout in seconds (default 5.0).
@@ -177,6 +191,19 @@ class RoomConfig:
     room_exclusions: tuple[str, ...] = ()
 
 
+# punctuation that a transcript never holds inside a spoken name (a name word may end in "." as in
+# "Dr. Park", and hold ' or - as in "O'Neil", "Jean-Luc")
+_UNSAID = frozenset(',;:!?()[]{}<>"“”«»')
+
+
+def _floor(value: Any, where: str) -> Floor:
+    """``value`` as a :class:`Floor`; ``ValueError`` (a :class:`MembersError`) naming the values."""
+    try:
+        return Floor(value if isinstance(value, Floor) else str(value))
+    except ValueError:
+        raise MembersError(f"{where}: unknown floor {value!r} (always | when_addressed)") from None
+
+
 def validate_members(members: Sequence[Member]) -> tuple[Member, ...]:
     """Check a member list and return it as a tuple.
 
@@ -189,7 +216,9 @@ def validate_members(members: Sequence[Member]) -> tuple[Member, ...]:
             name could pass for something attribution writes: a role a model knows (``User``,
             ``Assistant``…, attribution A7), a channel label (a leading ``@``, A6) or a
             diarization label (``Speaker B`` in any case or look-alike spelling, ``SPEAKER_01``:
-            :func:`voicekit.turns.label_read_in`).
+            :func:`voicekit.turns.label_read_in`), or a name or alias holding punctuation that
+            speech-to-text does not write inside a name (``Scribe (AI)``, ``Scribe,``: a mention
+            must say the whole of it, so it would never be named).
     """
     from voicekit.attribution import display_name, reads_alike, reads_like_role
     from voicekit.turns import label_read_in
@@ -214,6 +243,14 @@ def validate_members(members: Sequence[Member]) -> tuple[Member, ...]:
         for n in m.call_names:
             if not n or not n.strip():
                 raise MembersError(f"member {m.name!r}: empty name or alias")
+            unsaid = sorted(set(n) & _UNSAID)
+            if unsaid:
+                what = "name" if n == m.name else f"alias {n!r}"
+                plain = " ".join(re.sub(f"[{re.escape(''.join(_UNSAID))}]", " ", n).split())
+                fix = f"write {plain!r} (say what the member is in its instructions)" if plain else "use words"
+                raise MembersError(f"member {m.name!r}: the {what} holds {' '.join(unsaid)}, which speech-to-text "
+                                   f"does not write inside a name, and a mention must say the whole {what.split()[0]}, "
+                                   f"so it would never be named: {fix}")
             for other, j in seen:
                 if j == i:
                     continue
@@ -229,9 +266,20 @@ def validate_members(members: Sequence[Member]) -> tuple[Member, ...]:
 
 
 def _as_str_list(value: Any, what: str) -> list[str]:
+    """``value`` (one string, or a list of strings and numbers) as a list of strings.
+
+    Raises:
+        MembersError: for YAML booleans, other types, and one string holding a comma: YAML reads
+            ``answer_only: Diane, Sheila`` as the one name "Diane, Sheila", which nobody has (a
+            name with a comma in it is written as a list item, ``["Smith, Jo"]``).
+    """
     if value is None:
         return []
     if isinstance(value, str):
+        if "," in value:
+            items = ", ".join(v.strip() for v in value.split(",") if v.strip())
+            raise MembersError(f"{what}: {value!r} is one string, read as one name: write a list, [{items}] "
+                               f"(a name that holds a comma goes in quotes in a list: [\"{value.strip()}\"])")
         return [value]
     if isinstance(value, bool) or (isinstance(value, list) and any(isinstance(v, bool) for v in value)):
         # YAML 1.1 reads yes/no/on/off/true/false unquoted as booleans: "Yes" would become "True"
@@ -244,9 +292,13 @@ def _as_str_list(value: Any, what: str) -> list[str]:
 
 _ROOM_KEYS = ("members", "floor", "continuation", "director", "room")
 _ROOM_ADDRESS_KEYS = ("phrases", "vocatives", "exclusions")
-_MEMBER_KEYS = ("name", "instructions", "aliases", "answer_only", "answer_only_participants")
+_MEMBER_KEYS = ("name", "instructions", "aliases", "answer_only", "answer_only_participants", "floor")
 _CONTINUATION_KEYS = ("max_chars", "max_words")
 _DIRECTOR_KEYS = ("timeout_s",)
+
+
+_EXAMPLE = ("a members file is YAML (or JSON), e.g. 'members: [{name: Iris}, {name: Scribe, floor: when_addressed}]' "
+            "(docs/turn-taking.md shows one with each key)")
 
 
 def _check_keys(mapping: Mapping, known: Sequence[str], where: str) -> None:
@@ -293,7 +345,8 @@ def parse_members(data: Any) -> RoomConfig:
     optional ``floor:`` (``always`` | ``when_addressed``), ``continuation: {max_chars,
     max_words}``, ``director: {timeout_s}`` and ``room: {phrases, vocatives, exclusions}`` (word
     sequences added to T2's English defaults). A member mapping has ``name`` (required),
-    ``instructions``, ``aliases``, ``answer_only`` (names) and ``answer_only_participants``; a
+    ``instructions``, ``aliases``, ``answer_only`` (names), ``answer_only_participants`` and
+    ``floor`` (the member's own: ``when_addressed`` for one that waits to be named); a
     bare string is short for a mapping of its ``name`` alone (``- Iris`` is ``- name: Iris``).
 
     Raises:
@@ -304,11 +357,20 @@ def parse_members(data: Any) -> RoomConfig:
     if isinstance(data, list):
         data = {"members": data}
     if not isinstance(data, Mapping):
-        raise MembersError("members file: expected a list or a mapping with 'members'")
+        raise MembersError(f"members file: expected a list or a mapping with 'members'; {_EXAMPLE}")
+    by_name = data.get("members", data)
+    if isinstance(by_name, Mapping) and by_name and all(isinstance(v, Mapping) for v in by_name.values()) \
+            and not set(by_name) & set(_ROOM_KEYS):
+        # "members: {Scribe: {instructions: …}}", or the same without "members:"
+        first = next(iter(by_name))
+        raise MembersError(f"members file: the members are a mapping of names ({first}: …); write them as a list, "
+                           f"one '- name: …' item each: members:, then '  - name: {first}' and its keys under it")
     _check_keys(data, _ROOM_KEYS, "members file")
     raw_members = data.get("members")
+    if raw_members is None:
+        raise MembersError(f"members file: no 'members' list; {_EXAMPLE}")
     if not isinstance(raw_members, list):
-        raise MembersError("members file: 'members' must be a list")
+        raise MembersError(f"members file: 'members' must be a list, not {type(raw_members).__name__}; {_EXAMPLE}")
     members: list[Member] = []
     for i, raw in enumerate(raw_members):
         if isinstance(raw, str):   # "- Iris", short for "- name: Iris"
@@ -344,19 +406,17 @@ def parse_members(data: Any) -> RoomConfig:
                                "participant ids) it may answer, or remove the key to let it answer everyone")
         policy = answer_only(names, participants=parts) if (names or parts) else None
         aliases = tuple(_as_str_list(raw.get("aliases"), f"member {name!r}: aliases"))
+        member_floor = raw.get("floor")
         members.append(
             Member(
                 name=name.strip(),
                 instructions=instructions.strip(),
                 aliases=tuple(a.strip() for a in aliases),
                 speak_policy=policy,
+                floor=None if member_floor is None else _floor(member_floor, f"member {name.strip()!r}"),
             )
         )
-    floor_raw = data.get("floor", Floor.ALWAYS.value)
-    try:
-        floor = Floor(str(floor_raw))
-    except ValueError:
-        raise MembersError(f"unknown floor {floor_raw!r} (always | when_addressed)") from None
+    floor = _floor(data.get("floor", Floor.ALWAYS.value), "members file")
     cont = data.get("continuation") or {}
     director = data.get("director") or {}
     if not isinstance(cont, Mapping) or not isinstance(director, Mapping):
@@ -422,6 +482,9 @@ def load_members(path: str | Path) -> RoomConfig:
     """
     import yaml  # PyYAML; imported here so the ladder itself does not need it
 
+    kind = {".toml": "TOML", ".py": "Python", ".ini": "INI", ".cfg": "INI"}.get(Path(path).suffix.lower())
+    if kind is not None:
+        raise MembersError(f"{Path(path).name} is a {kind} file; {_EXAMPLE}")
     try:
         text = Path(path).read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -432,7 +495,7 @@ def load_members(path: str | Path) -> RoomConfig:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise MembersError(f"not valid YAML{where}: {problem}") from None
+        raise MembersError(f"not valid YAML{where}: {problem} ({_EXAMPLE})") from None
     _check_no_key_folded(text)
     return parse_members(data)
 

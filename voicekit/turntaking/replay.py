@@ -8,6 +8,7 @@ is given, generates the members' replies (T11) so that later decisions see who s
 from __future__ import annotations
 
 import sys
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Mapping, Sequence, TextIO
@@ -19,7 +20,7 @@ from voicekit.turntaking.clients import ModelClient
 from voicekit.turntaking.director import Director
 from voicekit.turntaking.generate import MemberReply, generate_replies
 from voicekit.turntaking.ladder import Decision, TurnTaker
-from voicekit.turntaking.members import RoomConfig
+from voicekit.turntaking.members import AnswerOnly, Member, RoomConfig
 from voicekit.turntaking.views import TranscriptEntry
 
 
@@ -135,23 +136,34 @@ def explain_replay(
     for step in replay_room(turns, room, director=director, client=client, participants=participants):
         steps.append(step)
         print(format_step(step), file=out)
-    print(summarize_steps(steps), file=out)
+    print(summarize_steps(steps, room.members), file=out)
     return steps
 
 
-def summarize_steps(steps: Sequence[ReplayStep]) -> str:
+def summarize_steps(steps: Sequence[ReplayStep], members: Sequence[Member] = ()) -> str:
     """The closing line of ``--explain``: the decisions per rung, how many turns each member
     answered, and how many turns each member's speak policy refused (T15):
     ``12 turns decided: continuation=4, mention=8; answered: Iris 9, Elena 3; excluded by speak
     policy: Elena 2`` (``answered: nobody`` when no member was chosen; the last part only when
-    a policy refused a turn)."""
+    a policy refused a turn). Given the room's ``members``, it also names each ``answer_only``
+    name that no speaker of ``steps`` had (a typo, ``Dianne`` for ``Diane``, would otherwise
+    silence its member without a word): ``; answer_only names nobody who spoke: Dianne (Elena);
+    the speakers: Diane, Sheila``."""
     rungs = Counter(step.decision.decided_by.value for step in steps)
     answered = Counter(name for step in steps for name in step.decision.responders)
     excluded = Counter(name for step in steps for name in step.decision.excluded)
     summary = ", ".join(f"{k}={v}" for k, v in sorted(rungs.items()))
     line = (f"{len(steps)} turn{'' if len(steps) == 1 else 's'} decided: {summary or 'none'}; "
             f"answered: {_counts(answered) or 'nobody'}")
-    return f"{line}; excluded by speak policy: {_counts(excluded)}" if excluded else line
+    if excluded:
+        line += f"; excluded by speak policy: {_counts(excluded)}"
+    spoke = list(dict.fromkeys(step.label.name.strip() for step in steps if step.label.name))
+    unheard = [f"{name} ({m.name})" for m in members if isinstance(m.speak_policy, AnswerOnly)
+               for name in sorted(m.speak_policy.names)
+               if name not in {unicodedata.normalize("NFC", s) for s in spoke}]
+    if steps and unheard:
+        line += f"; answer_only names nobody who spoke: {', '.join(unheard)}; the speakers: {', '.join(spoke) or 'none named'}"
+    return line
 
 
 def _counts(counter: Counter) -> str:
