@@ -328,6 +328,24 @@ def test_a_stdout_that_cannot_be_written_costs_no_output_and_no_traceback(tmp_pa
     assert doc["turns"] and all((out / f"sample.{ext}").is_file() for ext in ("rttm", "srt", "vtt", "txt"))
 
 
+@needs_eval
+def test_a_reader_of_stdout_and_stderr_that_goes_away_costs_no_output(tmp_path):
+    """A screen-reader trial: `voicekit mic 2>&1 | tee log` ended with Ctrl-C (which kills tee
+    too) exited 1 without its outputs: rich ends the program with status 1 when the console it
+    prints to has a broken pipe, and stderr's did at "stopping: …". A stderr that cannot be
+    written is now silenced, as stdout is: the meeting ends as its reader left (at the first live
+    line, as `| head -1` ends it), what it had heard written."""
+    out = tmp_path / "m"
+    proc = subprocess.Popen([sys.executable, "-m", "voicekit", "replay", str(EVAL / "picovoice_falcon" / "test.wav"),
+                             "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    assert proc.stdout.readline().startswith(b"loading models")
+    proc.stdout.close()   # the reader of both goes away before the first live line
+    assert proc.wait(300) == 141
+    doc = json.loads((out / "test.json").read_text())
+    assert doc["turns"][0]["text"] == "And so it begins."
+    assert all((out / f"test.{ext}").is_file() for ext in ("rttm", "srt", "vtt", "txt"))
+
+
 def test_a_failed_start_leaves_nothing_that_blocks_the_retry(tmp_path, capsys):
     stereo = EVAL / "faster_whisper" / "stereo_diarization.wav"
     assert main(["replay", str(stereo), "--out", str(tmp_path), "--channel", "2"]) == 2
@@ -579,6 +597,45 @@ def test_a_redacting_hook_is_honoured_in_the_refined_files_too(tmp_path):
     print(refined)
     assert live.count("[place]") == refined.count("[place]") >= 2
     assert "Jersey" not in live + refined + (out / "sample.refined.srt").read_text()
+
+
+def test_a_dumb_terminal_gets_plain_lines_and_progress_lines_not_a_bar(tmp_path):
+    """A screen-reader trial: on a terminal `replay --quiet` redrew its bar ten times a second
+    (carriage returns, cursor and colour codes, box-drawing characters), and with TERM=dumb, a
+    screen reader's plain mode, it printed no progress at all. On a TERM=dumb terminal the lines
+    are plain text and the progress is the log's line every 300 s of audio; warnings say so."""
+    import pty
+    import select
+
+    import numpy as np
+    import soundfile as sf
+
+    silence = tmp_path / "eleven minutes.wav"
+    sf.write(silence, np.zeros(660 * 16000, np.float32), 16000)
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "voicekit", "replay", str(silence), "--out", str(tmp_path / "out"),
+                             "--quiet", "--speaker-names", "Speaker Z=Zoe"], stdout=subprocess.DEVNULL,
+                            stderr=slave, env={**os.environ, "TERM": "dumb", "COLUMNS": "80"})
+    os.close(slave)
+    got = b""
+    while True:
+        ready, _, _ = select.select([master], [], [], 120)
+        assert ready, "no output in 120 s"
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:   # the child closed its side (EIO on Linux)
+            break
+        if not chunk:
+            break
+        got += chunk
+    os.close(master)
+    assert proc.wait(60) == 0, got
+    assert b"\x1b" not in got and b"\r\r" not in got, got   # the pty writes "\r\n" for each line
+    lines = got.decode().splitlines()
+    assert any(re.fullmatch(r"heard 0:05:00 of 0:11:00 \(45%\) in 0:00:\d\d, about 0:00:\d\d left", line)
+               for line in lines), lines
+    assert any(line.startswith("warning: --speaker-names: Speaker Z matched no speaker of this meeting")
+               for line in lines), lines
 
 
 def test_a_quiet_replay_into_a_log_says_how_far_it_is_every_five_minutes_of_audio(tmp_path, capsys):

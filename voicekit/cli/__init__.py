@@ -31,8 +31,8 @@ from typing import NoReturn
 
 from voicekit import __version__
 from voicekit.cli.capture import _capture_parsers
-from voicekit.cli.common import (CliError, _ReaderWatch, _release_meeting_dirs, _silence_stdout, machine_line,
-                                 source_commit)
+from voicekit.cli.common import (CliError, _ReaderWatch, _release_meeting_dirs, _silence_stdout, _StderrGuard,
+                                 machine_line, source_commit)
 from voicekit.cli.export import _export_parser
 from voicekit.cli.decisions import speak_decisions
 from voicekit.cli.replay import _replay_parser
@@ -130,7 +130,8 @@ def main(argv: list[str] | None = None) -> int:
     made = [d for d in ([out, *out.parents] if out is not None else []) if not d.exists()]
     code = 1
     try:
-        code = _dispatch(args)
+        with _StderrGuard():   # a stderr whose reader left is silenced, never the end of the command
+            code = _dispatch(args)
         return code
     finally:
         _release_meeting_dirs()

@@ -12,7 +12,7 @@ import urllib.parse
 from pathlib import Path
 
 from voicekit.cli.common import (CliError, _check_writable, _GracefulStop, _lock_meeting_dir, _plural, _ReaderWatch,
-                                 finite_float, meeting_dir)
+                                 finite_float, meeting_dir, warn)
 from voicekit.cli.decisions import _turn_taking, _turn_taking_summary, _with_decisions
 from voicekit.cli.meeting import (_check_existing_meeting, _committed_turns, _discard_unjoined, _interrupt_note,
                                   _replacing, _known_speakers, _meeting_stem, _session_meta, _SetAside, _hints,
@@ -113,8 +113,8 @@ def cmd_mic(args: argparse.Namespace) -> int:
             err.print(f"[dim]going on with the meeting in {out}/ at {pipe.start_time:.1f} s "
                       f"({_known_speakers(pipe)})[/dim]")
         elif args.append:
-            err.print(f"[yellow]--append: {out}/ holds no meeting to go on with (no turn stored): a new meeting "
-                      "starts[/yellow]")
+            warn(err, f"--append: {out}/ holds no meeting to go on with (no turn stored): a new meeting "
+                      "starts")
         err.print(f"listening on {source.device.name!r} ({source.sample_rate} Hz, {source.channels} ch); "
                   "Ctrl-C ends the meeting")
         result = None
@@ -162,7 +162,7 @@ def cmd_mic(args: argparse.Namespace) -> int:
         how = (f"`voicekit export {out} --refine` re-clusters the whole meeting and rewrites them"
                if options.keep_embeddings else f"no speaker embeddings are kept to re-cluster the meeting; "
                f"`voicekit export {out}` rewrites them with this session's turns under their live labels")
-        err.print(f"[yellow]{stem}.refined.* lack this session's turns: {how}[/yellow]")
+        warn(err, f"{stem}.refined.* lack this session's turns: {how}")
     store.close()
     _report_voice_matches([pipe], err, out)
     enrolled = _enrol_voices(args, [pipe], err)
@@ -170,7 +170,7 @@ def cmd_mic(args: argparse.Namespace) -> int:
     if result is not None:
         err.print(f"[dim]{'this session: ' if pipe.start_time else ''}{_turns_summary(result)}[/dim]")
         for hint in _hints(result, options, components.transcriber.english_only):
-            err.print(f"[yellow]{hint}[/yellow]")
+            warn(err, hint)
     _turn_taking_summary(decide, args, err)
     err.print(_wrote_line(written, out))
     _session_log_line(session, err, [broadcaster])
@@ -185,7 +185,7 @@ def cmd_mic(args: argparse.Namespace) -> int:
     if watch.gone:
         return watch.exit_code
     if not enrolled:
-        err.print(f"[yellow]{ENROL_FAILED}[/yellow]")
+        warn(err, ENROL_FAILED)
     return 1 if session_missed or not enrolled else 0
 
 
@@ -267,9 +267,9 @@ def cmd_livekit(args: argparse.Namespace) -> int:
         channels=True)
     voices = _voice_list(args)
     if args.enrol_voices and not args.room_mic:
-        err.print("[yellow]--enrol-voices enrols the named speakers of a room-microphone lane, and no --room-mic "
+        warn(err, "--enrol-voices enrols the named speakers of a room-microphone lane, and no --room-mic "
                   "is given: only a participant that marks itself voicekit.room_mic=true can give one "
-                  "(the named participants' lanes are not diarized)[/yellow]")
+                  "(the named participants' lanes are not diarized)")
     _check_existing_meeting(out / "meeting.sqlite", args, args.stem)
     if args.token:
         claims = check_token(token)   # a fragment or an expired token: one line now, not after the models load
@@ -327,8 +327,8 @@ def cmd_livekit(args: argparse.Namespace) -> int:
         err.print(f"joined room {bot.room_name!r} at {url}; Ctrl-C ends the meeting"
                   + (f" (going on with the meeting in {out}/ at {bot.start_time:.1f} s)" if bot.start_time else ""))
         if args.append and not bot.start_time:
-            err.print(f"[yellow]--append: {out}/ holds no meeting to go on with (no turn stored): a new meeting "
-                      "starts[/yellow]")
+            warn(err, f"--append: {out}/ holds no meeting to go on with (no turn stored): a new meeting "
+                      "starts")
         broadcaster = _start_session(args, session, store_path)   # --session (realtime)
         if broadcaster is not None:
             live.append(broadcaster)
@@ -427,7 +427,7 @@ def cmd_livekit(args: argparse.Namespace) -> int:
     if watch.gone:
         return watch.exit_code
     if not enrolled:
-        err.print(f"[yellow]{ENROL_FAILED}[/yellow]")
+        warn(err, ENROL_FAILED)
     return 1 if missed or not enrolled or any(lane.error for lane in bot.all_lanes()) else 0
 
 

@@ -52,6 +52,13 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+def warn(err, text: str) -> None:  # noqa: ANN001 - a rich Console
+    """Print a warning on ``err`` (the stderr Console): ``warning: text``, yellow on a colour
+    terminal, so that it reads as a warning without colour too (a log, a screen reader), as the
+    logged ones do. ``text`` is rich markup (escape what a user gave)."""
+    err.print(f"[yellow]warning: {text}[/yellow]")
+
+
 def _check_writable(out: Path) -> None:
     """Make ``out`` and check that this user may write in it (a probe file, removed).
 
@@ -178,14 +185,63 @@ class _GracefulStop:
             signal.signal(s, h)
 
 
-def _silence_stdout() -> None:
-    """Point file descriptor 1 at /dev/null: what is still buffered for a reader that went away
-    can be flushed at exit without another BrokenPipeError, as the Python docs advise (signal
-    module, "Note on SIGPIPE"). Does nothing where stdout is no file (a test's capture)."""
+def _silence_stdout(stream=None) -> None:  # noqa: ANN001 - a text stream
+    """Point the file descriptor of ``stream`` (default: sys.stdout) at /dev/null: what is still
+    buffered for a reader that went away can be flushed at exit without another BrokenPipeError,
+    as the Python docs advise (signal module, "Note on SIGPIPE"). Does nothing where the stream
+    is no file (a test's capture)."""
     try:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        os.dup2(os.open(os.devnull, os.O_WRONLY), (stream or sys.stdout).fileno())
     except (OSError, ValueError, AttributeError):   # io.UnsupportedOperation is an OSError
         pass
+
+
+class _StderrGuard:
+    """sys.stderr for the length of a command: a write error on it (its reader gone: ``voicekit
+    mic 2>&1 | tee log`` ended with Ctrl-C, which ends tee too) silences it
+    (:func:`_silence_stdout` on its descriptor) instead of ending the command, which rich does
+    with status 1 at whatever line it was printing: the meeting then wrote no outputs. What is
+    printed after is lost; a gone stdout, the live lines' reader, still ends the meeting
+    (:class:`_ReaderWatch`). Use it as a context manager around the command.
+
+    Attributes:
+        error: the first write error (None while stderr works).
+    """
+
+    def __init__(self) -> None:
+        self.error: OSError | None = None
+        self._stderr = sys.stderr
+
+    def __enter__(self) -> "_StderrGuard":
+        self._stderr = sys.stderr
+        if self._stderr is not None:
+            sys.stderr = self
+        return self
+
+    def __exit__(self, *exc) -> None:  # noqa: ANN002
+        if self._stderr is not None:
+            sys.stderr = self._stderr
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stderr.write(text)
+        except OSError as exc:
+            self._failed(exc)
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stderr.flush()
+        except OSError as exc:
+            self._failed(exc)
+
+    def __getattr__(self, name: str):  # noqa: ANN204 - isatty, fileno, encoding… of the real stderr
+        return getattr(self._stderr, name)
+
+    def _failed(self, exc: OSError) -> None:
+        if self.error is None:
+            self.error = exc
+            _silence_stdout(self._stderr)
 
 
 class _ReaderWatch:

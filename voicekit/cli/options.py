@@ -9,7 +9,7 @@ from pathlib import Path
 
 from voicekit.devices import COMPUTE_TYPES
 
-from voicekit.cli.common import CliError, finite_float
+from voicekit.cli.common import CliError, finite_float, warn
 
 
 def _pipeline_args(p: argparse.ArgumentParser, input_device: bool = False) -> None:
@@ -203,14 +203,14 @@ def _hooks(args: argparse.Namespace, err):  # noqa: ANN001 - rich Console
         if shared:
             from rich.markup import escape
 
-            err.print(f"[yellow]--speaker-names: {escape(shared)}: the outputs will show them as one person (a "
-                      "model session tells them apart as 'Name' and 'Name (2)')[/yellow]")
+            warn(err, f"--speaker-names: {escape(shared)}: the outputs will show them as one person (a "
+                      "model session tells them apart as 'Name' and 'Name (2)')")
     for script in args.hook or []:
         hooks.load_script(script)
     unused = hooks.registered(HookTrigger.ON_SPEAK_DECISION)
     if unused and not getattr(args, "members", None):
-        err.print(f"[yellow]{', '.join(unused)} will not be called: speak decisions are made only with "
-                  "--members members.yaml (docs/turn-taking.md)[/yellow]")
+        warn(err, f"{', '.join(unused)} will not be called: speak decisions are made only with "
+                  "--members members.yaml (docs/turn-taking.md)")
     return hooks
 
 

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from voicekit.cli.common import (CliError, _chain, _check_writable, _GracefulStop, _lock_meeting_dir, _plural,
-                                 _ReaderWatch, meeting_dir)
+                                 _ReaderWatch, meeting_dir, warn)
 from voicekit.cli.decisions import _check_explain, _turn_taking, _turn_taking_summary, _with_decisions
 from voicekit.cli.meeting import (_check_existing_meeting, _check_stem, _replacing,
                                   _interrupt_note, _refined_summary, _hints, _store_failed, _turns_summary,
@@ -156,7 +156,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
             # a 74 min recording, a trial), the audio heard as a clock
             progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
                                 TextColumn("{task.fields[heard]} of {task.fields[length]}"), TimeRemainingColumn(),
-                                console=err, transient=True, disable=not err.is_terminal,  # no bar in a log
+                                console=err, transient=True, disable=not _bar(err),  # no bar in a log
                                 speed_estimate_period=600.0)
             progress.start()
             total = max(source.info.duration, 0.01)
@@ -221,14 +221,14 @@ def cmd_replay(args: argparse.Namespace) -> int:
                  f"run the replay again with --refine, or with --keep-embeddings to refine later with "
                  f"`voicekit export {out} --refine`")
         if args.refine and interrupted:
-            err.print(f"[yellow]the replay was interrupted: no refined outputs ({later})[/yellow]")
+            warn(err, f"the replay was interrupted: no refined outputs ({later})")
         elif args.refine:
             try:
                 pipe.refine()
             except KeyboardInterrupt:
                 interrupted = True
-                err.print(f"[yellow]refinement interrupted: the live outputs are written; no refined ones "
-                          f"({later})[/yellow]")
+                warn(err, f"refinement interrupted: the live outputs are written; no refined ones "
+                          f"({later})")
             else:
                 written += _write_outputs(store.turns(refined=True), out, stem, {**meta, "refined": True},
                                           suffix=REFINED_SUFFIX)
@@ -245,12 +245,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if refined_line:
         err.print(f"[dim]{refined_line}[/dim]")
     for hint in _hints(result, options, components.transcriber.english_only) if result is not None else ():
-        err.print(f"[yellow]{hint}[/yellow]")
+        warn(err, hint)
     cancelled = _cancelling_downmix(source, args) if result is not None and result.speech_seconds <= 0 else None
     if cancelled:
-        err.print(f"[yellow]{cancelled}[/yellow]")
+        warn(err, cancelled)
     if unmatched and result is not None:
-        err.print(f"[yellow]{unmatched}[/yellow]")
+        warn(err, unmatched)
     _turn_taking_summary(decide, args, err)
     err.print(_wrote_line(written, out))
     _session_log_line(session, err)
@@ -266,7 +266,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
                   "were transcribed (exit code 1)")
         return 1
     if not enrolled:
-        err.print(f"[yellow]{ENROL_FAILED}[/yellow]")
+        warn(err, ENROL_FAILED)
         return 1
     return 0
 
@@ -301,7 +301,7 @@ LOG_PROGRESS_EVERY = 300.0
 
 def _progress_updater(progress, task, total: float, err):  # noqa: ANN001, ANN202 - rich objects
     """``replay --quiet``'s progress callback (seconds of audio heard): the bar on a terminal;
-    in a log (nohup, cron, a file), where the bar is off, one line every
+    in a log (nohup, cron, a file) or on a ``TERM=dumb`` terminal, where the bar is off, one line every
     :data:`LOG_PROGRESS_EVERY` seconds of audio (a trial's 74 min replay printed nothing for 6
     minutes): ``heard 0:05:00 of 1:13:37 (7%) in 0:00:41, about 0:09:20 left``."""
     import time
@@ -310,7 +310,7 @@ def _progress_updater(progress, task, total: float, err):  # noqa: ANN001, ANN20
 
     def update(seconds: float) -> None:
         progress.update(task, completed=seconds, heard=_hms(seconds))
-        if err.is_terminal or seconds < next_line[0] or seconds >= total:
+        if _bar(err) or seconds < next_line[0] or seconds >= total:
             return
         next_line[0] += LOG_PROGRESS_EVERY
         took = time.monotonic() - t0
@@ -318,6 +318,13 @@ def _progress_updater(progress, task, total: float, err):  # noqa: ANN001, ANN20
                   f"{_hms(took / seconds * (total - seconds))} left", markup=False, highlight=False)
 
     return update
+
+
+def _bar(err) -> bool:  # noqa: ANN001 - a rich Console
+    """True when ``replay --quiet`` draws its progress bar on ``err``: a terminal, and not a
+    ``TERM=dumb`` one (a screen reader's plain text mode, an editor's shell), where a bar redrawn
+    ten times a second reads as noise; there the log's progress lines are printed instead."""
+    return err.is_terminal and not err.is_dumb_terminal
 
 
 def _hms(seconds: float) -> str:

@@ -8,7 +8,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from voicekit.cli.common import CliError, finite_float
+from voicekit.cli.common import CliError, finite_float, warn
 
 
 def _library_flag(library: Path) -> str:
@@ -132,9 +132,9 @@ def _enrol_voices(args: argparse.Namespace, pipelines: list, err) -> bool:  # no
     # allocator, so a label is one voice of one lane)
     diarized = [p for p in pipelines if p is not None and hasattr(p.diarizer, "speakers")]
     if not diarized:
-        err.print("[yellow]--enrol-voices: no speaker of this meeting was diarized with the embedded speaker "
+        warn(err, "--enrol-voices: no speaker of this meeting was diarized with the embedded speaker "
                   "encoder (a voiceprint is its embedding; the pyannote backend and a participant's lane "
-                  "give none): nothing enrolled[/yellow]")
+                  "give none): nothing enrolled")
         return False
     library = _voice_library(args, create=True)
     try:
@@ -158,7 +158,7 @@ def _enrol_voices(args: argparse.Namespace, pipelines: list, err) -> bool:  # no
             err.print(f"enrolled the voice of {escape(o.name)} ({escape(', '.join(o.labels))}, "
                       f"{o.seconds:.1f} s of speech{merged}) in {escape(str(library.path))}")
         else:
-            err.print(f"[yellow]not enrolled: {escape(o.reason)}[/yellow]")
+            warn(err, f"not enrolled: {escape(o.reason)}")
     if any(o.enrolled is not None for o in outcomes):
         err.print(escape(kept_note(library.path)))
     if not outcomes and skip:
@@ -167,8 +167,8 @@ def _enrol_voices(args: argparse.Namespace, pipelines: list, err) -> bool:  # no
                   "enrolled")
         return True
     if not outcomes:
-        err.print("[yellow]--enrol-voices: no speaker was named (--speaker-names or a hook); nothing "
-                  "enrolled[/yellow]")
+        warn(err, "--enrol-voices: no speaker was named (--speaker-names or a hook); nothing "
+                  "enrolled")
     return bool(outcomes) and all(o.enrolled is not None for o in outcomes)
 
 
