@@ -1089,7 +1089,7 @@ def test_one_name_given_to_two_labels_is_said_before_the_meeting():
                                       "Speaker A=Ana,Speaker B=Ana,Speaker C=ana,Speaker D=[b]Bo"])
     assert _hooks(args, err).names == {"Speaker A": "Ana", "Speaker B": "Ana", "Speaker C": "ana", "Speaker D": "[b]Bo"}
     assert err.file.getvalue().splitlines() == [
-        "--speaker-names: 'Ana' names Speaker A and Speaker B: the outputs will show them as one person (a "
+        "warning: --speaker-names: 'Ana' names Speaker A and Speaker B: the outputs will show them as one person (a "
         "model session tells them apart as 'Name' and 'Name (2)')"]
     err = Console(file=io.StringIO(), width=400)
     _hooks(build_parser().parse_args(["replay", str(SAMPLE), "--speaker-names", "Speaker A=Ana,Speaker B=Bo"]), err)
