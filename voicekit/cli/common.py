@@ -196,55 +196,69 @@ def _silence_stdout(stream=None) -> None:  # noqa: ANN001 - a text stream
         pass
 
 
-class _StderrGuard:
-    """sys.stderr for the length of a command: a write error on it (its reader gone: ``voicekit
-    mic 2>&1 | tee log`` ended with Ctrl-C, which ends tee too) silences it
-    (:func:`_silence_stdout` on its descriptor) instead of ending the command, which rich does
-    with status 1 at whatever line it was printing: the meeting then wrote no outputs. What is
-    printed after is lost; a gone stdout, the live lines' reader, still ends the meeting
-    (:class:`_ReaderWatch`). Use it as a context manager around the command.
+class _GuardedStream:
+    """Stands in for ``sys.<name>`` (``name``: ``"stdout"`` or ``"stderr"``) while in its
+    ``with`` block and passes every write and flush on to the real stream; the first write or
+    flush that fails with an OSError goes to :meth:`_failed` (``error`` keeps it), later ones are
+    dropped. Everything else (isatty, fileno, encoding…) is the real stream's. A stream that is
+    None (started with ``>&-``) is left as it is."""
 
-    Attributes:
-        error: the first write error (None while stderr works).
-    """
+    name = "stdout"
 
     def __init__(self) -> None:
         self.error: OSError | None = None
-        self._stderr = sys.stderr
+        self._lock = threading.Lock()
+        self._stream = getattr(sys, self.name)
 
-    def __enter__(self) -> "_StderrGuard":
-        self._stderr = sys.stderr
-        if self._stderr is not None:
-            sys.stderr = self
+    def __enter__(self):  # noqa: ANN204
+        self._stream = getattr(sys, self.name)
+        if self._stream is not None:
+            setattr(sys, self.name, self)
         return self
 
     def __exit__(self, *exc) -> None:  # noqa: ANN002
-        if self._stderr is not None:
-            sys.stderr = self._stderr
+        if self._stream is not None:
+            setattr(sys, self.name, self._stream)
 
     def write(self, text: str) -> int:
         try:
-            return self._stderr.write(text)
+            return self._stream.write(text)
         except OSError as exc:
-            self._failed(exc)
+            self._fail_once(exc)
             return len(text)
 
     def flush(self) -> None:
         try:
-            self._stderr.flush()
+            self._stream.flush()
         except OSError as exc:
-            self._failed(exc)
+            self._fail_once(exc)
 
-    def __getattr__(self, name: str):  # noqa: ANN204 - isatty, fileno, encoding… of the real stderr
-        return getattr(self._stderr, name)
+    def __getattr__(self, name: str):  # noqa: ANN204 - isatty, fileno, encoding… of the real stream
+        return getattr(self._stream, name)
+
+    def _fail_once(self, exc: OSError) -> None:
+        with self._lock:
+            if self.error is not None:
+                return
+            self.error = exc
+        _silence_stdout(self._stream)   # what is still buffered can be flushed at exit
+        self._failed(exc)
 
     def _failed(self, exc: OSError) -> None:
-        if self.error is None:
-            self.error = exc
-            _silence_stdout(self._stderr)
+        """Called once, after the stream was silenced."""
 
 
-class _ReaderWatch:
+class _StderrGuard(_GuardedStream):
+    """sys.stderr for the length of a command: a write error on it (its reader gone: ``voicekit
+    mic 2>&1 | tee log`` ended with Ctrl-C, which ends tee too) silences it instead of ending the
+    command, which rich does with status 1 at whatever line it was printing: the meeting then
+    wrote no outputs. What is printed after is lost; a gone stdout, the live lines' reader, still
+    ends the meeting (:class:`_ReaderWatch`)."""
+
+    name = "stderr"
+
+
+class _ReaderWatch(_GuardedStream):
     """sys.stdout for the length of a meeting command, watched for the live lines' destination
     failing: its reader going away (``voicekit replay talk.wav | head -1``, BrokenPipeError) or
     any other write error (``> /dev/full``, a full disk: OSError). The first failed write or
@@ -267,10 +281,8 @@ class _ReaderWatch:
     PIPE_EXIT_CODE = 128 + signal.SIGPIPE   # 141, what a shell reports for a writer its reader left
 
     def __init__(self, on_gone=None) -> None:  # noqa: ANN001
+        super().__init__()
         self.on_gone = on_gone
-        self.error: OSError | None = None
-        self._lock = threading.Lock()
-        self._stdout = sys.stdout
 
     @property
     def gone(self) -> bool:
@@ -282,38 +294,7 @@ class _ReaderWatch:
         """141 after a reader that went away, 2 (voicekit's error code) after another write error."""
         return self.PIPE_EXIT_CODE if isinstance(self.error, BrokenPipeError) else 2
 
-    def __enter__(self) -> "_ReaderWatch":
-        self._stdout = sys.stdout
-        if self._stdout is not None:
-            sys.stdout = self
-        return self
-
-    def __exit__(self, *exc) -> None:  # noqa: ANN002
-        if self._stdout is not None:
-            sys.stdout = self._stdout
-
-    def write(self, text: str) -> int:
-        try:
-            return self._stdout.write(text)
-        except OSError as exc:
-            self._failed(exc)
-            return len(text)
-
-    def flush(self) -> None:
-        try:
-            self._stdout.flush()
-        except OSError as exc:
-            self._failed(exc)
-
-    def __getattr__(self, name: str):  # noqa: ANN204 - isatty, fileno, encoding… of the real stdout
-        return getattr(self._stdout, name)
-
     def _failed(self, exc: OSError) -> None:
-        with self._lock:
-            if self.error is not None:
-                return
-            self.error = exc
-        _silence_stdout()
         if isinstance(exc, BrokenPipeError):
             line = "the reader of the live lines went away (stdout closed): ending the meeting"
         else:
