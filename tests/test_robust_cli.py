@@ -628,6 +628,20 @@ def test_help_is_plain_text():
     assert "The voicekit command" in out and "``" not in out
 
 
+def test_a_help_paragraph_is_filled_to_the_terminal_width_and_its_examples_kept():
+    """A screen-reader trial: at 60 columns `replay --help` opened with one 287-character line
+    (its description), read aloud as one breathless sentence."""
+    env = {**os.environ, "COLUMNS": "60"}
+    out = subprocess.run([sys.executable, "-m", "voicekit.cli", "replay", "--help"], capture_output=True, text=True,
+                         env=env, check=True).stdout
+    paragraph = out[out.index("Replay a recorded meeting"):].split("\n\n")[0].splitlines()
+    assert len(paragraph) >= 4 and max(map(len, paragraph)) <= 58, paragraph
+    assert "  voicekit replay meeting.wav --out out/" in out   # the epilog's examples as written
+    top = subprocess.run([sys.executable, "-m", "voicekit.cli", "--help"], capture_output=True, text=True,
+                         env=env, check=True).stdout
+    assert "    voicekit replay meeting.wav --out out/      a recording through the pipeline, live lines" in top
+
+
 def test_a_failed_command_removes_the_nested_out_it_created(tmp_path):
     rc, err = _cli("replay", SAMPLE, "--max-utterance", "0", "--out", tmp_path / "a" / "b" / "c")
     assert rc == 2 and "--max-utterance must be between 1 and 30 seconds" in err, err

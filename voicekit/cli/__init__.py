@@ -31,7 +31,7 @@ from typing import NoReturn
 
 from voicekit import __version__
 from voicekit.cli.capture import _capture_parsers
-from voicekit.cli.common import (CliError, _ReaderWatch, _release_meeting_dirs, _silence_stdout, _StderrGuard,
+from voicekit.cli.common import (CliError, HelpFormatter, _ReaderWatch, _release_meeting_dirs, _silence_stdout, _StderrGuard,
                                  machine_line, source_commit)
 from voicekit.cli.export import _export_parser
 from voicekit.cli.decisions import speak_decisions
@@ -71,7 +71,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="voicekit", description=_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _Parser(prog="voicekit", description=_DESCRIPTION, formatter_class=HelpFormatter)
     parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
     parser.add_argument("--version", action="version", version=f"voicekit {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)

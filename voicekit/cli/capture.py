@@ -12,7 +12,7 @@ import urllib.parse
 from pathlib import Path
 
 from voicekit.cli.common import (CliError, _check_writable, _GracefulStop, _lock_meeting_dir, _plural, _ReaderWatch,
-                                 finite_float, meeting_dir, warn)
+                                 finite_float, HelpFormatter, meeting_dir, warn)
 from voicekit.cli.decisions import _turn_taking, _turn_taking_summary, _with_decisions
 from voicekit.cli.meeting import (_check_existing_meeting, _committed_turns, _discard_unjoined, _interrupt_note,
                                   _replacing, _known_speakers, _meeting_stem, _session_meta, _SetAside, _hints,
@@ -441,7 +441,7 @@ def _capture_parsers(sub) -> None:  # noqa: ANN001
     p = sub.add_parser("mic", help="transcribe the shared conference microphone live",
                        description="Capture a microphone at its native rate and run it through the "
                                    "pipeline: one line per speaker turn, live.",
-                       epilog=EPILOG_MIC, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       epilog=EPILOG_MIC, formatter_class=HelpFormatter)
     p.add_argument("--device", dest="input_device", default=None, metavar="NAME|INDEX",
                    help="input device: index or (part of) its name from `voicekit devices` (default: "
                         "the default input)")
@@ -465,7 +465,7 @@ def _capture_parsers(sub) -> None:  # noqa: ANN001
 
     p = sub.add_parser("livekit", help="a bot that transcribes a LiveKit room, one lane per participant",
                        description="Join a LiveKit room and transcribe every participant's audio track.",
-                       epilog=EPILOG_LIVEKIT, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       epilog=EPILOG_LIVEKIT, formatter_class=HelpFormatter)
     p.add_argument("--url", default=None, help="server URL, ws://host:7880 or wss://… (default $LIVEKIT_URL)")
     p.add_argument("--token", default=None, help="the bot's join token (else minted from the key and secret)")
     p.add_argument("--api-key", default=None, help="API key to mint a token (default $LIVEKIT_API_KEY)")

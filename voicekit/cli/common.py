@@ -19,6 +19,17 @@ class CliError(Exception):
     """An error to print as one line (exit code 2)."""
 
 
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """``--help``: a description or epilog written as one paragraph is filled to the terminal's
+    width (a screen-reader trial found a 287-character line at 60 columns); one written over
+    several lines (a list of commands, examples in columns) is kept as it is written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" not in text.strip():
+            return argparse.HelpFormatter._fill_text(self, text, width, indent)
+        return super()._fill_text(text, width, indent)
+
+
 def finite_float(text: str) -> float:
     """argparse ``type`` for a number option: a float that is neither NaN nor infinite (Python's
     ``float`` takes "nan" and "inf", which no voicekit duration or threshold means).

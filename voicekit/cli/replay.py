@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from voicekit.cli.common import (CliError, _chain, _check_writable, _GracefulStop, _lock_meeting_dir, _plural,
-                                 _ReaderWatch, meeting_dir, warn)
+                                 _ReaderWatch, HelpFormatter, meeting_dir, warn)
 from voicekit.cli.decisions import _check_explain, _turn_taking, _turn_taking_summary, _with_decisions
 from voicekit.cli.meeting import (_check_existing_meeting, _check_stem, _replacing,
                                   _interrupt_note, _refined_summary, _hints, _store_failed, _turns_summary,
@@ -353,7 +353,7 @@ def _replay_parser(sub) -> None:  # noqa: ANN001
                                    "reading the recording and commits every utterance heard so far "
                                    "(outputs written, exit code 130; 143 when SIGTERM stops it); a second "
                                    "Ctrl-C aborts what is left.",
-                       epilog=EPILOG_REPLAY, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       epilog=EPILOG_REPLAY, formatter_class=HelpFormatter)
     p.add_argument("audio", help="WAV/FLAC/OGG/MP3/M4A, any sample rate, mono or multichannel")
     p.add_argument("--out", default=None, type=meeting_dir,
                    help="meeting directory for the store and outputs (default out/NAME/, NAME the "

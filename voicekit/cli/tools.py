@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from voicekit.cli.common import CliError, machine_line, source_commit
+from voicekit.cli.common import CliError, HelpFormatter, machine_line, source_commit
 from voicekit.cli.options import _options, _pipeline_args
 
 
@@ -114,7 +114,7 @@ def _tool_parsers(sub) -> None:  # noqa: ANN001
     p = sub.add_parser("eval", help="DER / WER / RTF on the evaluation recordings",
                        description="Run the pipeline on every recording with a reference and print "
                                    "DER (collar 0 and 0.5), speakers found, WER and RTF.",
-                       epilog=EPILOG_EVAL, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       epilog=EPILOG_EVAL, formatter_class=HelpFormatter)
     p.add_argument("--eval-dir", default=str(Path(__file__).resolve().parents[2].parent / "shared" / "eval"),
                    help="folder with index.tsv (default: shared/eval beside the voicekit checkout, "
                         "%(default)s)")

@@ -8,7 +8,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from voicekit.cli.common import CliError, finite_float, warn
+from voicekit.cli.common import CliError, finite_float, HelpFormatter, warn
 
 
 def _library_flag(library: Path) -> str:
@@ -287,7 +287,7 @@ def _voices_parser(sub) -> None:  # noqa: ANN001
     p = sub.add_parser("voices", help="known voices: list, delete or enrol voiceprints (opt-in)",
                        description="The voice library: voiceprints that name speakers in later "
                                    "meetings (--voices). Biometric data: see docs/voiceprints.md.",
-                       epilog=EPILOG_VOICES, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       epilog=EPILOG_VOICES, formatter_class=HelpFormatter)
     vsub = p.add_subparsers(dest="action", required=True)
     for name, help_text, description in (
             ("list", "list the enrolled voices",
