@@ -34,7 +34,7 @@ demo: setup
 # two pytest workers, one test file each at a time (--dist loadfile: a file's module fixtures, the
 # virtual microphone and the PostgreSQL tests stay in one process): the paced microphone and LiveKit
 # tests wait on the clock, so the other worker's CPU-bound tests run meanwhile (on 2 cores: 10.3
-# min against 17.6 min in one process, 2026-12-07)
+# min against 17.6 min in one process, 2026-12-07, on a quiet machine; 11-14 min in later runs)
 test: setup $(PYANNOTE_STAMP)
 	VOICEKIT_PG_DSN=$$(sh ../shared/tools/pg-test.sh start) VOICEKIT_REQUIRE_PG=1 VOICEKIT_REQUIRE_REALTIME=1 VOICEKIT_REQUIRE_PYANNOTE=1 $(PY) -m pytest -q -n 2 --dist loadfile
 

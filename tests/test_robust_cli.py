@@ -572,6 +572,10 @@ def test_eval_writes_the_scored_hypotheses_and_gives_the_true_count(tmp_path, ca
     row = next(line for line in out.splitlines() if line.startswith("| mtg | "))
     assert row.split(" | ")[6] == "3/3/3", row
     assert f"hypothesis RTTMs: {tmp_path / 'hyp'}/<file_id>.rttm" in out
+    # an evaluator's trial took a run with other options for the default's: the footer says them
+    footer = out.splitlines()[-3:]
+    assert footer[0] == "options: --oracle-count", footer
+    assert footer[1].startswith("machine: ") and " load average " in footer[1] and footer[2].startswith("commit: ")
     ref, uem = load_reference(EvalFile("mtg", FALCON, folder / "ref.rttm", folder / "ref.uem", None, 3, "-"), 18.6)
     for name, column in (("mtg.rttm", 2), ("mtg.refined.rttm", 4)):   # live and refined DER c0
         lines = _speaker_lines(tmp_path / "hyp" / name)

@@ -4,6 +4,7 @@ comes from, its checksums)."""
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from voicekit.cli.common import CliError, HelpFormatter, machine_line, source_commit
@@ -45,6 +46,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
                        "--min-speakers and --max-speakers")
     options = _options(args)
     components = Components.load(options)
+    load0 = os.getloadavg()[0]
     results = []
     for f in files:
         err.print(f"[dim]{f.file_id}…[/dim]")
@@ -55,9 +57,28 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.out:
         print(f"\nhypothesis RTTMs: {args.out}/<file_id>.rttm and <file_id>.refined.rttm")
     print()
-    print(machine_line())
+    print(f"options: {_given_options(args)}")
+    print(f"{machine_line()}; load average {load0:.1f} at the start, {os.getloadavg()[0]:.1f} at the end "
+          "(other work on the machine slows the RTF column)")
     print(f"commit: {source_commit()}")
     return 0 if all(r.error is None for r in results) else 1
+
+
+def _given_options(args: argparse.Namespace) -> str:
+    """The options of ``voicekit eval`` that differ from their defaults, as given
+    (``--vad-threshold 0.3, --num-speakers 2``), or ``the defaults``: a pasted table says what
+    produced it (an evaluator's trial took a ``--vad-threshold 0.3`` run for the default's)."""
+    from voicekit.cli import build_parser
+
+    defaults = vars(build_parser().parse_args(["eval"]))
+    skip = {"eval_dir", "files", "out", "func", "command", "debug"}
+    given = []
+    for key, value in vars(args).items():
+        if key in skip or key not in defaults or value == defaults[key]:
+            continue
+        flag = "--" + key.replace("_", "-")
+        given.append(flag if value is True else f"{flag} {' '.join(map(str, value)) if isinstance(value, list) else value}")
+    return ", ".join(given) or "the defaults"
 
 
 def cmd_models(args: argparse.Namespace) -> int:
