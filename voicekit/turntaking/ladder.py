@@ -61,8 +61,9 @@ class DecidedBy(str, Enum):
     SILENCE = "silence"
     """Nobody answers: the T10 floor with no mention nor room address (the room's, or that of
     every member whose speak policy accepts the turn), a short turn right after a member that
-    answers only when addressed, or every member's speak policy refused the turn. (The contract lists five tags; this sixth one names the no-answer
-    outcome instead of overloading ``fallback``.)"""
+    answers only when addressed, or every member's speak policy refused the turn. (The contract
+    lists five tags; this sixth one names the no-answer outcome instead of overloading
+    ``fallback``.)"""
 
     def __str__(self) -> str:
         return self.value

@@ -138,7 +138,7 @@ class Member:
             member answers open turns (T3–T5) while the others wait to be named.
 
     Raises:
-        ValueError: ``floor`` is not one of :class:`Floor`'s values.
+        MembersError: (a ValueError) ``floor`` is not one of :class:`Floor`'s values.
     """
 
     name: str
