@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from _pipeline_support import EVAL, components, needs_eval
+from _pipeline_support import EVAL, components, eval_file, needs_eval
 from voicekit.audio import load_audio
 from voicekit.outputs import (MAX_CUE_LINES, MAX_CUE_SECONDS, MAX_LINE_CHARS, MIN_CUE_SECONDS, format_line,
                               subtitle_cues, to_rttm, to_srt, to_vtt)
@@ -375,6 +375,26 @@ def test_the_evaluation_scores_every_stretch_of_a_uem_and_reads_a_plain_text_tra
                    "m 1 ana 1.6 3.8 And so it begins.\nm 1 ana 12.0 12.5\n", encoding="utf-8")
     read = [reference_text(EvalFile("m", rttm, rttm, None, t, 1, "test")) for t in (plain, stm)]
     assert read == ["And so it begins. This is what a crocodile sounds like."] * 2
+
+
+@needs_eval
+def test_cpwer_scores_words_and_speakers_on_the_samples_reference():
+    """An evaluator's trial: no speaker-attributed WER was measured, though the sample's STM
+    names its speakers. cpWER (meeteval's) of the reference itself under other labels is 0; with
+    every word under one label, Sheila's words are inserted into the stream matched to Diane and
+    deleted from her unmatched one: 2 x Sheila's words / all words."""
+    from voicekit.evaluation import cpwer, normalize_text, reference_segments
+    from voicekit.turns import SpeakerTurn
+
+    rows = reference_segments(eval_file("sample"))
+    assert {r[0] for r in rows} == {"Diane", "Sheila"} and rows == sorted(rows, key=lambda r: r[1])
+    relabelled = [SpeakerTurn({"Diane": "Speaker B", "Sheila": "Speaker A"}[s], text, start, end)
+                  for s, start, end, text in rows]
+    assert cpwer(rows, relabelled) == 0.0
+    words = {name: sum(len(normalize_text(t).split()) for s, _, _, t in rows if s == name) for name in ("Diane", "Sheila")}
+    merged = [t.replace(speaker="Speaker A") for t in relabelled]
+    assert cpwer(rows, merged) == pytest.approx(2 * words["Sheila"] / (words["Diane"] + words["Sheila"]))
+    assert reference_segments(eval_file("test")) is None   # no transcript
 
 
 def test_the_transcript_json_is_strict_json():

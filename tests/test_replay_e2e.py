@@ -15,7 +15,8 @@ import pytest
 
 from _pipeline_support import EVAL, SAMPLE, eval_file, needs_eval
 from voicekit.cli import main
-from voicekit.evaluation import load_reference, reference_text, score_der, turns_to_annotation, wer
+from voicekit.evaluation import (cpwer, load_reference, reference_segments, reference_text, score_der,
+                                 turns_to_annotation, wer)
 from voicekit.outputs import FORMATS, format_line
 from voicekit.store import MeetingStore
 from voicekit.turns import CONTINUOUS_GAP
@@ -50,17 +51,22 @@ def _acceptance(out):
     live, refined = store.turns(), store.turns(refined=True)
     d_live, d_ref = _scores(live), _scores(refined)
     w = wer(reference_text(eval_file("sample")), " ".join(t.text for t in live))
+    rows = reference_segments(eval_file("sample"))
     print(f"sample: live DER c0.5 {100 * d_live.der:.1f}% ({len({t.speaker for t in live})} speakers), "
           f"refined DER c0.5 {100 * d_ref.der:.1f}% ({len({t.speaker for t in refined})} speakers), "
-          f"WER {100 * w:.1f}%")
+          f"WER {100 * w:.1f}%, cpWER live / refined {100 * cpwer(rows, live):.1f} / {100 * cpwer(rows, refined):.1f}%")
     return live, refined, d_live, d_ref, w
 
 
 def test_acceptance_refined_der_and_wer(replayed):
-    _live, refined, _d_live, d_ref, w = _acceptance(replayed)
+    live, refined, _d_live, d_ref, w = _acceptance(replayed)
     assert len({t.speaker for t in refined}) == 2
     assert d_ref.der <= 0.12
     assert w <= 0.15
+    # words and speakers together (no target in the issues; docs/accuracy.md): the refined
+    # transcript's two speakers take the live one's (1 speaker) cpWER far down
+    rows = reference_segments(eval_file("sample"))
+    assert cpwer(rows, refined) < cpwer(rows, live) - 0.2
 
 
 @pytest.mark.xfail(reason="issue 2 target not reached: live output finds 1 speaker on the pyannote "

@@ -10,6 +10,11 @@ Conventions (stated in every table this module prints):
   mean of per-file percentages.
 - WER is jiwer's on text normalised with Whisper's English normaliser (``whisper-normalizer``'s
   ``EnglishTextNormalizer``, a port of openai/whisper's ``normalizers/english.py``).
+- cpWER (concatenated minimum-permutation WER, Watanabe et al., "CHiME-6 Challenge", 2020) is
+  meeteval's (``meeteval.wer.cpwer``) on the same normalised text: each speaker's words joined,
+  hypothesis speakers matched one-to-one to reference speakers to minimise the errors, an
+  unmatched speaker's words all errors. It scores words and who said them together, where a
+  reference transcript names its speakers (an STM file).
 """
 
 from __future__ import annotations
@@ -261,16 +266,52 @@ def reference_text(file: EvalFile) -> str | None:
     sclite's format) gives its texts in time order; any other file is plain text, read whole."""
     if file.transcript is None or not file.transcript.is_file():
         return None
-    text = file.transcript.read_text(encoding="utf-8")
+    rows = reference_segments(file)
+    if rows is None:   # not STM: plain text
+        return " ".join(file.transcript.read_text(encoding="utf-8").split())
+    return " ".join(text for _, _, _, text in rows if text.strip())
+
+
+def reference_segments(file: EvalFile) -> list[tuple[str, float, float, str]] | None:
+    """The speaker-attributed reference of a file: ``(speaker, start, end, text)`` rows of its
+    STM transcript in time order (times in seconds), or None when it has no transcript or a
+    plain-text one (no speakers)."""
+    if file.transcript is None or not file.transcript.is_file():
+        return None
     rows = []
-    for line in text.splitlines():
+    for line in file.transcript.read_text(encoding="utf-8").splitlines():
         if not line.strip() or line.startswith(";;"):
             continue
         parts = line.split(maxsplit=5)
         if len(parts) < 5 or not all(_is_number(x) for x in parts[3:5]):
-            return " ".join(text.split())   # not STM: plain text
-        rows.append((float(parts[3]), parts[5] if len(parts) == 6 else ""))
-    return " ".join(t for _, t in sorted(rows, key=lambda row: row[0]) if t.strip())
+            return None
+        rows.append((parts[2], float(parts[3]), float(parts[4]), parts[5] if len(parts) == 6 else ""))
+    return sorted(rows, key=lambda row: row[1])
+
+
+def cpwer(reference: Sequence[tuple[str, float, float, str]], hypothesis: Sequence[SpeakerTurn]) -> float:
+    """cpWER (meeteval's ``cpwer``) of ``hypothesis`` against ``reference``, as a fraction.
+
+    Args:
+        reference: ``(speaker, start, end, text)`` rows (:func:`reference_segments`).
+        hypothesis: speaker turns; a turn's speaker is its ``speaker`` label.
+
+    Both texts are normalised as for :func:`wer`; a reference without words scores 0 (or 1 when
+    the hypothesis has some). Source: Watanabe et al., "CHiME-6 Challenge: Tackling Multispeaker
+    Speech Recognition for Unsegmented Recordings", 2020; meeteval (von Neumann et al., 2023).
+    """
+    import meeteval
+    from meeteval.io import SegLST
+
+    def seglst(rows):  # noqa: ANN001, ANN202
+        return SegLST([{"session_id": "meeting", "speaker": speaker, "start_time": start, "end_time": end,
+                        "words": normalize_text(text)} for speaker, start, end, text in rows])
+
+    ref = seglst(reference)
+    hyp = seglst((t.speaker, t.start, t.end, t.text) for t in hypothesis)
+    if not any(seg["words"].strip() for seg in ref):
+        return 0.0 if not any(seg["words"].strip() for seg in hyp) else 1.0
+    return float(meeteval.wer.cpwer(ref, hyp)["meeting"].error_rate)
 
 
 def _is_number(text: str) -> bool:
@@ -290,6 +331,8 @@ class FileResult:
         live / refined: ``{collar: DerScore}`` for the live and refined outputs.
         speakers_live / speakers_refined: number of speakers found.
         wer: WER of the transcript, or None without a reference transcript.
+        cpwer_live / cpwer_refined: cpWER of the live and refined turns, or None without a
+            speaker-attributed (STM) reference transcript.
         audio_seconds / processing_seconds: for the real-time factor.
         error: the exception text when the file failed.
     """
@@ -303,6 +346,8 @@ class FileResult:
     audio_seconds: float
     processing_seconds: float
     error: str | None = None
+    cpwer_live: float | None = None
+    cpwer_refined: float | None = None
 
 
 def evaluate_file(file: EvalFile, components, options, *, oracle_count: bool = False,
@@ -345,13 +390,16 @@ def evaluate_file(file: EvalFile, components, options, *, oracle_count: bool = F
         live = {c: score_der(ref, turns_to_annotation(turns, file.file_id), uem, c) for c in COLLARS}
         refined = {c: score_der(ref, turns_to_annotation(refined_turns, file.file_id), uem, c) for c in COLLARS}
         ref_text = reference_text(file)
+        ref_rows = reference_segments(file)
+        cp = None if ref_rows is None else (cpwer(ref_rows, turns), cpwer(ref_rows, refined_turns))
     except Exception as exc:  # noqa: BLE001 - reported in the table
         return FileResult(file, {}, {}, 0, 0, None, 0.0, 0.0, f"{type(exc).__name__}: {exc}")
     hyp_text = " ".join(t.text for t in turns)
     return FileResult(file, live, refined, len({t.speaker for t in turns}),
                       len({t.speaker for t in refined_turns}),
                       None if ref_text is None else wer(ref_text, hyp_text),
-                      result.audio_seconds, result.processing_seconds)
+                      result.audio_seconds, result.processing_seconds,
+                      cpwer_live=None if cp is None else cp[0], cpwer_refined=None if cp is None else cp[1])
 
 
 def refined_view(turns: Sequence[SpeakerTurn], refined: dict[int, list[str]]) -> list[SpeakerTurn]:
@@ -369,11 +417,12 @@ def format_table(results: Sequence[FileResult]) -> str:
     lines = [
         "DER: pyannote.metrics DiarizationErrorRate(skip_overlap=False), file UEM (else [0, duration]); "
         "c0 = collar 0, c0.5 = pyannote collar 0.5 s total (= md-eval 0.25 s per side). "
-        "Pooled = summed errors / summed reference speech. WER: jiwer after Whisper's English normaliser.",
+        "Pooled = summed errors / summed reference speech. WER: jiwer after Whisper's English normaliser; "
+        "cpWER (words and speakers): meeteval's, on the same text, where the transcript names its speakers.",
         "",
         "| file | kind | live DER c0 | live DER c0.5 (FA/miss/conf) | refined DER c0 | refined DER c0.5 (FA/miss/conf) "
-        "| #spk live/refined/true | WER | RTF |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| #spk live/refined/true | WER | RTF | cpWER live/refined |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
 
     def pct(x: float) -> str:
@@ -386,13 +435,14 @@ def format_table(results: Sequence[FileResult]) -> str:
     ok = [r for r in results if r.error is None]
     for r in results:
         if r.error:
-            lines.append(f"| {r.file.file_id} | {r.file.kind} | ERROR: {r.error} | | | | | | |")
+            lines.append(f"| {r.file.file_id} | {r.file.kind} | ERROR: {r.error} | | | | | | | |")
             continue
         lines.append(
             f"| {r.file.file_id} | {r.file.kind} | {pct(r.live[0.0].der)} | {split(r.live[0.5])} | "
             f"{pct(r.refined[0.0].der)} | {split(r.refined[0.5])} | "
             f"{r.speakers_live}/{r.speakers_refined}/{r.file.speakers} | "
-            f"{'-' if r.wer is None else pct(r.wer)} | {r.processing_seconds / max(r.audio_seconds, 1e-9):.3f} |")
+            f"{'-' if r.wer is None else pct(r.wer)} | {r.processing_seconds / max(r.audio_seconds, 1e-9):.3f} | "
+            f"{'-' if r.cpwer_live is None else f'{pct(r.cpwer_live)}/{pct(r.cpwer_refined)}'} |")
     if ok:
         live0, live5 = pool([r.live[0.0] for r in ok]), pool([r.live[0.5] for r in ok])
         ref0, ref5 = pool([r.refined[0.0] for r in ok]), pool([r.refined[0.5] for r in ok])
@@ -405,5 +455,5 @@ def format_table(results: Sequence[FileResult]) -> str:
         files = f"{len(ok)} file{'s' if len(ok) != 1 else ''}"
         lines.append(f"| **pooled ({files})** | | {pct(live0.der)} | {split(live5)} | {pct(ref0.der)} | "
                      f"{split(ref5)} | live/refined exact {exact_l}/{exact_r}, within ±1 {near_l}/{near_r}, "
-                     f"of {len(ok)} | | {proc / audio:.3f} |")
+                     f"of {len(ok)} | | {proc / audio:.3f} | |")
     return "\n".join(lines)
