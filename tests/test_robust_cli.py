@@ -641,6 +641,8 @@ def test_a_help_paragraph_is_filled_to_the_terminal_width_and_its_examples_kept(
     paragraph = out[out.index("Replay a recorded meeting"):].split("\n\n")[0].splitlines()
     assert len(paragraph) >= 4 and max(map(len, paragraph)) <= 58, paragraph
     assert "  voicekit replay meeting.wav --out out/" in out   # the epilog's examples as written
+    epilog = out[out.index("outputs in OUT:"):].splitlines()   # its prose paragraphs are filled too
+    assert len(epilog) > 12 and max(map(len, epilog)) <= 58, epilog
     top = subprocess.run([sys.executable, "-m", "voicekit.cli", "--help"], capture_output=True, text=True,
                          env=env, check=True).stdout
     assert "    voicekit replay meeting.wav --out out/      a recording through the pipeline, live lines" in top

@@ -265,6 +265,8 @@ def test_one_string_is_one_alias_or_participant_not_its_characters():
                               "a name, and a mention must say the whole name, so it would never be named: write "
                               "'Scribe AI' (say what the member is in its instructions)"),
     ("Scribe,", "member 'Scribe,': the name holds ,"),
+    ("Scribe: AI", "member 'Scribe: AI': the name holds :, which"),   # not "reads like a role"
+    ({"name": "Iris", "aliases": "Scribe, Keeper"}, "member 'Iris': aliases: 'Scribe, Keeper' is one string"),
     ({"name": "Elena", "aliases": ["Dr. Park!"]}, "member 'Elena': the alias 'Dr. Park!' holds !, which"),
 ])
 def test_a_name_that_a_mention_could_never_say_is_refused(member, problem):
@@ -282,6 +284,9 @@ def test_a_name_that_a_mention_could_never_say_is_refused(member, problem):
      "members file: the members are a mapping of names (Scribe: …); write them as a list, one '- name: …' item "
      "each: members:, then '  - name: Scribe' and its keys under it"),
     ("Scribe:\n  instructions: Keep the minutes.\n", "m.yaml", "members file: the members are a mapping of names"),
+    ('{"members": {"Iris": {}}}', "m.json", "members file: the members are a mapping of names (Iris: …); write them "
+     "as a list, one '- name: …' item each: members:, then '  - name: Iris' and its keys under it (in JSON: "
+     '"members": [{"name": "Iris", …}])'),
     ("floor: when_addressed\n", "m.yaml", "members file: no 'members' list; a members file is YAML (or JSON), e.g. "
      "'members: [{name: Iris}, {name: Scribe, floor: when_addressed}]' (docs/turn-taking.md shows one with each key)"),
     ("members: Iris\n", "m.yaml", "members file: 'members' must be a list, not str; a members file is YAML"),

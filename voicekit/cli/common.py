@@ -20,14 +20,20 @@ class CliError(Exception):
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """``--help``: a description or epilog written as one paragraph is filled to the terminal's
-    width (a screen-reader trial found a 287-character line at 60 columns); one written over
-    several lines (a list of commands, examples in columns) is kept as it is written."""
+    """``--help``: each paragraph of a description or epilog (paragraphs are split by a blank
+    line) that is prose, no line of it indented, is filled to the terminal's width (a
+    screen-reader trial found a 287-character line at 60 columns); a paragraph with indented
+    lines (examples, a list of commands, a table) is kept as it is written."""
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
-        if "\n" not in text.strip():
-            return argparse.HelpFormatter._fill_text(self, text, width, indent)
-        return super()._fill_text(text, width, indent)
+        out = []
+        for paragraph in text.split("\n\n"):
+            lines = paragraph.splitlines()
+            if lines and not any(line[:1].isspace() for line in lines):
+                out.append(argparse.HelpFormatter._fill_text(self, paragraph, width, indent))
+            else:
+                out.append(super()._fill_text(paragraph, width, indent))
+        return "\n\n".join(out)
 
 
 def finite_float(text: str) -> float:

@@ -360,8 +360,9 @@ def _replay_parser(sub) -> None:  # noqa: ANN001
                         "recording's file name without its extension: each recording a folder of its own)")
     p.add_argument("--stem", default=None, help="output file stem (default: the recording's name)")
     p.add_argument("--quiet", action="store_true",
-                   help="a progress bar instead of live lines (in a log, where stderr is no terminal: a "
-                        "line every 5 minutes of audio; --session local then only writes its log; "
+                   help="a progress bar instead of live lines (in a log, where stderr is no terminal, "
+                        "and on a TERM=dumb terminal: a line every 5 minutes of audio; --session local "
+                        "then only writes its log; "
                         "--explain still prints each turn with its decision)")
     p.add_argument("--realtime", action="store_true", help="pace the replay at 1x, exactly as live capture")
     p.add_argument("--refine", action="store_true",

@@ -20,7 +20,8 @@ per recording (paths relative to the folder; "-" for none):
 
 file_id is the second field of the RTTM's SPEAKER lines (SPEAKER mtg1 1 12.30 2.10 <NA> <NA> ana
 <NA> <NA>); the UEM (a line "file_id 1 start end" per stretch) limits scoring to its stretches;
-the transcript (plain text, or STM: "file_id 1 speaker start end text" lines) adds WER; speakers
+the transcript (plain text, or STM: "file_id 1 speaker start end text" lines) adds WER, and an STM,
+which names the speakers, cpWER (words and speakers together, docs/accuracy.md); speakers
 is the true count (--oracle-count gives it to the diarizer). Then: voicekit eval --eval-dir FOLDER
 
 to score the hypotheses with another tool (md-eval, dscore), --out DIR writes each file's

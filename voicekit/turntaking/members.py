@@ -194,6 +194,7 @@ class RoomConfig:
 # punctuation that a transcript never holds inside a spoken name (a name word may end in "." as in
 # "Dr. Park", and hold ' or - as in "O'Neil", "Jean-Luc")
 _UNSAID = frozenset(',;:!?()[]{}<>"“”«»')
+_RANK = re.compile(r"\(\d+\)\s*$")   # attribution's rank of a second person of a name, "Iris (2)"
 
 
 def _floor(value: Any, where: str) -> Floor:
@@ -231,6 +232,15 @@ def validate_members(members: Sequence[Member]) -> tuple[Member, ...]:
                             f"not {type(m).__name__} {m!r}")
     seen: list[tuple[str, int]] = []   # (a call name, the index of its member)
     for i, m in enumerate(members):
+        for n in m.call_names:   # first: "Scribe: AI" is refused for its colon, not as a role
+            unsaid = sorted(set(n) & _UNSAID)
+            if unsaid and not _RANK.search(n):   # "Iris (2)" is refused below, as a rank
+                what = "name" if n == m.name else f"alias {n!r}"
+                plain = " ".join(re.sub(f"[{re.escape(''.join(_UNSAID))}]", " ", n).split())
+                fix = f"write {plain!r} (say what the member is in its instructions)" if plain else "use words"
+                raise MembersError(f"member {m.name!r}: the {what} holds {' '.join(unsaid)}, which speech-to-text "
+                                   f"does not write inside a name, and a mention must say the whole {what.split()[0]}, "
+                                   f"so it would never be named: {fix}")
         if label_read_in(m.name) is not None:   # "Speaker B", "Spеaker B", "SPEAKER_01"; not "Speaker Bob"
             raise MembersError(f"member {m.name!r}: the name reads like the diarization label of a person in "
                                "the room (Speaker A, Speaker B…), which the transcript and --explain show beside "
@@ -243,14 +253,6 @@ def validate_members(members: Sequence[Member]) -> tuple[Member, ...]:
         for n in m.call_names:
             if not n or not n.strip():
                 raise MembersError(f"member {m.name!r}: empty name or alias")
-            unsaid = sorted(set(n) & _UNSAID)
-            if unsaid:
-                what = "name" if n == m.name else f"alias {n!r}"
-                plain = " ".join(re.sub(f"[{re.escape(''.join(_UNSAID))}]", " ", n).split())
-                fix = f"write {plain!r} (say what the member is in its instructions)" if plain else "use words"
-                raise MembersError(f"member {m.name!r}: the {what} holds {' '.join(unsaid)}, which speech-to-text "
-                                   f"does not write inside a name, and a mention must say the whole {what.split()[0]}, "
-                                   f"so it would never be named: {fix}")
             for other, j in seen:
                 if j == i:
                     continue
@@ -364,7 +366,8 @@ def parse_members(data: Any) -> RoomConfig:
         # "members: {Scribe: {instructions: …}}", or the same without "members:"
         first = next(iter(by_name))
         raise MembersError(f"members file: the members are a mapping of names ({first}: …); write them as a list, "
-                           f"one '- name: …' item each: members:, then '  - name: {first}' and its keys under it")
+                           f"one '- name: …' item each: members:, then '  - name: {first}' and its keys under it "
+                           f"(in JSON: \"members\": [{{\"name\": \"{first}\", …}}])")
     _check_keys(data, _ROOM_KEYS, "members file")
     raw_members = data.get("members")
     if raw_members is None:
