@@ -20,6 +20,7 @@ Conventions (stated in every table this module prints):
 from __future__ import annotations
 
 import csv
+import functools
 import unicodedata
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -230,9 +231,16 @@ def pool(scores: Sequence[DerScore]) -> DerScore:
 
 def normalize_text(text: str) -> str:
     """Whisper's English text normalisation (``whisper_normalizer.english.EnglishTextNormalizer``)."""
+    return _normalizer()(text)
+
+
+@functools.lru_cache(maxsize=1)
+def _normalizer():  # noqa: ANN202
+    """One ``EnglishTextNormalizer`` (it reads its spelling table when made): cpWER normalises
+    every segment."""
     from whisper_normalizer.english import EnglishTextNormalizer
 
-    return EnglishTextNormalizer()(text)
+    return EnglishTextNormalizer()
 
 
 def wer(reference: str, hypothesis: str) -> float:

@@ -31,8 +31,8 @@ from typing import NoReturn
 
 from voicekit import __version__
 from voicekit.cli.capture import _capture_parsers
-from voicekit.cli.common import (CliError, HelpFormatter, _ReaderWatch, _release_meeting_dirs, _silence_stdout, _StderrGuard,
-                                 machine_line, source_commit)
+from voicekit.cli.common import (CliError, HelpFormatter, _ReaderWatch, _release_meeting_dirs, _silence_stream,
+                                 _StderrGuard, machine_line, source_commit)
 from voicekit.cli.export import _export_parser
 from voicekit.cli.decisions import speak_decisions
 from voicekit.cli.replay import _replay_parser
@@ -210,7 +210,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:  # Ctrl-C outside a meeting's own handling (loading models, eval…)
         return fail("interrupted", 130)
     except BrokenPipeError:  # `voicekit export out/ | head -1`: the reader has what it wanted
-        _silence_stdout()   # stdout's buffer cannot be flushed at exit any more
+        _silence_stream(sys.stdout)   # stdout's buffer cannot be flushed at exit any more
         return _ReaderWatch.PIPE_EXIT_CODE
     except OSError as exc:  # a file or directory the command needed
         where = f" ({exc.filename})" if exc.filename else ""

@@ -202,13 +202,13 @@ class _GracefulStop:
             signal.signal(s, h)
 
 
-def _silence_stdout(stream=None) -> None:  # noqa: ANN001 - a text stream
-    """Point the file descriptor of ``stream`` (default: sys.stdout) at /dev/null: what is still
+def _silence_stream(stream) -> None:  # noqa: ANN001 - a text stream
+    """Point the file descriptor of ``stream`` (sys.stdout, sys.stderr) at /dev/null: what is still
     buffered for a reader that went away can be flushed at exit without another BrokenPipeError,
     as the Python docs advise (signal module, "Note on SIGPIPE"). Does nothing where the stream
     is no file (a test's capture)."""
     try:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), (stream or sys.stdout).fileno())
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
     except (OSError, ValueError, AttributeError):   # io.UnsupportedOperation is an OSError
         pass
 
@@ -258,7 +258,7 @@ class _GuardedStream:
             if self.error is not None:
                 return
             self.error = exc
-        _silence_stdout(self._stream)   # what is still buffered can be flushed at exit
+        _silence_stream(self._stream)   # what is still buffered can be flushed at exit
         self._failed(exc)
 
     def _failed(self, exc: OSError) -> None:
@@ -279,7 +279,7 @@ class _ReaderWatch(_GuardedStream):
     """sys.stdout for the length of a meeting command, watched for the live lines' destination
     failing: its reader going away (``voicekit replay talk.wav | head -1``, BrokenPipeError) or
     any other write error (``> /dev/full``, a full disk: OSError). The first failed write or
-    flush silences stdout (:func:`_silence_stdout`), says so on stderr in one line and calls
+    flush silences stdout (:func:`_silence_stream`), says so on stderr in one line and calls
     :attr:`on_gone` once, a stop like the first Ctrl-C: the utterances heard so far are committed
     and the outputs written, where an unwatched write would end the command inside the pipeline
     (rich exits with status 1 on a broken pipe) or log a traceback per turn. The command then

@@ -304,13 +304,11 @@ def _progress_updater(progress, task, total: float, err):  # noqa: ANN001, ANN20
     in a log (nohup, cron, a file) or on a ``TERM=dumb`` terminal, where the bar is off, one line every
     :data:`LOG_PROGRESS_EVERY` seconds of audio (a trial's 74 min replay printed nothing for 6
     minutes): ``heard 0:05:00 of 1:13:37 (7%) in 0:00:41, about 0:09:20 left``."""
-    import time
-
-    t0, next_line = time.monotonic(), [LOG_PROGRESS_EVERY]
+    t0, next_line, bar = time.monotonic(), [LOG_PROGRESS_EVERY], _bar(err)
 
     def update(seconds: float) -> None:
         progress.update(task, completed=seconds, heard=_hms(seconds))
-        if _bar(err) or seconds < next_line[0] or seconds >= total:
+        if bar or seconds < next_line[0] or seconds >= total:
             return
         next_line[0] += LOG_PROGRESS_EVERY
         took = time.monotonic() - t0

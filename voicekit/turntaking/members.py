@@ -198,7 +198,7 @@ _RANK = re.compile(r"\(\d+\)\s*$")   # attribution's rank of a second person of 
 
 
 def _floor(value: Any, where: str) -> Floor:
-    """``value`` as a :class:`Floor`; ``ValueError`` (a :class:`MembersError`) naming the values."""
+    """``value`` as a :class:`Floor`; :class:`MembersError` (a ValueError) naming the values."""
     try:
         return Floor(value if isinstance(value, Floor) else str(value))
     except ValueError:

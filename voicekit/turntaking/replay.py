@@ -158,9 +158,9 @@ def summarize_steps(steps: Sequence[ReplayStep], members: Sequence[Member] = ())
     if excluded:
         line += f"; excluded by speak policy: {_counts(excluded)}"
     spoke = list(dict.fromkeys(step.label.name.strip() for step in steps if step.label.name))
+    heard = {unicodedata.normalize("NFC", s) for s in spoke}
     unheard = [f"{name} ({m.name})" for m in members if isinstance(m.speak_policy, AnswerOnly)
-               for name in sorted(m.speak_policy.names)
-               if name not in {unicodedata.normalize("NFC", s) for s in spoke}]
+               for name in sorted(m.speak_policy.names) if name not in heard]
     if steps and unheard:
         line += f"; answer_only names nobody who spoke: {', '.join(unheard)}; the speakers: {', '.join(spoke) or 'none named'}"
     return line
