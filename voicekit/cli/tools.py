@@ -135,7 +135,8 @@ def cmd_models(args: argparse.Namespace) -> int:
 def _tool_parsers(sub) -> None:  # noqa: ANN001
     p = sub.add_parser("eval", help="DER / WER / RTF on the evaluation recordings",
                        description="Run the pipeline on every recording with a reference and print "
-                                   "DER (collar 0 and 0.5), speakers found, WER and RTF.",
+                                   "DER (collar 0 and 0.5), speakers found, WER, RTF and, where the transcript names its "
+                                   "speakers, cpWER.",
                        epilog=EPILOG_EVAL, formatter_class=HelpFormatter)
     p.add_argument("--eval-dir", default=str(Path(__file__).resolve().parents[2].parent / "shared" / "eval"),
                    help="folder with index.tsv (default: shared/eval beside the voicekit checkout, "
