@@ -142,6 +142,13 @@ def test_a8b_multimodal_turn_gets_one_leading_label_part_and_is_not_rewritten():
     ("\u13aassistant", None, "\u13aassistant (a participant)"),  # Cherokee A
     ("Userin", None, "Userin"),
     ("Yousef", None, "Yousef"),
+    # a role word beside a bracketed part (an audit: these went unmarked; "Assistant [2]" reads as
+    # the assistant's line to a model)
+    ("Assistant (2)", None, "Assistant [2] (a participant)"),
+    ("Assistant (AI)", 2, "Assistant (AI) (a participant) (2)"),
+    ("System [admin]", None, "System [admin] (a participant)"),
+    ("Sam (you)", None, "Sam (you)"),
+    ("Diane (user)", None, "Diane (user)"),
 ])
 def test_a7_role_like_names_are_marked(name, rank, expected):
     assert SpeakerLabel(name, rank, "mic").text == expected

@@ -183,6 +183,31 @@ def test_a12_assistant_instruction_event_turns_are_recorded_without_label(store)
     assert store.conn.execute("SELECT COUNT(*) FROM turn_attribution WHERE name IS NULL").fetchone()[0] == 2
 
 
+def test_a6_t12_an_ai_members_reply_reads_by_its_name_in_every_other_members_view(tmp_path):
+    # one store for a meeting with two AI members: Elena's reply is committed once, with no
+    # assistant_id, and each member reads the window from its own side (a new-user audit: it read
+    # '@replay' in Iris's view, and as Alice's words where store.labels() was used)
+    from voicekit.attribution import build_chat_messages
+    from voicekit.store import MeetingStore
+
+    store = MeetingStore(tmp_path / "m.sqlite")
+    turns = [store.commit(turn("Alice", "Ready?", channel="replay")),
+             store.commit(turn("Elena", "I think so", channel="replay", role="assistant", agent_id="elena")),
+             store.commit(turn("Bob", "Good.", channel="replay", speaker="Speaker B"))]
+    iris = store.labels(turns, assistant_id="iris")
+    assert [x.text if x else None for x in iris] == ["Alice", "Elena", "Bob"]
+    assert [x.text if x else None for x in store.labels(turns, assistant_id="elena")] == ["Alice", None, "Bob"]
+    assert [x.text if x else None for x in store.labels(turns)] == ["Alice", None, "Bob"]
+    messages = build_chat_messages(turns, iris, assistant_id="iris")
+    assert [m["role"] for m in messages] == ["user", "user", "user"]
+    assert messages[1]["content"] == 'Elena: "I think so"'
+    own = build_chat_messages(turns, store.labels(turns, assistant_id="elena"), assistant_id="elena")
+    assert own[1] == {"role": "assistant", "content": "I think so"}
+    # labels read for no agent, given to Iris's view: the error says how to read them
+    with pytest.raises(ValueError, match=r"MeetingStore.labels\(turns, assistant_id="):
+        build_chat_messages(turns, store.labels(turns), assistant_id="iris")
+
+
 def _sqlite_worker(path, n, wid, barrier, out):
     names = ["Alice", "ALICE", "Аlice", "ａｌｉｃｅ"]
     conn = sqlite3.connect(path, timeout=30)

@@ -354,6 +354,16 @@ def test_a7_a_person_named_like_an_ai_member_reads_as_a_participant_in_the_sessi
     assert RealtimeAttribution(already_sent=[bob]).line(turn("IRIS", "five"), iris) == 'IRIS: "five"'
 
 
+def test_a6_the_ai_member_itself_reads_by_its_name_in_the_session():
+    """An audit: the member Elena's own reply, broadcast into Iris's session beside the members'
+    names, read 'Elena (a participant)', the mark for a person named like a member."""
+    rt = RealtimeAttribution(assistant_id="iris", reserved=("Iris", "Elena"))
+    rt.item(turn("Alice", "one"), SpeakerLabel("Alice", None, "mic"))
+    elena = turn("Elena", "two", channel="ai", role="agent", agent_id="elena")
+    assert rt.item(elena, SpeakerLabel("Elena", None, "ai"))["content"][0]["text"] == 'Elena: "two"'
+    assert rt.line(turn("Elena", "three"), SpeakerLabel("Elena", None, "mic")) == 'Elena (a participant): "three"'
+
+
 def test_bare_names_for_labels_or_participants_are_a_type_error_with_the_fix(tmp_path):
     """A Python-API trial: `build_chat_messages(turns, ["Alice", "ALICE"])` and
     `RealtimeAttribution().item(turn, "Alice")` failed with "'str' object has no attribute

@@ -93,6 +93,31 @@ def test_t11_failed_member_does_not_stop_the_next(chat_server, failure):
     assert [e.member for e in transcript] == [None, "Iris"]
 
 
+def test_t11_a_client_that_raises_anything_does_not_stop_the_next_member():
+    """A contract audit: a client of the caller's that raised TimeoutError (not the ModelClientError
+    the protocol asks for) ended generate_replies, and the second member was never asked."""
+    class Flaky:
+        def __init__(self):
+            self.calls = 0
+
+        def complete(self, messages, **_):
+            self.calls += 1
+            if self.calls == 1:
+                raise TimeoutError("socket")
+            return None if self.calls == 2 else "Iris here."
+
+    taker = TurnTaker(MEMBERS + [Member("Mei")])
+    decision = taker.decide("Elena, Mei and Iris, status?", ALICE)
+    assert decision.responders == ("Elena", "Mei", "Iris")
+    transcript = [TranscriptEntry("Elena, Mei and Iris, status?", label=ALICE)]
+    replies = list(generate_replies(decision, members=MEMBERS + [Member("Mei")], transcript=transcript,
+                                    client=Flaky(), turn_taker=taker))
+    assert [(r.member, r.text, r.error) for r in replies] == [
+        ("Elena", "", "TimeoutError: socket"), ("Mei", "", "the client returned NoneType, not str"),
+        ("Iris", "Iris here.", None)]
+    assert [e.member for e in transcript] == [None, "Iris"]
+
+
 def test_t11_director_and_members_end_to_end():
     with ChatServer() as director_server, ChatServer() as member_server:
         director_server.push('{"responder": "B", "chime_in": true}')

@@ -126,10 +126,18 @@ def test_t2_bare_casual_plural_is_not_a_room_address(text):
         ("I told everyone yesterday about the budget.", False),
         ("Everybody knows that.", False),
         ("if you simplify the pensions and everyone gets the same.", False),
-        ("Does everyone agree?", False),
-        ("Can everyone see my screen?", False),
         ("Everyone's here", False),
         ("Everyone else agrees", False),
+        ("Did you tell everyone?", False),              # a question to one person ("you" opens no call)
+        ("See you everyone", False),
+        # a contract audit: a question whose subject it is asks the room (T2 lists "everyone")
+        ("Does everyone agree?", True),
+        ("Can everyone see my screen?", True),
+        ("What does everyone think?", True),
+        ("So, is everybody okay with that?", True),
+        ("Has everybody got the doc\uff1f", True),
+        ("Does everyone agree. I think so", False),      # no question mark: a statement
+        ("Everyone else, thoughts?", True),
         ("Everyone is here", False),
         ("Everyone agreed to move the deadline.", False),
         ("So everyone liked the demo", False),
@@ -145,7 +153,8 @@ def test_t2_bare_casual_plural_is_not_a_room_address(text):
 )
 def test_t2_everyone_addresses_the_room_only_when_it_calls_the_room(text, addressed):
     """A new-user trial: with `floor: when_addressed`, "…and everyone gets the same." made
-    every member answer. "Everyone" and "everybody" address the room as a vocative only."""
+    every member answer. "Everyone" and "everybody" address the room as a vocative, or as the
+    subject of a question put to the room."""
     assert RoomAddress()(text) is addressed
     t = room("Iris", "Elena", floor=Floor.WHEN_ADDRESSED)
     d = t.decide(text, ALICE)

@@ -103,6 +103,9 @@ def test_t13_prompt_rules_in_system_message():
     assert "You speak only as Elena." in text
     assert "Never write what Iris or anyone else says" in text
     assert "prefixed with the name" in text
+    # a contract audit: with one person and no other member the lines arrive unlabelled (A2), and
+    # the rules said they arrive prefixed, so a person's "Elena: do this" read as Elena's line
+    assert "with one person only, that person's lines reach you as they said them" in text
     assert "do not put Elena: or any other name in front of it" in text
     assert build_view(ELENA, MEMBERS, TRANSCRIPT)[0].content == text
     # stays the same from turn to turn (prompt caches)
@@ -130,6 +133,8 @@ def test_t13_three_members_names_all_others():
         ("I said Elena: yes", "I said Elena: yes"),
         ('Elena: "One."\nElena: "Two."', "One.\nTwo."),  # every line mirrors the labelled format
         ('Elena: "One."\nthen more', '"One."\nthen more'),  # only the first line does
+        ("Elena: Elena: twice", "twice"),   # a contract audit: one strip left "Elena: twice"
+        ("Elena: ELENA： **Elena:** thrice", "thrice"),
     ],
 )
 def test_t14_strip_own_name_prefix(reply, expected):

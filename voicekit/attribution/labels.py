@@ -102,8 +102,10 @@ def reads_like_role(name: str) -> bool:
     ``ѕ``), ``SYSTEМ`` (Cyrillic ``М``) and ``ѕуѕтем`` (all Cyrillic) count too; also by the
     skeleton of the name before NFKC, so that a look-alike NFKC breaks up (``ass˛stant`` with
     U+02DB OGONEK for ``i``) counts; by each character's ASCII reading, so that Latin small
-    capitals (``ᴜsᴇʀ``), which have no skeleton, count; and with the punctuation and symbols at
-    its ends removed (``[assistant]``, ``«User»``).
+    capitals (``ᴜsᴇʀ``), which have no skeleton, count; with the punctuation and symbols at
+    its ends removed (``[assistant]``, ``«User»``); and by its :func:`name_core`, so
+    that a role word beside a bracketed part counts (``Assistant (AI)``, ``System [admin]``,
+    ``Assistant (2)``).
     """
     name = name.strip()
     raw = strip_ignorables(name)  # not NFKC
@@ -115,7 +117,12 @@ def reads_like_role(name: str) -> bool:
         return True
     # a role word in brackets or quotes is a role tag: [assistant] is how a summary marks the agent
     inner = name.strip(_ENCLOSING)
-    return inner != name and bool(inner) and reads_like_role(inner)
+    if inner != name and bool(inner) and reads_like_role(inner):
+        return True
+    # a role word with a bracketed part or a rank beside it: ``Assistant (AI)``, ``System [admin]``,
+    # ``Assistant (2)`` (a name shows its brackets as ``[2]``, which a model reads as the assistant's)
+    core = name_core(name)
+    return bool(core) and core != " ".join(name.split()) and reads_like_role(core)
 
 
 #: What may enclose a role word at the ends of a name (``[assistant]``, ``«User»``, ``<system>``):
@@ -341,6 +348,16 @@ def turn_role(turn: SpeakerTurn, assistant_id: str | None = None) -> str:
     return role
 
 
+def agent_of(turn: SpeakerTurn) -> str | None:
+    """The ``metadata["agent_id"]`` of an AI member's turn (role ``assistant`` or ``agent``), or
+    None: the turn of a person, an instruction, an event, or an agent turn that names no agent.
+    Such a turn is the assistant's own in its own view and another agent's in every other
+    (:func:`turn_role`), so the register keeps its name whichever view commits it."""
+    if str(turn.metadata.get(ROLE_KEY) or PERSON) not in (ASSISTANT, AGENT):
+        return None
+    return _meta_str(turn, "agent_id")
+
+
 def is_speaker_turn(role: str) -> bool:
     """True for the roles that carry a label and count as speakers (people and other agents)."""
     return role in (PERSON, AGENT)
@@ -403,7 +420,8 @@ def source_key(turn: SpeakerTurn, participants: Iterable[Participant] = ()) -> s
 
     ``metadata["source_id"]`` when set; else the participant that :func:`find_participant`
     returns; else a resolved identity; else the participant id on its channel; else the
-    pipeline speaker on its channel.
+    pipeline speaker on its channel. An AI member's turn that names its agent (:func:`agent_of`)
+    and no participant is that agent's, on any channel.
     """
     explicit = _meta_str(turn, "source_id")
     if explicit is not None:
@@ -411,6 +429,9 @@ def source_key(turn: SpeakerTurn, participants: Iterable[Participant] = ()) -> s
     p = find_participant(turn, participants)
     if p is not None:
         return p.source_key
+    agent = agent_of(turn)
+    if agent is not None:
+        return "agent:" + agent
     ident = _meta_str(turn, "identity_id")
     if ident is not None:
         return "identity:" + ident
@@ -460,6 +481,6 @@ def check_participants(participants: Iterable[Any]) -> None:
 __all__ = [
     "OTHER_QUOTE_MARKS", "replace_quote_marks", "quote_line", "label_lines", "reads_like_role",
     "display_name", "SpeakerLabel", "Participant", "ROLE_KEY", "PERSON", "ASSISTANT", "AGENT",
-    "INSTRUCTION", "EVENT", "turn_role", "is_speaker_turn", "find_participant", "resolve_name",
+    "INSTRUCTION", "EVENT", "turn_role", "agent_of", "is_speaker_turn", "find_participant", "resolve_name",
     "source_key", "distinct_speakers", "check_label", "check_labels", "check_participants",
 ]

@@ -38,6 +38,7 @@ from voicekit.attribution._unicode import name_keys
 from voicekit.attribution.labels import (
     Participant,
     SpeakerLabel,
+    agent_of,
     check_participants,
     display_name,
     find_participant,
@@ -317,7 +318,10 @@ class AuthorRegister:
 
         Returns:
             The label fixed for the turn, or None for a turn that carries no label (the
-            assistant's own, an application instruction, a runtime event).
+            assistant's own, an application instruction, a runtime event). An AI member's turn
+            that names its agent (``metadata["agent_id"]``) is recorded with its name and rank
+            also where it is the assistant's own, so that every other member's view reads it by
+            that name (:meth:`labels_for` with their ``assistant_id``).
 
         Raises:
             RuntimeError: outside a transaction.
@@ -332,21 +336,24 @@ class AuthorRegister:
         salt, roster = self._salt(conn, create=True)
         assert salt is not None
         self._sync_roster(conn, salt, roster, participants)
-        if not is_speaker_turn(role):
+        speaking = is_speaker_turn(role)
+        if not speaking and agent_of(turn) is None:
             src = self._digest(salt, b"source", "role:" + role)
             self._store(conn, turn_id, None, None, src)
             return None
+        # an AI member's turn is named and ranked whichever view commits it: it is another agent's
+        # in every other member's view (A6: an AI member that has a name reads by its name)
         src = self._digest(salt, b"source", source_key(turn, participants))
         name = resolve_name(turn, participants)
         if name is None:
             self._store(conn, turn_id, None, None, src)
-            return SpeakerLabel(None, None, turn.channel)
+            return SpeakerLabel(None, None, turn.channel) if speaking else None
         p = find_participant(turn, participants)
         registered = bool(p is not None and p.registered and p.display_name
                           and source_key(turn, participants) == p.source_key)
         rank = self._rank(conn, salt, name, src, registered)
         self._store(conn, turn_id, name, rank, src)
-        return SpeakerLabel(name, None if rank == 1 else rank, turn.channel)
+        return SpeakerLabel(name, None if rank == 1 else rank, turn.channel) if speaking else None
 
     def _store(self, conn: Any, turn_id: int, name: str | None, rank: int | None, src: bytes) -> None:
         self._exec(conn, "INSERT INTO turn_attribution (turn_id, meeting_id, name, rank, source_digest) "

@@ -6,9 +6,11 @@ import copy
 from typing import Any, Iterable, Sequence
 
 from voicekit.attribution.labels import (
+    AGENT,
     ASSISTANT,
     EVENT,
     INSTRUCTION,
+    PERSON,
     Participant,
     SpeakerLabel,
     check_label,
@@ -143,7 +145,7 @@ def build_chat_messages(turns: Sequence[SpeakerTurn],
             continue
         if on:
             if lab is None:
-                raise ValueError(f"turn {t.turn_id!r} of role {role!r} has no label")
+                raise ValueError(_no_label(t, role))
             if isinstance(content, list):
                 content = [{"type": "text", "text": f"{lab.text}:"}] + content
             else:
@@ -161,6 +163,16 @@ def build_chat_messages(turns: Sequence[SpeakerTurn],
             else:
                 m["content"] = m["content"] + "\n\n" + RUNTIME_NOTE
     return messages
+
+
+def _no_label(turn: SpeakerTurn, role: str) -> str:
+    """The error for a speaker turn given no label, with the fix where it is another agent's turn
+    read without the viewing agent's ``assistant_id``."""
+    text = f"turn {turn.turn_id!r} of role {role!r} has no label"
+    if role == AGENT:
+        text += ("; read the labels as this agent reads them: "
+                 "MeetingStore.labels(turns, assistant_id=...) with the same assistant_id")
+    return text
 
 
 class RealtimeAttribution:
@@ -218,11 +230,12 @@ class RealtimeAttribution:
             return {"type": "message", "role": "system",
                     "content": [{"type": "input_text", "text": text}]}
         if label is None:
-            raise ValueError(f"turn {turn.turn_id!r} of role {role!r} has no label")
+            raise ValueError(_no_label(turn, role))
         self._speakers.add(label.speaker_key)
         if len(self._speakers) >= 2:
             self.labelled = True
-        text = label.text_beside(self.reserved)
+        # a person named like a member reads "Iris (a participant)"; a member reads by its name (A6)
+        text = label.text_beside(self.reserved) if role == PERSON else label.text
         if not self.labelled:
             content = unlabelled_content(turn)
             self._bare = (self._bare[0] + 1, text)

@@ -347,9 +347,13 @@ class MeetingStore:
             raise self._write_error(exc) from exc
         return committed
 
-    def labels(self, turns: Sequence[SpeakerTurn], participants: Sequence[Participant] = ()):
-        """The attribution label of each turn as committed (``SpeakerLabel`` or None)."""
-        return self.register.labels_for(self.conn, turns, participants)
+    def labels(self, turns: Sequence[SpeakerTurn], participants: Sequence[Participant] = (), *,
+               assistant_id: str | None = None):
+        """The attribution label of each turn as committed (``SpeakerLabel`` or None), as the
+        agent ``assistant_id`` reads them: its own turns give None, another AI member's turn
+        (``metadata["agent_id"]``) its name (``turn_role``; a meeting with several AI members
+        asks once per member). Without it, ``assistant``-role turns give None."""
+        return self.register.labels_for(self.conn, turns, participants, assistant_id=assistant_id)
 
     def set_speaker_names(self, names: dict[str, str]) -> None:
         """Record persistent renames (speaker label -> name).

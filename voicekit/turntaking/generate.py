@@ -68,7 +68,8 @@ def generate_replies(
         max_tokens, temperature, timeout_s: passed to each call (None: client defaults).
 
     Yields:
-        :class:`MemberReply` per responder. A failed call (or an empty reply) yields a reply with
+        :class:`MemberReply` per responder. A failed call (any exception of the client, not only
+        ``ModelClientError``), a reply that is not a ``str`` or an empty one yields a reply with
         ``error`` set and empty text, is not appended, and does not stop the next member.
 
     Raises:
@@ -84,12 +85,20 @@ def generate_replies(
             raw = member_client.complete(
                 messages, max_tokens=max_tokens, temperature=temperature, timeout_s=timeout_s
             )
-        except ModelClientError as exc:
+        except Exception as exc:   # a client of the caller's may raise anything: the next member still answers
             latency = time.perf_counter() - t0
-            log.warning("member %s: reply failed: %s", name, exc)
+            if isinstance(exc, ModelClientError):
+                log.warning("member %s: reply failed: %s", name, exc)
+            else:
+                log.warning("member %s: reply failed: %s: %s (a ModelClient raises ModelClientError or "
+                            "ModelTimeoutError)", name, type(exc).__name__, exc)
             yield MemberReply(name, "", "", latency, f"{type(exc).__name__}: {exc}")
             continue
         latency = time.perf_counter() - t0
+        if not isinstance(raw, str):
+            log.warning("member %s: the client returned %s, not the reply's text", name, type(raw).__name__)
+            yield MemberReply(name, "", "", latency, f"the client returned {type(raw).__name__}, not str")
+            continue
         text = strip_own_name(raw, name, member.aliases).strip()
         if not text:
             yield MemberReply(name, "", raw, latency, "empty reply")

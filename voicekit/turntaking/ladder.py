@@ -248,18 +248,36 @@ Casual plurals count only with a "you" attached: "you guys", never a bare "guys"
 DEFAULT_ROOM_VOCATIVES: tuple[str, ...] = ("everyone", "everybody")
 """Words that address the whole room only when the room is called by them (a vocative:
 "Everyone, quick status?", "Thanks everyone.", "What do you think, everybody?", "Everybody
-listen"), not when they are a sentence's subject or object ("I told everyone yesterday",
-"Everybody knows that", "Does everyone agree?"): see :class:`RoomAddress`."""
+listen") or asked a question ("Does everyone agree?", "What does everyone think?"), not when they
+are a statement's subject or object ("I told everyone yesterday", "Everybody knows that"): see
+:class:`RoomAddress`."""
 
 _VOCATIVE_OPENERS = frozenset((
-    "hi", "hello", "hey", "morning", "afternoon", "evening", "welcome", "thanks", "thank", "you",
+    "hi", "hello", "hey", "morning", "afternoon", "evening", "welcome", "thanks", "thank",
     "okay", "ok", "alright", "right", "so", "well", "now", "sorry", "please", "yes", "yeah", "no",
 ))
 """Words that may open the clause a vocative stands in without a comma ("Hi everyone", "Thank
-you very much everyone", "Okay everybody let's start"): one of them among the at most
+you very much everyone", "Okay everybody let's start"; not "you": "Did you tell everyone?"): one
+of them among the at most
 :data:`_OPENER_WORDS` words between the last punctuation mark and the vocative."""
 
 _OPENER_WORDS = 4
+
+_QUESTION_AUXILIARIES = frozenset((
+    "do", "does", "did", "is", "are", "was", "were", "has", "have", "had", "can", "could", "will",
+    "would", "shall", "should", "may", "might", "must",
+))
+"""Auxiliaries before which a vocative word is the subject of a question put to the room: "Does
+everyone agree?", "What does everyone think?", "Can everybody see my screen?"."""
+
+_QUESTION_OPENERS = frozenset((
+    "what", "how", "why", "when", "where", "which", "so", "and", "okay", "ok", "well", "now", "then",
+    "alright", "right",
+))
+"""Words that may stand before :data:`_QUESTION_AUXILIARIES` in such a question ("So what does
+everyone think?")."""
+
+_SENTENCE_END = regex.compile(r"[.!?\u3002\uff01\uff1f]")
 
 _NOT_AFTER_VOCATIVE = frozenset((
     "is", "was", "are", "were", "has", "had", "have", "does", "did", "do", "can", "could", "will",
@@ -294,10 +312,12 @@ class RoomAddress:
     punctuation mark or a word that does not make it the sentence's subject (not "is", "else",
     "here", a verb in -s or -ed, "'s"…). So "Everyone, thoughts?", "Hi everybody", "Welcome back
     everyone" and "Everybody listen" address the room; "I told everyone yesterday", "Everybody
-    knows that", "Everyone agreed" and "Does everyone agree?" do not. A heuristic: an irregular
-    past ("everybody left early") still reads as a call. (English defaults, a voicekit
-    reading of T2's "everyone": a meeting says "everyone" about people far more often than
-    to the AI members.)
+    knows that" and "Everyone agreed" do not. So does a question whose subject it is, right
+    after an auxiliary that opens it ("Does everyone agree?", "What does everyone think?", "Can
+    everybody see my screen?": asked of the room, the AI members in it too, as T2 has it). A
+    heuristic: an irregular past ("everybody left early") still reads as a call. (English
+    defaults, a voicekit reading of T2's "everyone": a meeting says "everyone" about people far
+    more often than to the AI members.)
 
     Args:
         phrases: word sequences that address the room wherever they stand (default
@@ -383,6 +403,10 @@ def _called(text: str, match: regex.Match) -> bool:
     """Whether the vocative ``match`` in ``text`` calls the room (see :class:`RoomAddress`)."""
     clause = _clause_before(text, match.start())   # the words since the last punctuation mark
     words = [w.casefold() for w in _WORDS.findall(clause)]
+    if (words and words[-1] in _QUESTION_AUXILIARIES and len(words) <= 3
+            and _QUESTION_OPENERS.issuperset(words[:-1])):      # "(What) does everyone …"
+        end = _SENTENCE_END.search(text, match.end())
+        return end is not None and end.group() in "?\uff1f"
     if words and (len(words) > _OPENER_WORDS or not _VOCATIVE_OPENERS.intersection(words)):
         return False
     nxt = _NEXT.match(text[match.end():])
@@ -391,6 +415,9 @@ def _called(text: str, match: regex.Match) -> bool:
     word = (nxt.group(3) or "").casefold()
     if not word:
         return True
+    if word == "else":   # "Everyone else, thoughts?" calls the rest of the room; "everyone else agrees" not
+        after = _NEXT.match(text[match.end() + nxt.end():])
+        return after is not None and not after.group(2) and not after.group(3)
     return word not in _NOT_AFTER_VOCATIVE and not word.endswith("ed") and (
         not word.endswith("s") or word in _S_WORDS)
 

@@ -63,8 +63,9 @@ def prompt_rules(member: Member, others: Sequence[Member]) -> str:
         f"You are {member.name}, one member of a meeting with people and AI members. {who}"
         f"Rules for this meeting:\n"
         f"- You speak only as {member.name}. {never}\n"
-        "- Lines from the people and from the other members reach you prefixed with the name of "
-        "who said them, followed by their words as a JSON string.\n"
+        "- When more than one person or member speaks, their lines reach you prefixed with the name "
+        "of who said them, followed by their words as a JSON string (with one person only, that "
+        "person's lines reach you as they said them).\n"
         f"- Start your reply directly with what you say: do not put {member.name}: or any other "
         "name in front of it."
     )
@@ -149,8 +150,9 @@ def strip_own_name(reply: str, name: str, aliases: Iterable[str] = ()) -> str:
     or a full-width ``：``. When what remains is exactly one JSON string (the model mirrored the
     attribution format, ``Elena: "Hi"``), it is unquoted; when every line mirrors it
     (``Elena: "one"`` / ``Elena: "two"``, as labelled lines arrive), each line is unquoted and
-    the lines are kept. Replies that do not open with the own name are returned unchanged;
-    another member's name is never stripped.
+    the lines are kept. A prefix repeated (``Elena: Elena: hi``) is removed each time. Replies
+    that do not open with the own name are returned unchanged; another member's name is never
+    stripped.
     """
     text = unicodedata.normalize("NFC", reply)
     for own in (name, *aliases):
@@ -172,6 +174,8 @@ def strip_own_name(reply: str, name: str, aliases: Iterable[str] = ()) -> str:
         if all(q is not None for q in quoted):
             return "\n".join(quoted)  # type: ignore[arg-type]
     rest = text[match.end() :].lstrip()
+    while (again := pattern.match(rest)) is not None:   # "Elena: Elena: hi" still opened with it
+        rest = rest[again.end() :].lstrip()
     unquoted = _json_string(rest)
     return unquoted if unquoted is not None else rest
 
