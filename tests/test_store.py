@@ -232,6 +232,42 @@ def test_a_store_written_before_refined_words_existed_is_read_and_exported(tmp_p
     store.close()
 
 
+def test_export_keeps_an_output_edited_by_hand_before_it_rewrites_it(tmp_path, capsys):
+    """A journalist's trial corrected a misheard line in the .txt and .srt, then ran `voicekit
+    export --speaker-names` to name a speaker: both corrections were overwritten, silently."""
+    import json
+
+    from voicekit.cli import main
+
+    out = tmp_path / "interview"
+    out.mkdir()
+    store = MeetingStore(out / "meeting.sqlite")
+    store.set_meta(stem="interview")
+    store.commit(turn("Speaker A", "I need the design", 1.0))
+    store.commit(turn("Speaker B", "me too", 3.0))
+    store.close()
+    assert main(["export", str(out)]) == 0
+    txt, srt = out / "interview.txt", out / "interview.srt"
+    assert not list(out.glob("*.edited*"))
+    txt.write_text(txt.read_text(encoding="utf-8").replace("I need the design", "Neither did I"), encoding="utf-8")
+    capsys.readouterr()
+    assert main(["export", str(out), "--speaker-names", "Speaker A=Diane"]) == 0
+    err = capsys.readouterr().err
+    assert err == "warning: interview.txt was edited since voicekit wrote it: your version is kept as interview.edited.txt\n"
+    assert "Diane: Neither did I" not in txt.read_text(encoding="utf-8")
+    assert "Diane: I need the design" in txt.read_text(encoding="utf-8")
+    assert "Speaker A: Neither did I" in (out / "interview.edited.txt").read_text(encoding="utf-8")
+    assert "Diane" in srt.read_text(encoding="utf-8") and not (out / "interview.edited.srt").exists()
+    # the record of the files is the store's, not the meeting's: not in the JSON
+    assert "output_digests" not in json.loads((out / "interview.json").read_text(encoding="utf-8"))["meeting"]
+    # an unedited output is rewritten as before; a second edit is kept beside the first
+    assert main(["export", str(out)]) == 0
+    assert capsys.readouterr().err == "" and len(list(out.glob("*.edited*"))) == 1
+    txt.write_text("my notes", encoding="utf-8")
+    assert main(["export", str(out)]) == 0
+    assert (out / "interview.edited-2.txt").read_text(encoding="utf-8") == "my notes"
+
+
 def test_resume_point_is_after_the_audio_the_turns_and_the_kept_windows(tmp_path):
     """Where a session going on with the meeting (mic --append) starts: after the recorded
     duration, else (a crash wrote none) after the last turn, or after the last kept window when

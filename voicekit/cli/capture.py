@@ -157,7 +157,7 @@ def cmd_mic(args: argparse.Namespace) -> int:
     meta.update(duration=duration, **{k: sum(x.get(k, 0) for x in meta["sessions"])
                                       for k in ("input_overflows", "queue_overflows")})
     store.set_meta(**meta)
-    written = _write_outputs(store.turns(renamed=True), out, stem, meta)   # names given by `export` too
+    written = _write_outputs(store.turns(renamed=True), out, stem, meta, store=store)   # names given by `export` too
     if store.has_refined():   # the meeting went on after a refinement; mic writes no refined files
         how = (f"`voicekit export {out} --refine` re-clusters the whole meeting and rewrites them"
                if options.keep_embeddings else f"no speaker embeddings are kept to re-cluster the meeting; "
@@ -359,7 +359,7 @@ def cmd_livekit(args: argparse.Namespace) -> int:
             meta["sessions"][-1].update(duration=round(meta["duration"] - bot.start_time, 3),
                                         queue_overflows=sum(lane.feed.overflows for lane in bot.all_lanes()))
         store.set_meta(duration=meta["duration"], **({"sessions": meta["sessions"]} if meta.get("sessions") else {}))
-        written = _write_outputs(store.turns(renamed=True), out, args.stem, meta)
+        written = _write_outputs(store.turns(renamed=True), out, args.stem, meta, store=store)
         store.close()
         return written
 

@@ -8,8 +8,8 @@ from collections import Counter
 from pathlib import Path
 
 from voicekit.cli.common import CliError, _lock_meeting_dir, _plural
-from voicekit.cli.meeting import (_check_readable_store, _has_embeddings, _refine_stored, _refined_summary,
-                                  _write_outputs)
+from voicekit.cli.meeting import (OUTPUT_DIGESTS_KEY, _check_readable_store, _has_embeddings, _refine_stored,
+                                  _refined_summary, _write_outputs)
 from voicekit.cli.options import _is_names_file, _shared_names, _speaker_names
 
 
@@ -121,6 +121,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     _lock_meeting_dir(out, fix="export it when that command has ended (it writes the outputs itself as it ends)")
     store = MeetingStore(store_path)
     meta = store.meta()
+    meta.pop(OUTPUT_DIGESTS_KEY, None)   # the store's record of the files, not the meeting's
     stem = meta.get("stem", "meeting")
     if "duration" in meta and meta["duration"] is None:  # set when a replay or capture ends: this one was killed
         meta["duration"] = _unfinished_note(store, out, meta)
@@ -155,7 +156,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         renamed = store.renamed_speakers()
         if renamed:
             meta["renamed"] = renamed
-        written = _write_outputs(store.turns(renamed=True), out, stem, meta)
+        written = _write_outputs(store.turns(renamed=True), out, stem, meta, store=store)
         if store.has_refined():
             if stale and not (args.refine and redo):
                 print(f"the stored refinement lacks the {_plural(stale, 'turn')} committed since it ran: "
@@ -163,7 +164,7 @@ def cmd_export(args: argparse.Namespace) -> int:
                       (f" (`voicekit export {out} --refine` re-clusters the whole meeting)" if redo else
                        " (no speaker embeddings are kept to re-cluster the meeting)"))
             written += _write_outputs(store.turns(refined=True, renamed=True), out, stem, {**meta, "refined": True},
-                                      suffix=REFINED_SUFFIX)
+                                      suffix=REFINED_SUFFIX, store=store)
     finally:
         store.close()
     print(f"wrote {', '.join(p.name for p in written)} to {out}/")
@@ -176,7 +177,9 @@ def _export_parser(sub) -> None:  # noqa: ANN001
                                    "refinement is stored) from OUT/meeting.sqlite: after a crash, a Ctrl-C, to "
                                    "refine a meeting later, or to name its speakers once you know who they were "
                                    "(--speaker-names). Re-clustering needs the speaker embeddings, which "
-                                   "only --keep-embeddings keeps (`replay --refine` alone does not).")
+                                   "only --keep-embeddings keeps (`replay --refine` alone does not). An output "
+                                   "you edited since voicekit wrote it is kept as <stem>.edited.<ext> before it "
+                                   "is rewritten.")
     p.add_argument("dir", metavar="OUT", help="the --out directory of a replay, mic or livekit meeting")
     p.add_argument("--refine", action="store_true",
                    help="write <stem>.refined.*: re-cluster from the embeddings kept with --keep-embeddings "

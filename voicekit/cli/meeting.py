@@ -477,8 +477,20 @@ def _interrupt_note(pipes, verb: str) -> tuple[float, str]:  # noqa: ANN001
     return seconds, f"{at} while the last utterances were being committed: only the turns committed before are kept"
 
 
-def _write_outputs(turns, out: Path, stem: str, meta: dict, suffix: str = "") -> list[Path]:  # noqa: ANN001
+OUTPUT_DIGESTS_KEY = "output_digests"
+"""Meeting metadata key: ``{file name: sha256 hex of what voicekit last wrote to it}``, so that a
+rewrite can tell a file a person edited since (:func:`_write_outputs`)."""
+
+
+def _write_outputs(turns, out: Path, stem: str, meta: dict, suffix: str = "", *, store) -> list[Path]:  # noqa: ANN001
     """:func:`voicekit.outputs.write_all`, its failure told as one line with the way back.
+
+    An output a person edited since voicekit wrote it (its content no longer the digest ``store``
+    recorded, :data:`OUTPUT_DIGESTS_KEY`) is first kept as ``<name>.edited.<ext>``
+    (``.edited-2.<ext>``…), with a warning: a journalist's trial corrected a transcript by hand,
+    ran `voicekit export` to rename a speaker, and lost the corrections. The digests of the files
+    written are recorded in ``store`` (a store that cannot take them is logged: the files are
+    written).
 
     Raises:
         CliError: some outputs could not be written (every other one is): ``cannot write OUT/x.srt
@@ -486,16 +498,50 @@ def _write_outputs(turns, out: Path, stem: str, meta: dict, suffix: str = "") ->
             OUT/x.srt is a folder: remove or rename it, then run `voicekit export OUT``` (the fix
             by its errno, :attr:`voicekit.outputs.OutputError.remedy`).
     """
-    from voicekit.outputs import OutputError, write_all
+    import hashlib
+    import logging
+    import sys
 
+    from voicekit.outputs import FORMATS, OutputError, output_path, write_all
+    from voicekit.store import StoreError
+
+    def digest(path: Path) -> str | None:
+        try:
+            return hashlib.sha256(path.read_bytes()).hexdigest()
+        except OSError:
+            return None
+
+    digests = dict(store.meta().get(OUTPUT_DIGESTS_KEY) or {})
+    for ext in FORMATS:
+        path = output_path(out, stem, ext, suffix)
+        recorded = digests.get(path.name)
+        if recorded is None or not path.is_file() or digest(path) in (recorded, None):
+            continue
+        kept, n = path.with_name(f"{path.stem}.edited{path.suffix}"), 1
+        while kept.exists():
+            n += 1
+            kept = path.with_name(f"{path.stem}.edited-{n}{path.suffix}")
+        try:
+            path.rename(kept)
+        except OSError as exc:
+            raise CliError(f"{path} was edited since voicekit wrote it, and it cannot be kept as {kept.name} "
+                           f"({exc.strerror or exc}): copy it elsewhere, then run the command again") from exc
+        print(f"warning: {path.name} was edited since voicekit wrote it: your version is kept as {kept.name}",
+              file=sys.stderr)
     try:
-        return write_all(turns, out, stem, meta, suffix=suffix)
+        written = write_all(turns, out, stem, meta, suffix=suffix)
     except OutputError as exc:
         n = len(turns)
         done = exc.written
         others = f"{', '.join(p.name for p in done)} {'is' if len(done) == 1 else 'are'} written and " if done else ""
         raise CliError(f"{exc}; {others}the {_plural(n, 'turn')} {'is' if n == 1 else 'are'} safe in "
                        f"{out / 'meeting.sqlite'}: {exc.remedy}, then run `voicekit export {out}`") from exc
+    digests.update({p.name: digest(p) for p in written})
+    try:
+        store.set_meta(**{OUTPUT_DIGESTS_KEY: digests})
+    except StoreError as exc:
+        logging.getLogger("voicekit.cli").warning("%s", exc)
+    return written
 
 
 def _wrote_line(written: list[Path], out: Path) -> str:

@@ -215,7 +215,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
             session_missed, stopped = _close_session(broadcaster, args, err)
             interrupted = interrupted or stopped
     try:
-        written = _write_outputs(store.turns(), out, stem, meta)
+        written = _write_outputs(store.turns(), out, stem, meta, store=store)
         refined_line = None
         later = (f"refine later with `voicekit export {out} --refine`" if options.keep_embeddings else
                  f"run the replay again with --refine, or with --keep-embeddings to refine later with "
@@ -231,7 +231,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
                           f"({later})")
             else:
                 written += _write_outputs(store.turns(refined=True), out, stem, {**meta, "refined": True},
-                                          suffix=REFINED_SUFFIX)
+                                          suffix=REFINED_SUFFIX, store=store)
                 refined_line = _refined_summary(store)
         unmatched = _unmatched_names(named, store)
     finally:
