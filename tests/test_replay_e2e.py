@@ -112,6 +112,7 @@ def test_a_meeting_not_in_english_heard_by_an_english_only_model_gets_the_langua
     print(err)
     assert "Whisper was unsure of most words (mean word probability 0.4" in err
     assert "tiny.en (English only) heard it as English words: use --model base" in err
+    assert "if it is, loud noise or a distant microphone may be the cause" in err
 
 
 def test_a_meeting_that_switches_language_partway_gets_the_hint_for_that_part(tmp_path, capsys):

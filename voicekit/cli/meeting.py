@@ -330,7 +330,8 @@ def _hints(result, options, english_only: bool) -> list[str]:  # noqa: ANN001 - 
       count: there it merged voices (docs/accuracy.md);
     - an English-only Whisper model was unsure of most of at least
       :data:`LANGUAGE_HINT_WORDS` words (mean probability below
-      :data:`LANGUAGE_HINT_PROBABILITY`): the meeting may not be in English; or of
+      :data:`LANGUAGE_HINT_PROBABILITY`): the meeting may not be in English (or be noisy: a
+      journalist's trial mixed noise into an English call and was told only of the language); or of
       :data:`LANGUAGE_HINT_WORDS` consecutive words (below
       :data:`LANGUAGE_HINT_STRETCH_PROBABILITY`): part of it may not be.
     """
@@ -356,7 +357,8 @@ def _hints(result, options, english_only: bool) -> list[str]:  # noqa: ANN001 - 
         if mean < LANGUAGE_HINT_PROBABILITY:
             hints.append(f"Whisper was unsure of most words (mean word probability {mean:.2f} over "
                          f"{len(words)} words; English meetings measured 0.67-0.95): if the meeting is not in "
-                         f"English, {fix}")
+                         f"English, {fix}; if it is, loud noise or a distant microphone may be the cause "
+                         "(check the transcript against the recording)")
         elif stretches[low] < LANGUAGE_HINT_STRETCH_PROBABILITY:
             # the part: every stretch under the line that overlaps the lowest one, chained
             below = stretches < LANGUAGE_HINT_STRETCH_PROBABILITY
