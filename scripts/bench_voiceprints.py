@@ -161,7 +161,7 @@ def main() -> int:
     args = ap.parse_args()
     files = {f.file_id: f for f in load_index(args.eval_dir)}
     encoder = SpeakerEncoder()
-    hop = encoder.hop_frames / 100
+    hop = encoder.hop_seconds
     needed = sorted({fid for fold in FOLDS for side in fold for fid in side} | set(HALVES))
     emb = {fid: embed_speakers(files[fid], encoder) for fid in needed}
 

@@ -88,7 +88,7 @@ def main() -> int:
     ep = EndpointerOptions()  # the defaults: the cache tune_diarization.py writes with its defaults
     data = transcribe_all(files, "silero", ep.hangover, cache, ep.threshold, ep.max_utterance)
     encoder = SpeakerEncoder()
-    hop = encoder.hop_frames / 100
+    hop = encoder.hop_seconds
     runs = []
     for f in files:
         ref, uem = load_reference(f, probe(f.audio).duration)

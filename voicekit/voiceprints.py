@@ -715,4 +715,4 @@ def embed_speech(samples: np.ndarray, encoder, vad: str = "silero") -> tuple[np.
     if not vectors:
         raise VoiceprintError("no speech found in the recording; give a recording of the person speaking")
     windows = np.concatenate(vectors)
-    return voiceprint_vector(windows), len(windows) * encoder.hop_frames / 100
+    return voiceprint_vector(windows), len(windows) * encoder.hop_seconds

@@ -491,8 +491,7 @@ def _write_outputs(turns, out: Path, stem: str, meta: dict, suffix: str = "", *,
     recorded, :data:`OUTPUT_DIGESTS_KEY`) is first kept as ``<name>.edited.<ext>``
     (``.edited-2.<ext>``…), with a warning: a journalist's trial corrected a transcript by hand,
     ran `voicekit export` to rename a speaker, and lost the corrections. The digests of the files
-    written are recorded in ``store`` (a store that cannot take them is logged: the files are
-    written).
+    written are recorded in ``store`` (a read-only store exports all the same, without them).
 
     Raises:
         CliError: some outputs could not be written (every other one is): ``cannot write OUT/x.srt
@@ -541,8 +540,8 @@ def _write_outputs(turns, out: Path, stem: str, meta: dict, suffix: str = "", *,
     digests.update({p.name: digest(p) for p in written})
     try:
         store.set_meta(**{OUTPUT_DIGESTS_KEY: digests})
-    except StoreError as exc:
-        logging.getLogger("voicekit.cli").warning("%s", exc)
+    except StoreError as exc:   # a read-only store exports all the same, without the record
+        logging.getLogger("voicekit.cli").debug("output digests not recorded: %s", exc)
     return written
 
 

@@ -83,6 +83,16 @@ class SpeakerEncoder:
         self.window_frames = max(20, round(window * 100))
         self.hop_frames = max(1, round(hop * 100))
 
+    @property
+    def window_seconds(self) -> float:
+        """Length of one embedding window in seconds (``window_frames`` 10 ms mel frames)."""
+        return self.window_frames / 100
+
+    @property
+    def hop_seconds(self) -> float:
+        """Step between the starts of consecutive windows in seconds (``hop_frames`` 10 ms frames)."""
+        return self.hop_frames / 100
+
     def mel(self, samples: np.ndarray) -> np.ndarray:
         """Mel power spectrogram, ``(n,)`` float32 16 kHz -> ``(n_frames, 40)`` float32 (10 ms frames)."""
         padded = np.pad(samples.astype(np.float32), N_FFT // 2)

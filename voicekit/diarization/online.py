@@ -265,7 +265,7 @@ class OnlineDiarizer:
             vectors = np.concatenate([v for _, _, v in embeddings]).astype(np.float64)
             order = list(dict.fromkeys(t.speaker for t in sorted(diarized, key=lambda t: t.start)))
             owner = live_window_speakers(diarized, centres)
-            hop = self.encoder.hop_frames / 100
+            hop = self.encoder.hop_seconds
             for label in sorted(order, key=speaker_index):
                 mask = owner == order.index(label)
                 if mask.any():
@@ -312,15 +312,15 @@ class OnlineDiarizer:
             if mask.any():
                 state.total += vectors[mask].astype(np.float64).sum(axis=0)
                 state.windows += int(mask.sum())
-                state.seconds += float(mask.sum()) * self.encoder.hop_frames / 100
+                state.seconds += float(mask.sum()) * self.encoder.hop_seconds
 
     def _covered(self, windows: int) -> float:
         """Seconds of audio that ``windows`` consecutive windows cover."""
-        return (max(windows, 1) - 1) * self.encoder.hop_frames / 100 + self.encoder.window_frames / 100
+        return (max(windows, 1) - 1) * self.encoder.hop_seconds + self.encoder.window_seconds
 
     def _similarity(self, sum_a: np.ndarray, n_a: int, sum_b: np.ndarray, n_b: int) -> float:
         return evidence_similarity(sum_a, self._covered(n_a), sum_b, self._covered(n_b),
-                                   self.encoder.window_frames / 100, self.opt.speaker_share)
+                                   self.encoder.window_seconds, self.opt.speaker_share)
 
     # --- decision -----------------------------------------------------------------------------
     def _segment(self, vectors: np.ndarray, lo: int, hi: int, out: list[tuple[int, int]]) -> None:
@@ -362,7 +362,7 @@ class OnlineDiarizer:
         sums = [s.total.copy() for s in self.speakers]
         counts = [s.windows for s in self.speakers]
         labels = np.zeros(len(vectors), dtype=int)
-        window_seconds = self.encoder.hop_frames / 100
+        seconds_per_window = self.encoder.hop_seconds   # each window stands for one hop of speech
         for lo, hi in parts:
             part_sum, n = vectors[lo:hi].sum(axis=0), hi - lo
             sims = [self._similarity(part_sum, n, total, count) if count else -np.inf
@@ -370,7 +370,7 @@ class OnlineDiarizer:
             best = int(np.argmax(sims)) if sims else -1
             at_cap = cap is not None and len(self.speakers) >= cap
             below_min = opt.speaker_floor is not None and len(self.speakers) < opt.speaker_floor
-            long_enough = n * window_seconds >= opt.min_new_speaker_seconds
+            long_enough = n * seconds_per_window >= opt.min_new_speaker_seconds
             threshold = opt.floor_threshold if below_min else opt.known_speaker_threshold
             unknown = long_enough and sims[best] < threshold if sims else True
             if not self.speakers or (not at_cap and unknown):
@@ -492,7 +492,7 @@ class OnlineDiarizer:
             drop |= (emb.starts < b) & (emb.ends > a)
         if not drop.any():
             return 0
-        hop = self.encoder.hop_frames / 100
+        hop = self.encoder.hop_seconds
         withheld = dict(self._withheld)
         for idx in np.unique(owners[drop]):
             mask = drop & (owners == idx)
