@@ -163,6 +163,22 @@ def test_a_short_cue_is_held_into_the_pause_before_the_next():
     assert cues[0].end == pytest.approx(MIN_CUE_SECONDS) and cues[1].start == 2.6
 
 
+def test_no_cue_has_zero_length():
+    """A streaming review: a word Whisper timed at its utterance's end (start == end), beside another
+    channel's turn starting at that instant, gave `00:00:12.480 --> 00:00:12.480` (WebVTT: a cue's
+    end is after its start)."""
+    a = SpeakerTurn("Speaker A", "Yes.", 12.48, 12.48, (Word(12.48, 12.48, " Yes.", 0.9, "Speaker A"),), "replay/0")
+    b = SpeakerTurn("Speaker B", "Go on then.", 12.48, 13.5, (Word(12.48, 13.5, " Go on then.", 0.9, "Speaker B"),),
+                    "replay/1")
+    for text in (to_vtt([a, b]), to_srt([a, b])):
+        times = re.findall(r"(\d\d:\d\d:\d\d[.,]\d{3}) --> (\d\d:\d\d:\d\d[.,]\d{3})", text)
+        assert len(times) == 2 and all(start < end for start, end in times), text
+    # held for reading (no later cue starts after it), as a short cue is
+    assert "00:00:12.480 --> 00:00:13.313" in to_vtt([a, b])
+    # with the next cue at the same start and the meeting over there, a millisecond
+    assert "00:00:12.480 --> 00:00:12.481" in to_vtt([a], until=12.48)
+
+
 def test_turns_without_usable_words_spread_their_text_over_the_turn():
     text = "A store row with no word times but a long text that cannot fit in one cue of two lines at all."
     bare = SpeakerTurn(speaker="Speaker B", text=text, start=10.0, end=16.0)

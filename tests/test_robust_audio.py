@@ -85,6 +85,32 @@ def test_float_peak_between_1_and_2_is_clipped_and_warned_once_per_stream(speech
     assert to_float32(np.array([1.5, -0.2])).tolist() == pytest.approx([1.0, -0.2])
 
 
+def test_a_hot_float_recording_is_clipped_not_taken_for_unscaled_pcm(tmp_path, speech, caplog):
+    """A streaming review: a float WAV exported hot (peak 2.5) after a second of digital silence
+    was divided by 32768 as if it held int16 values: the whole recording fell silent (peak
+    0.00008), and read in blocks it gave other samples than read whole. Fractional samples are
+    float audio however loud: clipped, with one warning."""
+    hot = np.concatenate([np.zeros(16000, np.float32), speech * 5.0]).astype(np.float32)
+    assert np.abs(hot).max() > 2.0 and np.any(hot != np.rint(hot))
+    sf.write(tmp_path / "hot.wav", hot, 16000, subtype="FLOAT")
+    whole = load_audio(tmp_path / "hot.wav")
+    assert np.array_equal(whole, np.clip(hot, -1.0, 1.0))
+    assert np.array_equal(np.concatenate(list(iter_16k_blocks(tmp_path / "hot.wav"))), whole)
+    assert not [r for r in _warnings(caplog) if "unscaled" in r.getMessage()]
+
+
+def test_resampling_a_clipped_recording_stays_in_full_scale(tmp_path, caplog):
+    """A streaming review: a hard-clipped int16 recording at 44.1 kHz came out of the resampler
+    peaking at 1.011, and the pipeline warned of "float audio peaks at 1.01 (> 1.0)"."""
+    t = np.arange(44100) / 44100
+    clipped = np.clip(1.5 * np.sin(2 * np.pi * 1000 * t), -1.0, 1.0)
+    sf.write(tmp_path / "clip.wav", (clipped * 32767).astype(np.int16), 44100, subtype="PCM_16")
+    y = load_audio(tmp_path / "clip.wav")
+    assert np.abs(y).max() == 1.0 and np.abs(y).mean() > 0.5
+    unclipped = StreamResampler(44100).process(np.clip(np.sin(2 * np.pi * 1000 * t), -1, 1) * 3.0, last=True)
+    assert np.abs(unclipped).max() > 2.9   # a float input over full scale is left for the normaliser
+
+
 def test_nan_and_inf_become_silence_and_full_scale():
     y = to_float32(np.array([np.nan, np.inf, -np.inf, 0.5], dtype=np.float64))
     assert y.tolist() == [0.0, 1.0, -1.0, 0.5]

@@ -68,6 +68,11 @@ class AudioInfo:
     other_tracks: tuple[str, ...] = ()
 
 
+UNSCALED_PEAK = 32.0
+"""A float peak above which a stream holds 16-bit PCM values, whole numbers or not (30 dB over
+full scale: no float export is that hot; int16-range speech peaks in the thousands)."""
+
+
 class PcmNormalizer:
     """Convert PCM blocks of one stream to float32 in [-1, 1], with one decision per stream.
 
@@ -75,10 +80,12 @@ class PcmNormalizer:
     Float PCM is expected in [-1, 1]; two faults are common (samples written as integers into a
     float array, and decoders overshooting full scale), and they are told apart by the peak:
 
-    - a peak above 2.0 before any block showed scaled audio (a sample that is not a whole
-      number): the stream is unscaled 16-bit PCM; it is divided by 32768 (warned once), and so
-      is every later block of the stream, whatever its peak. Once scaled audio was seen, a
-      later spike is clipped instead (it never silences the rest of the stream);
+    - before any block showed scaled audio (a sample that is not a whole number, at a peak up
+      to :data:`UNSCALED_PEAK`), a peak above 2.0 in whole numbers or above
+      :data:`UNSCALED_PEAK`: the stream is unscaled 16-bit PCM; it is divided by 32768 (warned
+      once), and so is every later block of the stream, whatever its peak. Once scaled audio
+      was seen (in that block too: a hot float export peaking at 2.5), a peak is clipped
+      instead (it never silences the stream);
     - a peak in (1.0, 2.0]: the stream overshoots full scale; samples are clipped to [-1, 1]
       (warned once per stream, not once per block);
     - NaN and infinite samples are replaced by 0 and ±1 (warned once).
@@ -124,8 +131,11 @@ class PcmNormalizer:
                                 neginf=-1.0 if not self.unscaled else -32768.0)
             self._warn_once("nan", "%s holds NaN or infinite samples; they were replaced by 0 / ±1", self.name)
         peak = float(np.max(np.abs(out))) if out.size else 0.0
-        if not (self.unscaled or self.scaled) and peak > 0.0 and peak <= 2.0:
-            self.scaled = bool(np.any(out != np.rint(out)))
+        if not (self.unscaled or self.scaled) and peak > 0.0:
+            # fractional samples up to UNSCALED_PEAK are float audio, however hot (an export peaking
+            # at 2.5 was divided by 32768 into silence: a streaming review); whole numbers over 2.0,
+            # or any peak over UNSCALED_PEAK, are 16-bit PCM values in a float array
+            self.scaled = peak <= UNSCALED_PEAK and bool(np.any(out != np.rint(out)))
         if not (self.unscaled or self.scaled) and peak > 2.0:
             self.unscaled = True
             self._warn_once("unscaled", "%s: float audio peaks at %.1f: taken for unscaled 16-bit PCM and "
@@ -289,7 +299,9 @@ class StreamResampler:
 
         Returns:
             ``(m,)`` (or ``(m, channels)``) float32 at ``out_rate``, in [-1, 1] for integer
-            input; may be empty while the filter fills.
+            input and for float input in [-1, 1] (the filter's overshoot on full-scale, clipped
+            audio, about 1 %, is clipped: it is not the input's level); may be empty while the
+            filter fills.
 
         Raises:
             AudioError: a dtype that is not PCM audio (int64, complex, bool…).
@@ -303,7 +315,11 @@ class StreamResampler:
         block = np.ascontiguousarray(block, dtype=np.float32)
         if self._stream is None:
             return block
-        return self._stream.resample_chunk(block, last=last)
+        bounded = scaled is not None or not block.size or float(np.max(np.abs(block))) <= 1.0
+        out = self._stream.resample_chunk(block, last=last)
+        # a streaming review: a clipped int16 file at 44.1 kHz came out peaking at 1.011, and the
+        # pipeline then warned of "float audio peaks at 1.01 (> 1.0)"
+        return np.clip(out, -1.0, 1.0, out=out) if bounded else out
 
 
 TELEPHONE_CUTOFF = 4100.0

@@ -431,7 +431,9 @@ def _cues_in_time_order(turns: Sequence[SpeakerTurn], named: bool, until: float 
     A cue shorter than it takes to read (:data:`MIN_CUE_SECONDS`, :data:`MAX_READING_CPS`) stays up
     into the pause after it, up to the next cue's start (the last cue: up to ``until``, the
     meeting's duration in seconds, when given) and :data:`MAX_CUE_SECONDS`: a one-word turn
-    ("Yes.", 0.32 s) followed by 2 s of silence was gone before it could be read."""
+    ("Yes.", 0.32 s) followed by 2 s of silence was gone before it could be read. Every cue lasts
+    at least a millisecond (WebVTT: a cue's end is after its start): a word Whisper timed at the
+    end of its utterance has no length, and a cue at the same start as the next one has no room."""
     names = cue_names(t.sender_name for t in turns) if named else {}
     cues = sorted(((t, cue) for t in turns
                    for cue in subtitle_cues(t, prefix=f"{names[t.sender_name]}: " if named else "")),
@@ -440,9 +442,12 @@ def _cues_in_time_order(turns: Sequence[SpeakerTurn], named: bool, until: float 
     for i, (t, cue) in enumerate(cues):
         chars = len(" ".join(cue.lines)) - (len(names[t.sender_name]) + 2 if named else 0)
         wanted = min(max(MIN_CUE_SECONDS, chars / MAX_READING_CPS), MAX_CUE_SECONDS)
-        limit = cues[i + 1][1].start if i + 1 < len(cues) else math.inf if until is None else until
+        later = next((c.start for _, c in cues[i + 1:] if c.start > cue.start), None)
+        limit = later if later is not None else math.inf if until is None else until
         if cue.end - cue.start < wanted and limit > cue.end:
             cue = Cue(cue.start, min(cue.start + wanted, limit), cue.lines)
+        if cue.end < cue.start + 0.001:
+            cue = Cue(cue.start, cue.start + 0.001, cue.lines)
         out.append((t, cue))
     return out
 

@@ -66,6 +66,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     if args.per_channel and args.channel is not None:
         raise CliError("--per-channel keeps every channel as its own speaker: drop --channel")
+    if args.per_channel and args.realtime:   # a streaming review: an internal error (ValueError) before
+        raise CliError("--realtime paces one stream as a microphone gives it, and --per-channel replays every "
+                       "channel on its own, unpaced: drop --realtime (or --per-channel to replay the downmix "
+                       "at 1x)")
     if args.per_channel and (args.voices is not None or args.enrol_voices):
         raise CliError("--voices/--enrol-voices name diarized speakers, but with --per-channel each channel "
                        "is a speaker: drop --voices/--enrol-voices")
