@@ -391,11 +391,19 @@ class Endpointer:
         self._active = None
         self._silence_run = 0
         self._history.clear()
-        if tail and tail[-1][1] >= self.opt.threshold and len(tail) >= self._min_speech_frames:
-            # speech goes on after a cut at the maximum length: the next utterance opens at once
+        run = best = 0
+        for _, p in tail:
+            run = self._run_after(run, p)
+            best = max(best, run)
+        if best >= self._min_speech_frames:
+            # speech after a cut at the maximum length opens the next utterance at once, whether or
+            # not its last frame is speech (a streaming review: a frame under the threshold at the
+            # moment of the cut left up to 3 s of speech in no utterance)
             self._active = list(tail)
             self._active_start_frame = self._frame_index - len(tail)
             self._speech_run = 0
+            while self._silence_run < len(tail) and tail[-1 - self._silence_run][1] < self.opt.threshold:
+                self._silence_run += 1   # the pause it ends on counts toward the hangover
         else:
             for item in tail[-self._history.maxlen:]:
                 self._history.append(item)
