@@ -69,7 +69,11 @@ def test_changes_snap_to_the_nearest_word_gap():
     words = [Word(0.0, 0.4, " a", 1), Word(0.6, 1.0, " b", 1), Word(2.0, 2.5, " c", 1)]
     assert snap_to_word_gaps([0.45, 1.9], words) == [0.5, 1.5]
     assert snap_to_word_gaps([0.45, 0.55], words) == [0.5]
-    assert snap_to_word_gaps([1.0], words[:1]) == []
+    assert snap_to_word_gaps([0.2], words[:1]) == []          # inside the one word: no gap
+    # a diarization review: a change past the last word (the other voice, with no word heard)
+    # was moved onto the gap before it, and "c" went to that voice; it stays where it was
+    assert snap_to_word_gaps([2.9], words) == [2.9]
+    assert snap_to_word_gaps([-0.2, 1.9, 2.5], words) == [-0.2, 1.5, 2.5]
 
 
 # --- issue 3: composed meetings from real speakers --------------------------------------------

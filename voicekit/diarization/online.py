@@ -183,17 +183,24 @@ def evidence_similarity(sum_a: np.ndarray, seconds_a: float, sum_b: np.ndarray, 
 
 
 def snap_to_word_gaps(changes: list[float], words: list[Word]) -> list[float]:
-    """Move each change time to the nearest gap between two words (midpoint of the gap).
-
-    Changes that land before the first word or after the last, or on the same gap as another,
-    are dropped.
+    """Move each change time (seconds) that falls among the words to the nearest gap between two
+    words (the gap's midpoint). A change at or before the first word's start, or at or after the
+    last word's end, stays where it is: the words keep their speaker, and the stretch without
+    words beyond it goes to its own (a diarization review: such a change was moved onto the gap
+    next to the first or last word, which then went to the other voice). A change inside the one
+    word of a one-word utterance, or on the same time as another, is dropped.
     """
-    if len(words) < 2:
+    if not words:
         return []
     gaps = np.array([(words[i].end + words[i + 1].start) / 2 for i in range(len(words) - 1)])
     snapped: list[float] = []
     for t in changes:
-        g = float(gaps[int(np.argmin(np.abs(gaps - t)))])
+        if t <= words[0].start or t >= words[-1].end:
+            g = float(t)
+        elif len(gaps):
+            g = float(gaps[int(np.argmin(np.abs(gaps - t)))])
+        else:
+            continue
         if g not in snapped:
             snapped.append(g)
     return sorted(snapped)
@@ -442,6 +449,13 @@ class OnlineDiarizer:
                 mask = np.abs(centers - (a + b) / 2) == np.min(np.abs(centers - (a + b) / 2))
             spans.append((a, b, mask))
             owners.append(int(np.bincount(labels[mask]).argmax()))
+        # a stretch without words before the first or after the last (snap_to_word_gaps) keeps
+        # its known speaker; a speaker it would open goes to its neighbour's: a label is opened
+        # for words, never for a voice no word was heard of
+        worded = [i for i, (a, b, _) in enumerate(spans) if any(a <= (w.start + w.end) / 2 < b for w in words)]
+        for i in range(len(spans)):
+            if worded and i not in worded and owners[i] >= known:
+                owners[i] = owners[min(worded, key=lambda j: abs(j - i))]
         self._forget_unused(known, owners)
         pieces: list[Piece] = []
         for (a, b, mask), idx in zip(spans, owners):
