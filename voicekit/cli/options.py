@@ -56,7 +56,7 @@ def _pipeline_args(p: argparse.ArgumentParser, input_device: bool = False) -> No
     g.add_argument("--num-speakers", type=int, default=None,
                    help="number of speakers, when known: the labels never exceed it, and until it is reached "
                         "a voice opens a new speaker more readily (a voice that is clearly a known one, or "
-                        "under 1 s of speech, never does, so a meeting can end with fewer)")
+                        "under 1.75 s of speech, never does, so a meeting can end with fewer)")
     g.add_argument("--min-speakers", type=int, default=None,
                    help="at least this many speakers, expected: until it is reached a voice opens a new "
                         "speaker more readily (as with --num-speakers)")

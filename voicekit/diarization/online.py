@@ -56,8 +56,11 @@ class DiarizerOptions:
             similarity of a mean embedding to its speaker grows with the evidence.
         min_segment_windows: no speaker change leaves fewer windows than this on either side (4:
             1.75 s of audio at the default window and hop).
-        min_new_speaker_seconds: a stretch shorter than this (seconds) never opens a new speaker
-            when one exists (short stretches give unreliable embeddings).
+        min_new_speaker_seconds: a stretch whose windows cover less audio than this (seconds)
+            never opens a new speaker when one exists (short stretches give unreliable
+            embeddings); 1.75: 4 windows at the default window and hop, as ``min_segment_windows``
+            (it was 1.0 counted as 0.25 s per window, the same 4 windows: a review found that
+            "1.0 s" meant 1.5-1.75 s of audio).
         floor_threshold: while fewer speakers than ``num_speakers`` / ``min_speakers`` are known,
             a stretch less alike than this to every known speaker opens a new one (0.95, in place
             of ``known_speaker_threshold``: a new speaker opens more readily, never on a stretch
@@ -80,7 +83,7 @@ class DiarizerOptions:
     known_speaker_threshold: float = 0.91
     speaker_share: float = 0.77
     min_segment_windows: int = 4
-    min_new_speaker_seconds: float = 1.0
+    min_new_speaker_seconds: float = 1.75
     floor_threshold: float = 0.95
     num_speakers: int | None = None
     min_speakers: int | None = None
@@ -369,7 +372,6 @@ class OnlineDiarizer:
         sums = [s.total.copy() for s in self.speakers]
         counts = [s.windows for s in self.speakers]
         labels = np.zeros(len(vectors), dtype=int)
-        seconds_per_window = self.encoder.hop_seconds   # each window stands for one hop of speech
         for lo, hi in parts:
             part_sum, n = vectors[lo:hi].sum(axis=0), hi - lo
             sims = [self._similarity(part_sum, n, total, count) if count else -np.inf
@@ -377,7 +379,7 @@ class OnlineDiarizer:
             best = int(np.argmax(sims)) if sims else -1
             at_cap = cap is not None and len(self.speakers) >= cap
             below_min = opt.speaker_floor is not None and len(self.speakers) < opt.speaker_floor
-            long_enough = n * seconds_per_window >= opt.min_new_speaker_seconds
+            long_enough = self._covered(n) >= opt.min_new_speaker_seconds - 1e-9
             threshold = opt.floor_threshold if below_min else opt.known_speaker_threshold
             unknown = long_enough and sims[best] < threshold if sims else True
             if not self.speakers or (not at_cap and unknown):
