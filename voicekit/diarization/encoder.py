@@ -126,7 +126,10 @@ class SpeakerEncoder:
 
         Returns:
             :class:`WindowEmbeddings`; one window (the whole audio, zero-padded) when the audio is
-            shorter than a window, none when it is shorter than 0.2 s.
+            shorter than a window, none when it is shorter than 0.2 s. Windows start every hop;
+            the last one is pulled back to end with the audio, so it may start only a few frames
+            after the one before (a 1.00 s utterance gives two windows 10 ms apart; dropping such
+            a window was measured and not kept: docs/accuracy.md).
         """
         if len(samples) < 0.2 * SAMPLE_RATE:
             return WindowEmbeddings(np.zeros(0), np.zeros(0), np.zeros((0, self.dimension), np.float32))
