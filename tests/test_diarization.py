@@ -364,6 +364,33 @@ def test_a_resumed_meeting_without_kept_embeddings_labels_new_speakers_after_the
     assert store.embeddings() == [] and store.resume_point().next_utterance == 0
 
 
+def test_a_live_meeting_keeps_only_the_last_utterances_windows_and_the_same_labels():
+    """A diarization review: every utterance's windows stayed in memory for the whole meeting
+    (13 MiB after 600 utterances) though a live meeting (mic, livekit) is never refined from them.
+    With keep_history=False only the last utterance's stay (what --keep-embeddings stores), and
+    the labels are the same. An utterance too short for one window (a VAD set for it) gives its
+    words to the speaker heard last; its words were lost."""
+    from voicekit.vad import Utterance
+
+    f = eval_file("test")
+    whole = Pipeline(PipelineOptions(), components())
+    kept = whole.run(FileSource(f.audio))
+    live = Pipeline(PipelineOptions(diarizer=DiarizerOptions(keep_history=False)), components())
+    result = live.run(FileSource(f.audio))
+    assert [(t.speaker, t.text) for t in result.turns] == [(t.speaker, t.text) for t in kept.turns]
+    assert len({t.speaker for t in result.turns}) >= 2
+    assert len(whole.diarizer.history) >= 3 and len(live.diarizer.history) == 1
+    assert live.diarizer.history[0][0] == whole.diarizer.history[-1][0]
+    with pytest.raises(ValueError, match="keep_history=False"):
+        live.refine()
+    last = result.turns[-1]
+    short = Utterance(index=99, start=last.end + 1.0, samples=np.zeros(2400, np.float32),
+                      speech=np.ones(5, dtype=bool), frame_seconds=0.032, closed_at=last.end + 1.5)
+    words, pieces = live.diarizer.process(short, [Word(last.end + 1.02, last.end + 1.12, " Yes.", 0.9)])
+    assert [w.speaker for w in words] == [last.speaker] and [p.speaker for p in pieces] == [last.speaker]
+    assert len(live.diarizer.history) == 1
+
+
 def test_speaker_index_inverts_speaker_label():
     from voicekit.turns import next_speaker_index, speaker_index
 

@@ -686,8 +686,15 @@ class Pipeline:
         estimate; it is not forced on it: forced to each file's true count, the clustering split
         the main speaker of the AMI evaluation files (pooled refined DER 39.9 to 41.3 % against
         27.9 % capped, 27.9 % with no count; docs/accuracy.md, "With the true speaker count").
-        ``voicekit export --refine --num-speakers N``, a re-clustering asked for by count, forces it."""
+        ``voicekit export --refine --num-speakers N``, a re-clustering asked for by count, forces it.
+
+        Raises:
+            ValueError: the diarizer kept only the last utterance's windows
+                (``DiarizerOptions.keep_history=False``, as ``voicekit mic`` and ``livekit`` run)."""
         d = self.options.diarizer
+        if not d.keep_history:
+            raise ValueError("this pipeline's diarizer kept only the last utterance's windows "
+                             "(DiarizerOptions.keep_history=False): keep them to refine the meeting")
         turns = self.turns
         if any(t.turn_id is None for t in turns):
             turns = [t.replace(turn_id=i) for i, t in enumerate(turns)]

@@ -85,7 +85,7 @@ def cmd_mic(args: argparse.Namespace) -> int:
     hooks = _hooks(args, err)
     pipe = None   # the pipeline (below), whose matched voices are the registered participants
     decide = _turn_taking(args, hooks, lambda: pipe.participants() if pipe is not None else ())
-    options = _options(args)   # before the device: a wrong option is named first, with or without a microphone
+    options = _live_options(args)   # before the device: a wrong option is named first, with or without a microphone
     voices = _voice_identifier(args)
     source = MicSource(args.input_device, duration=args.seconds, channels=args.channels)
     err.print(f"[dim]loading models ({args.model}, {_diarizer_name(options)})…[/dim]")
@@ -205,6 +205,16 @@ See docs/livekit.md for running against a real livekit-server.
 """
 
 
+def _live_options(args: argparse.Namespace):  # noqa: ANN202 - PipelineOptions
+    """The pipeline options of a live meeting: a live meeting is never refined in memory (only
+    from the embeddings ``--keep-embeddings`` stores), so its diarizer keeps only the last
+    utterance's windows (``DiarizerOptions.keep_history``): memory does not grow with the meeting."""
+    import dataclasses
+
+    options = _options(args)
+    return dataclasses.replace(options, diarizer=dataclasses.replace(options.diarizer, keep_history=False))
+
+
 def _check_token_options(args: argparse.Namespace, claims: dict) -> None:
     """With ``--token``, the room, identity and name are the token's: an option that asks for
     another one would be silently ignored, so it is refused."""
@@ -258,7 +268,7 @@ def cmd_livekit(args: argparse.Namespace) -> int:
     _lock_meeting_dir(out)  # until the command returns: a second command into this --out is refused
     args.stem = _meeting_stem(out / "meeting.sqlite", args)
     session = _make_session(args, out, echo=False)  # a missing API key stops here: nothing written, no model
-    options = _options(args)
+    options = _live_options(args)
     hooks = _hooks(args, err)
     bot = None   # (below) every lane's registered participants: the room's named people, matched voices
     decide = _turn_taking(args, hooks, lambda: () if bot is None else tuple(dict.fromkeys([

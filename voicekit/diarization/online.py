@@ -73,6 +73,10 @@ class DiarizerOptions:
             ``num_speakers`` is both the minimum and the maximum. No more speakers than the
             maximum are opened; the minimum lowers the bar for a new one (``floor_threshold``)
             until it is reached, so a meeting can end with fewer.
+        keep_history: keep every utterance's windows in :attr:`OnlineDiarizer.history` for a
+            refinement of the whole meeting (``Pipeline.refine``; default True); False keeps only
+            the last utterance's (what ``keep_embeddings`` stores), so that a live meeting, which
+            is never refined in memory, does not grow by 7-8 MiB per hour (a diarization review).
 
     Raises:
         ValueError: a speaker count that is not a whole number ≥ 1, or counts that contradict each
@@ -88,6 +92,7 @@ class DiarizerOptions:
     num_speakers: int | None = None
     min_speakers: int | None = None
     max_speakers: int | None = None
+    keep_history: bool = True
 
     def __post_init__(self) -> None:
         for name in ("num_speakers", "min_speakers", "max_speakers"):
@@ -227,7 +232,8 @@ class OnlineDiarizer:
         history: per utterance, ``(utterance index, WindowEmbeddings)`` of the windows used,
             kept for offline refinement (256 float32 per window, 4 windows per second of
             speech: about 15 MB per hour of speech; 6.7-8.1 MiB per hour of meeting measured,
-            docs/performance.md).
+            docs/performance.md); only the last utterance's with
+            ``DiarizerOptions.keep_history=False``.
     """
 
     def __init__(self, encoder: SpeakerEncoder, options: DiarizerOptions | None = None,
@@ -414,7 +420,9 @@ class OnlineDiarizer:
             words: its words from STT, times in seconds.
 
         Returns:
-            ``(words with .speaker set, pieces)``. Both are empty when the utterance has no words.
+            ``(words with .speaker set, pieces)``. Both are empty when the utterance has no words,
+            or has under 0.2 s of audio (no embedding window) before any speaker was heard; such
+            an utterance after one gives its words to the speaker heard last.
 
         When it raises (an interrupt, Ctrl-C, lands here too), :attr:`speakers` and
         :attr:`history` are left as they were, so that the utterance can be given again: run to
@@ -437,7 +445,16 @@ class OnlineDiarizer:
             return [], []
         emb = self._speech_windows(utt, self.encoder.embed_windows(utt.samples, utt.start))
         if len(emb) == 0:
-            return [], []
+            # under 0.2 s of audio gives no window (a VAD set to open on shorter speech): its words
+            # go to the speaker heard last, whose evidence stays as it was (a review: they were lost)
+            last = self._last_owners
+            if last is None or not len(last[1]):
+                return [], []
+            label = self.speakers[int(last[1][-1])].label
+            return ([Word(w.start, w.end, w.text, w.probability, label) for w in words],
+                    [Piece(utt.start, utt.end, label, 1.0)])
+        if not self.opt.keep_history:
+            self.history.clear()
         self.history.append((utt.index, emb))
         known = len(self.speakers)
         labels = self._label_windows(emb.vectors)
