@@ -166,6 +166,45 @@ def test_a_resumed_meeting_labels_pyannote_speakers_after_the_stored_ones():
     assert [w.speaker for w in words] == ["Speaker C", "Speaker D"]
 
 
+def test_streaming_labels_never_exceed_the_speaker_count_where_no_speaker_is_active():
+    """A diarization review: an utterance with words in which no local speaker was active took a
+    placeholder speaker of its own: with --num-speakers 2, a third label. Such words now go to the
+    speaker heard last, and what was heard before any was active shares the first one's label."""
+    from voicekit.diarization.online import DiarizerOptions
+    from voicekit.diarization.pyannote_backend import PyannoteStreamingDiarizer
+
+    rng = np.random.default_rng(0)
+    directions = [v / np.linalg.norm(v) for v in rng.standard_normal((2, 192))]
+
+    class Scripted:   # stand-in models: one local speaker active (a direction) or none, per utterance
+        def __init__(self, plan):
+            self.plan = list(plan)
+
+        def frame_times(self, n):
+            return 0.017 * np.arange(n) + 0.0085
+
+        def segment(self, chunks):
+            self.who = self.plan[0]
+            act = np.zeros((len(chunks), 293, 3), np.float32)
+            if self.who is not None:
+                act[:, :, 0] = 0.9
+            return act
+
+        def embed(self, chunks, weights):
+            return np.stack([directions[self.who or 0]] * len(chunks)).astype(np.float32)
+
+    plan = [None, 0, None, 1, None]
+    models = Scripted(plan)
+    diarizer = PyannoteStreamingDiarizer(models, speakers=DiarizerOptions(num_speakers=2))
+    labels = []
+    for i, who in enumerate(plan):
+        models.plan = [who]
+        t0 = 10.0 * i
+        words, _ = diarizer.process(Utterance(i, t0, np.zeros(16000 * 3, np.float32)), [_w(t0 + 0.5, t0 + 1.0)])
+        labels.append(words[0].speaker)
+    assert labels == ["Speaker A", "Speaker A", "Speaker A", "Speaker B", "Speaker B"]
+
+
 def test_pieces_from_words_cover_the_utterance():
     utt = Utterance(0, 10.0, np.zeros(16000 * 4, np.float32))
     words = [Word(10.2, 10.5, "a", 1, "Speaker A"), Word(10.9, 11.2, "b", 1, "Speaker B"),

@@ -399,7 +399,12 @@ class _Names:
 
     def __call__(self, raw: object) -> str:
         if raw not in self.names:
-            self.names[raw] = self.labels.take()
+            if set(self.names) == {-1}:
+                # the first speaker found takes the label of what was heard before any was active
+                # (the placeholder -1), so that the labels never exceed the speaker count
+                self.names[raw] = self.names[-1]
+            else:
+                self.names[raw] = self.labels.take()
         return self.names[raw]
 
     def restore(self, names: dict[object, str]) -> None:
@@ -479,6 +484,7 @@ class PyannoteStreamingDiarizer(_ResumedLabels):
         self.window_ends: list[float] = []
         self.history: list = []
         self._names = _Names(labels)
+        self._last: int | None = None   # the global speaker of the last word emitted
 
     # --- audio --------------------------------------------------------------------------------
     def _push(self, utt: Utterance) -> float:
@@ -541,15 +547,18 @@ class PyannoteStreamingDiarizer(_ResumedLabels):
 
         Windows are processed even for an utterance without words (the centroids keep learning).
         A word in an utterance where no speaker is active takes the speaker with the most activation
-        in it, or one speaker for everything heard before any was active. When it raises (an
+        in it, or, where none was active in the whole utterance, the speaker of the last word
+        emitted; before any speaker was active, one speaker for everything heard, whose label the
+        first speaker found then takes. When it raises (an
         interrupt during the models, Ctrl-C), the state is as it was before the call.
         """
         # arrays and centroids are replaced, never changed in place: a shallow copy restores them
-        state = (self._buffer, self._end, list(self.centroids), len(self.window_ends), dict(self._names.names))
+        state = (self._buffer, self._end, list(self.centroids), len(self.window_ends), dict(self._names.names),
+                 self._last)
         try:
             return self._process(utt, words)
         except BaseException:
-            self._buffer, self._end, self.centroids, n_ends, names = state
+            self._buffer, self._end, self.centroids, n_ends, names, self._last = state
             self._names.restore(names)
             del self.window_ends[n_ends:]
             raise
@@ -602,7 +611,11 @@ class PyannoteStreamingDiarizer(_ResumedLabels):
             for s, e in zip(edges[::2], edges[1::2]):
                 segments.append(SpeakerSegment(float(grid[s] - step / 2), float(grid[e - 1] + step / 2), g))
         raw = assign_speakers(words, segments)
-        fallback = max(acc, key=lambda g: float(acc[g].sum())) if acc else -1
-        out = [replace(w, speaker=self._names(r if r is not None else fallback)) for w, r in zip(words, raw)]
+        # no speaker active in the whole utterance: the one heard last (a review: a placeholder of
+        # its own took a label past --num-speakers), or one for all heard before any was active
+        fallback = max(acc, key=lambda g: float(acc[g].sum())) if acc else self._last if self._last is not None else -1
+        chosen = [r if r is not None else fallback for r in raw]
+        self._last = chosen[-1]
+        out = [replace(w, speaker=self._names(g)) for w, g in zip(words, chosen)]
         sims = {self._names(g): s for g, s in best_sim.items() if g in self._names.names}
         return out, pieces_from_words(utt, out, sims)
