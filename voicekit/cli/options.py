@@ -56,7 +56,10 @@ def _pipeline_args(p: argparse.ArgumentParser, input_device: bool = False) -> No
     g.add_argument("--num-speakers", type=int, default=None,
                    help="number of speakers, when known: the labels never exceed it, and until it is reached "
                         "a voice opens a new speaker more readily (a voice that is clearly a known one, or "
-                        "under 1.75 s of speech, never does, so a meeting can end with fewer)")
+                        "under 1.75 s of speech, never does, so a meeting can end with fewer). It counts "
+                        "the speakers of one diarized stream: each LiveKit room-microphone lane, and a "
+                        "session that --append adds to a meeting that kept no embeddings (whose voices "
+                        "it cannot know), count their own")
     g.add_argument("--min-speakers", type=int, default=None,
                    help="at least this many speakers, expected: until it is reached a voice opens a new "
                         "speaker more readily (as with --num-speakers)")

@@ -72,7 +72,9 @@ class DiarizerOptions:
         num_speakers / min_speakers / max_speakers: speaker-count constraints (None = automatic);
             ``num_speakers`` is both the minimum and the maximum. No more speakers than the
             maximum are opened; the minimum lowers the bar for a new one (``floor_threshold``)
-            until it is reached, so a meeting can end with fewer.
+            until it is reached, so a meeting can end with fewer. They count this diarizer's
+            speakers: diarizers that share labels (LiveKit lanes) and a resumed meeting whose
+            voices were not kept (:meth:`OnlineDiarizer.resume`) each count their own.
         keep_history: keep every utterance's windows in :attr:`OnlineDiarizer.history` for a
             refinement of the whole meeting (``Pipeline.refine``; default True); False keeps only
             the last utterance's (what ``keep_embeddings`` stores), so that a live meeting, which
