@@ -203,6 +203,10 @@ def test_a6_t12_an_ai_members_reply_reads_by_its_name_in_every_other_members_vie
     assert messages[1]["content"] == 'Elena: "I think so"'
     own = build_chat_messages(turns, store.labels(turns, assistant_id="elena"), assistant_id="elena")
     assert own[1] == {"role": "assistant", "content": "I think so"}
+    # the agent is one source wherever its reply comes through (its agent_id, not the channel)
+    again = store.commit(turn("Elena", "And one more thing", channel="ai2", speaker="x",
+                              role="assistant", agent_id="elena"))
+    assert store.labels([again], assistant_id="iris")[0].text == "Elena"
     # labels read for no agent, given to Iris's view: the error says how to read them
     with pytest.raises(ValueError, match=r"MeetingStore.labels\(turns, assistant_id="):
         build_chat_messages(turns, store.labels(turns), assistant_id="iris")

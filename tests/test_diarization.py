@@ -28,6 +28,7 @@ def test_labels_in_order_of_first_appearance_without_gaps():
     for file_id in ("test", "diarizationExample"):
         _f, turns, _r, _ref, _uem = _run(file_id)
         order = list(dict.fromkeys(t.speaker for t in turns))
+        assert len(order) >= 2, (file_id, order)   # (a mutation audit: it passed on no turn at all)
         assert order == [speaker_label(i) for i in range(len(order))], (file_id, order)
         assert all(w.speaker == t.speaker for t in turns for w in t.words)
 
@@ -389,6 +390,48 @@ def test_a_live_meeting_keeps_only_the_last_utterances_windows_and_the_same_labe
     words, pieces = live.diarizer.process(short, [Word(last.end + 1.02, last.end + 1.12, " Yes.", 0.9)])
     assert [w.speaker for w in words] == [last.speaker] and [p.speaker for p in pieces] == [last.speaker]
     assert len(live.diarizer.history) == 1
+
+
+class _OneVoicePerUtterance:
+    """A stand-in speaker encoder (the real one's window layout: 1.0 s every 0.25 s) whose windows
+    all embed as ``voices[utterance index]``."""
+    window_frames, hop_frames, window_seconds, hop_seconds = 100, 25, 1.0, 0.25
+
+    def __init__(self, voices):
+        self.voices, self.utterance = voices, 0
+
+    def embed_windows(self, samples, offset=0.0):
+        from voicekit.diarization.encoder import WindowEmbeddings
+
+        starts = offset + 0.25 * np.arange(int((len(samples) / 16000 - 1.0) / 0.25) + 1)
+        vectors = np.repeat(self.voices[self.utterance][None, :], len(starts), axis=0).astype(np.float32)
+        return WindowEmbeddings(starts, starts + 1.0, vectors)
+
+
+@pytest.mark.parametrize(("counts", "speakers"), [({}, ["Speaker A", "Speaker A"]),
+                                                  ({"min_speakers": 2}, ["Speaker A", "Speaker B"]),
+                                                  ({"num_speakers": 2}, ["Speaker A", "Speaker B"]),
+                                                  ({"num_speakers": 1}, ["Speaker A", "Speaker A"])])
+def test_below_the_minimum_count_a_less_alike_voice_opens_a_speaker(counts, speakers):
+    """A mutation audit: nothing failed with floor_threshold never used. Two utterances of 2.75 s
+    whose voices are 0.84 alike (corrected 0.93: above the known-speaker threshold 0.91, below the
+    floor threshold 0.95): one speaker with no count given, two while fewer than the minimum."""
+    from voicekit.diarization.online import OnlineDiarizer
+    from voicekit.vad import Utterance
+
+    a = np.zeros(256)
+    a[0] = 1.0
+    b = np.zeros(256)
+    b[0], b[1] = 0.84, np.sqrt(1 - 0.84 ** 2)
+    encoder = _OneVoicePerUtterance([a, b])
+    diarizer = OnlineDiarizer(encoder, DiarizerOptions(**counts))
+    got = []
+    for i in range(2):
+        encoder.utterance = i
+        utt = Utterance(i, 10.0 * i, np.zeros(44000, np.float32), np.ones(86, dtype=bool), 0.032, 10.0 * i + 3.0)
+        words, _ = diarizer.process(utt, [Word(10.0 * i + 0.5, 10.0 * i + 2.5, " words", 0.9)])
+        got.append(words[0].speaker)
+    assert got == speakers
 
 
 def test_speaker_index_inverts_speaker_label():

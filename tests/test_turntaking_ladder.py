@@ -135,6 +135,8 @@ def test_t2_bare_casual_plural_is_not_a_room_address(text):
         ("Can everyone see my screen?", True),
         ("What does everyone think?", True),
         ("So, is everybody okay with that?", True),
+        ("So what does everyone think?", True),         # two words before the auxiliary
+        ("Everyone else's notes are late", False),
         ("Has everybody got the doc\uff1f", True),
         ("Does everyone agree. I think so", False),      # no question mark: a statement
         ("Everyone else, thoughts?", True),
@@ -185,6 +187,20 @@ def test_t3_three_words_even_if_long_characters():
     t.record_reply("Iris")
     d = t.decide("Incomprehensibilities notwithstanding, absolutely", ALICE)  # 3 words, 49 chars
     assert (d.decided_by, d.responders) == ("continuation", ("Iris",))
+
+
+@pytest.mark.parametrize(("text", "continues"), [
+    ("What about the budget, then?", False),   # 28 characters, 5 words
+    ("and the timeline as well ok", False),     # 27 characters, 6 words
+    ("and the timeline too then?", False),      # 26 characters, 5 words
+    ("and the timeline too then", True),        # 25 characters: the contract's "at most 25"
+])
+def test_t3_the_character_limit_is_at_most_25(text, continues):
+    """A mutation audit: no test had a message of exactly 25 characters (`<=` read as `<` passed)."""
+    t = room("Iris", "Elena")
+    t.record_reply("Iris")
+    d = t.decide(text, ALICE)
+    assert (d.decided_by == "continuation") is continues, (len(text), d)
 
 
 def test_t3_long_message_is_not_a_continuation():
