@@ -179,6 +179,15 @@ def test_no_cue_has_zero_length():
     assert "00:00:12.480 --> 00:00:12.481" in to_vtt([a], until=12.48)
 
 
+def test_a_short_cue_overlapped_by_the_next_is_never_shortened():
+    """A mutation audit: nothing failed when a short cue was cut at the next cue's start though
+    that start lies inside it (two channels speaking at once): it is held, never shortened."""
+    a = SpeakerTurn("Speaker A", "Yes.", 10.0, 10.5, (Word(10.0, 10.5, " Yes.", 0.9, "Speaker A"),), "replay/0")
+    b = SpeakerTurn("Speaker B", "Go on then.", 10.2, 11.5, (Word(10.2, 11.5, " Go on then.", 0.9, "Speaker B"),),
+                    "replay/1")
+    assert "00:00:10.000 --> 00:00:10.500\n<v Speaker A>Yes." in to_vtt([a, b])
+
+
 def test_turns_without_usable_words_spread_their_text_over_the_turn():
     text = "A store row with no word times but a long text that cannot fit in one cue of two lines at all."
     bare = SpeakerTurn(speaker="Speaker B", text=text, start=10.0, end=16.0)

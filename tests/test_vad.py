@@ -120,6 +120,42 @@ def test_speech_after_a_cut_at_the_maximum_length_is_in_the_next_utterance():
     assert len(lost) <= 2, lost                                  # (a lone frame under 0.25 s is no speech)
 
 
+class _Scripted:
+    """A stand-in VAD: 32 ms frames whose speech probabilities are given in advance."""
+    frame_samples = 512
+
+    def __init__(self, probs):
+        self.probs = iter(probs)
+
+    def __call__(self, frame):
+        return next(self.probs, 0.0)
+
+
+def _scripted(probs, **opt):
+    ep = Endpointer(_Scripted(probs), EndpointerOptions(**opt))
+    x = np.zeros(512 * len(probs), np.float32)
+    return [*ep.push(x), *ep.flush()]
+
+
+def test_frames_under_the_threshold_never_open_an_utterance_and_only_go_on_with_one():
+    """A mutation audit: nothing failed when a frame between the threshold - 0.15 and the
+    threshold could open a run of speech (it may only go on with one a frame over it opened)."""
+    assert _scripted([0.0] * 5 + [0.4] * 40 + [0.0] * 40) == []
+    [u] = _scripted([0.0] * 5 + [0.9] + [0.4] * 12 + [0.0] * 40)   # one frame over it, then 0.4: 0.42 s
+    assert u.start <= 5 * 0.032 and u.end >= 18 * 0.032
+
+
+def test_an_utterance_closes_after_exactly_the_hangover():
+    """A mutation audit: nothing failed when the hangover closed one frame late. 1 s of speech from
+    0.32 s, then silence: the utterance is closed at the frame that completes 0.6 s of silence
+    (19 frames of 32 ms: 0.608 s), and keeps the 0.2 s pad after its speech."""
+    probs = [0.0] * 10 + [0.9] * 31 + [0.0] * 60
+    [u] = _scripted(probs)
+    speech_end = 41 * 0.032
+    assert abs(u.closed_at - (speech_end + round(0.6 / 0.032) * 0.032)) < 1e-9, u.closed_at
+    assert abs(u.end - (speech_end + round(0.2 / 0.032) * 0.032)) < 1e-9, u.end
+
+
 def test_endpointer_options_reject_values_that_cannot_end_an_utterance():
     for bad, message in (({"max_utterance": 0.0}, "between 1 and 30 seconds"),
                          ({"hangover": -1.0}, "ends an utterance"), ({"threshold": 2.0}, "between 0 and 1"),
