@@ -27,6 +27,18 @@ def test_rename_for_speaker_applies_to_later_turns():
     assert hooks.run(turn(speaker="Speaker B", text="I'm Sheila.")).sender_name == "Speaker B"
 
 
+def test_a_hooks_rename_for_the_speaker_wins_over_a_name_given_before_the_meeting():
+    """A mutation audit: nothing failed with --speaker-names winning over a hook's later rename.
+    The hook heard the name in the meeting, later than the guess given before it: it wins, on
+    the later turns; the given name holds until then."""
+    hooks = HookRunner()
+    hooks.set_names({"Speaker A": "Diane"})
+    hooks.register(lambda t: HookResult.rename("Dana") if "Dana" in t.text else None)
+    assert hooks.run(turn(text="Good morning.")).sender_name == "Diane"
+    assert hooks.run(turn(text="Sorry, it's Dana, not Diane.")).sender_name == "Dana"
+    assert hooks.run(turn(text="Yes.")).sender_name == "Dana"
+
+
 def test_a_renamed_speaker_carries_the_name_without_surrounding_blanks():
     hooks = HookRunner()
     hooks.register(lambda t: HookResult.rename("  Diane \t"))
