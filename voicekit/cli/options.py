@@ -70,7 +70,10 @@ def _hook_args(p: argparse.ArgumentParser, names_scope: str = "") -> None:
     g = p.add_argument_group("hooks (docs/hooks.md)")
     g.add_argument("--speaker-names", default=None, metavar="MAP_OR_FILE",
                    help=f"'Speaker A=Diane,Speaker B=Sheila'{names_scope}, or a file with one "
-                        "'Speaker A = Diane' per line")
+                        "'Speaker A = Diane' per line. Labels go to voices in the order they are first "
+                        "heard (Speaker A speaks first), so a name given here is a guess about who "
+                        "speaks first; once you know, name them after the meeting: `voicekit export "
+                        "OUT --speaker-names …`")
     g.add_argument("--hook", action="append", metavar="SCRIPT.py",
                    help="a Python file defining on_transcription(turn)"
                         ", and/or on_speak_decision(decision) for --members (repeatable; docs/hooks.md)")

@@ -351,7 +351,9 @@ def _not_heard(source, heard: float) -> str:  # noqa: ANN001 - a FileSource
 def _replay_parser(sub) -> None:  # noqa: ANN001
     p = sub.add_parser("replay", help="replay a recording through the pipeline",
                        description="Replay a recorded meeting: one line per speaker turn as the "
-                                   "recording plays through VAD, Whisper and diarization. Ctrl-C stops "
+                                   "recording plays through VAD, Whisper and diarization, labelled "
+                                   "\"Speaker A\", \"Speaker B\"… in the order the voices are first "
+                                   "heard (a label, once printed, never changes). Ctrl-C stops "
                                    "reading the recording and commits every utterance heard so far "
                                    "(outputs written, exit code 130; 143 when SIGTERM stops it); a second "
                                    "Ctrl-C aborts what is left.",
