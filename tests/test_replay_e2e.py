@@ -420,6 +420,9 @@ def test_export_refine_without_embeddings_says_how(tmp_path, capsys):
     assert main(["replay", str(eval_file("test").audio), "--out", str(out), "--quiet"]) == 0
     assert main(["export", str(out), "--refine"]) == 2
     assert "replay the recording again with --refine, or with --keep-embeddings" in capsys.readouterr().err
+    # with a count, the replay it points to asks for that count (a new-user check: it said --refine only)
+    assert main(["export", str(out), "--refine", "--num-speakers", "2"]) == 2
+    assert "replay the recording again with --refine --num-speakers 2, or with" in capsys.readouterr().err
     assert main(["export", str(out), "--num-speakers", "2"]) == 2
     assert "add --refine" in capsys.readouterr().err
     # a live meeting cannot be "replayed again": the hint follows where the meeting came from

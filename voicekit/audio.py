@@ -144,7 +144,8 @@ class PcmNormalizer:
             out = out / np.float32(32768.0)
             peak /= 32768.0
         if peak > 1.0:
-            self._warn_once("clip", "%s: float audio peaks at %.2f (> 1.0): clipped to [-1, 1]", self.name, peak)
+            self._warn_once("clip", "%s: float audio goes past full scale (the first block to do so peaks at "
+                            "%.3f): samples past ±1 are clipped", self.name, peak)
         return np.clip(out, -1.0, 1.0).astype(np.float32, copy=False)
 
 

@@ -205,6 +205,10 @@ See docs/livekit.md for running against a real livekit-server.
 """
 
 
+APPEND_COUNT = (" With --append on a meeting that kept no speaker embeddings, this session counts its own "
+                "(it cannot know the stored voices).")
+
+
 def _live_options(args: argparse.Namespace):  # noqa: ANN202 - PipelineOptions
     """The pipeline options of a live meeting: a live meeting is never refined in memory (only
     from the embeddings ``--keep-embeddings`` stores), so its diarizer keeps only the last
@@ -470,7 +474,7 @@ def _capture_parsers(sub) -> None:  # noqa: ANN001
     _voice_args(p)
     _turntaking_args(p)
     _session_args(p)
-    _pipeline_args(p, input_device=True)
+    _pipeline_args(p, input_device=True, count_scope=APPEND_COUNT)
     p.set_defaults(func=cmd_mic)
 
     p = sub.add_parser("livekit", help="a bot that transcribes a LiveKit room, one lane per participant",
@@ -499,5 +503,5 @@ def _capture_parsers(sub) -> None:  # noqa: ANN001
     _voice_args(p)
     _turntaking_args(p)
     _session_args(p)
-    _pipeline_args(p)
+    _pipeline_args(p, count_scope=" Each room-microphone lane counts its own." + APPEND_COUNT)
     p.set_defaults(func=cmd_livekit)

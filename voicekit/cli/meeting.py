@@ -462,7 +462,9 @@ def _refine_stored(store, num_speakers: int | None, out: Path) -> None:  # noqa:
             how = ("a microphone meeting keeps them only when it ran with `voicekit mic --keep-embeddings`; "
                    "this one cannot be refined")
         else:
-            how = "replay the recording again with --refine, or with --keep-embeddings to refine it later here"
+            count = f" --num-speakers {num_speakers}" if num_speakers else ""
+            how = (f"replay the recording again with --refine{count}, or with --keep-embeddings to refine it "
+                   "later here")
         raise CliError(f"this meeting has no refined labels and no speaker embeddings to refine from: {how}")
     store.set_refined(refine_turns(store.turns(), [WindowEmbeddings(*k) for k in kept], num_speakers))
 

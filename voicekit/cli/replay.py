@@ -375,7 +375,8 @@ def _replay_parser(sub) -> None:  # noqa: ANN001
     p.add_argument("--channel", type=int, default=None, help="use this channel (0-based) instead of the downmix")
     p.add_argument("--per-channel", action="store_true",
                    help="one person per channel (a call recorded in stereo, a mixer's multitrack): each "
-                        "channel is a speaker (channel 0 = Speaker A, 1 = Speaker B…), no diarization")
+                        "channel is a speaker (channel 0 = Speaker A, 1 = Speaker B…), no diarization; "
+                        "unpaced (not with --realtime)")
     g = p.add_argument_group("headerless PCM (.raw, .pcm)")
     g.add_argument("--raw-rate", type=int, default=None, metavar="HZ",
                    help="read AUDIO as headerless PCM at this sample rate")
