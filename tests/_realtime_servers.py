@@ -104,6 +104,7 @@ class FakeOpenAIRealtime(_ServerThread):
             connection's *n*-th item: ``{n: [frame, …]}`` (a malformed event, a non-JSON frame).
         vad_responses: start a response of the server's own on ``input_audio_buffer.append``
             when none is in flight (server VAD, the GA default, does so when speech stops).
+        mute_acks: read items but acknowledge none (a provider that stalls).
     """
 
     def __init__(self, reply_delay: float = 0.2) -> None:
@@ -114,6 +115,7 @@ class FakeOpenAIRealtime(_ServerThread):
         self.drop_schedule: list[int] = []
         self.frames_after_items: dict[int, list[str]] = {}
         self.vad_responses = False
+        self.mute_acks = False
         self.errors_sent: list[dict] = []
         self._n = 0
 
@@ -144,6 +146,8 @@ class FakeOpenAIRealtime(_ServerThread):
                     await ws.send(json.dumps({"type": "session.updated", "event_id": self._eid(),
                                               "session": {"type": "realtime", **ev.get("session", {})}}))
                 elif t == "conversation.item.create":
+                    if self.mute_acks:
+                        continue
                     item = ev["item"]
                     text = " ".join(p.get("text", "") for p in item.get("content", []))
                     if self.reject_text and self.reject_text in text:

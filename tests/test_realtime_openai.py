@@ -149,6 +149,64 @@ def test_drop_and_reconnect_nothing_lost_and_the_new_conversation_keeps_the_cont
         assert DeliveryLog(store.path, "openai:drop").statuses() == {t.turn_id: "delivered" for t in committed}
 
 
+def test_an_instruction_is_sent_again_in_its_place_after_a_reconnect(tmp_path):
+    """A review: after a drop the new conversation was sent the turns the old one had taken, but
+    not the application's instruction it had taken between them."""
+    with FakeOpenAIRealtime() as server:
+        server.drop_after_items = 3   # the first turn, the instruction, the second turn
+        store = open_store(tmp_path)
+        b = Broadcaster(session(server), store.path, session_id="openai:instr", backoff_initial=0.05).start()
+        assert b.connected.wait(10)
+        for i, (spk, name, text) in enumerate(SCRIPT):
+            b.on_turn(store.commit(turn(spk, name, text, i)))
+            if i == 0:
+                b.instruct("Answer only in French.")
+            time.sleep(0.1)
+        assert b.close(timeout=10)
+        server.settle()
+        order = [[(e["item"]["role"], e["item"].get("id")) for e in server.events("conversation.item.create", c)]
+                 for c in (0, 1)]
+        assert order[0][:3] == [("user", "vk-t1"), ("system", None), ("user", "vk-t2")], order[0]
+        assert order[1][:3] == order[0][:3], order   # in its place among the turns sent again
+        assert b.stats["instructions"] == 1
+
+
+def test_close_against_a_provider_that_stops_acknowledging_ends_the_thread(tmp_path):
+    """A review: a send waiting for an acknowledgement was not bounded by close(timeout): with the
+    10 s ack timeout, close(1) gave up joining after 6 s and left the thread and its socket on."""
+    with FakeOpenAIRealtime() as server:
+        server.mute_acks = True
+        store = open_store(tmp_path)
+        b = Broadcaster(OpenAIRealtimeSession("gpt-realtime", api_key=KEY, ack_timeout=10.0,
+                                              websocket_base_url=f"ws://127.0.0.1:{server.port}/v1"),
+                        store.path, session_id="openai:mute").start()
+        assert b.connected.wait(10)
+        b.on_turn(store.commit(turn("Speaker A", "Alice", "hello", 0)))
+        time.sleep(0.3)
+        assert b.close(timeout=1.0) is False      # the turn was not acknowledged: it stays in the store
+        assert not b._thread.is_alive()
+        assert DeliveryLog(store.path, "openai:mute").statuses() == {}
+
+
+def test_a_turn_without_an_id_given_to_a_broadcaster_with_a_store_is_sent(tmp_path):
+    """A review: a turn not from the store (no turn_id: a chat line an application passes on) was
+    sent by neither path, and close() said everything went."""
+    from voicekit.turns import SpeakerTurn
+
+    with FakeOpenAIRealtime() as server:
+        store = open_store(tmp_path)
+        b = Broadcaster(session(server), store.path, session_id="openai:noid").start()
+        assert b.connected.wait(10)
+        b.on_turn(store.commit(turn("Speaker A", "Alice", "committed", 0)))
+        b.on_turn(SpeakerTurn(speaker="Bob", text="a chat line", start=1.0, end=2.0, channel="chat",
+                              metadata={"sender_name": "Bob"}))
+        assert b.close(timeout=10)
+        server.settle()
+        texts = [e["item"]["content"][0]["text"] for e in server.events("conversation.item.create")]
+        assert texts[0] == "committed" and texts[1] == 'Bob: "a chat line"', texts
+        assert b.stats["delivered"] == 2
+
+
 def test_a9_new_conversation_after_reconnect_holds_the_note_once(tmp_path):
     with FakeOpenAIRealtime() as server:
         server.drop_after_items = 3

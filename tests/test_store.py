@@ -266,6 +266,89 @@ def test_export_keeps_an_output_edited_by_hand_before_it_rewrites_it(tmp_path, c
     txt.write_text("my notes", encoding="utf-8")
     assert main(["export", str(out)]) == 0
     assert (out / "interview.edited-2.txt").read_text(encoding="utf-8") == "my notes"
+    # killed after writing the files and before recording them (a store review): the record is
+    # the old files', the files are what the next export writes: no edit
+    store = MeetingStore(out / "meeting.sqlite")
+    store.set_meta(output_digests={name: "0" * 64 for name in store.meta()["output_digests"]})
+    store.close()
+    capsys.readouterr()
+    assert main(["export", str(out)]) == 0
+    assert capsys.readouterr().err == "" and len(list(out.glob("*.edited*"))) == 2
+
+
+def test_a_damaged_metadata_value_is_left_out_and_the_turns_export(tmp_path, caplog):
+    """A store review: one metadata value that is not JSON (the model's name, torn) made
+    `voicekit export` an internal error (JSONDecodeError), keeping every committed turn out."""
+    from voicekit.cli import main
+
+    store = MeetingStore(tmp_path / "meeting.sqlite")
+    store.set_meta(stem="m", model="tiny.en")
+    store.commit(turn("Speaker A", "still here", 1.0))
+    store.conn.execute("UPDATE meeting SET value = '{\"trunc' WHERE key = 'model'")
+    assert store.meta() == {"stem": "m"}
+    assert "the meeting's 'model' is damaged" in caplog.text
+    store.close()
+    assert main(["export", str(tmp_path)]) == 0
+    assert (tmp_path / "m.txt").read_text(encoding="utf-8").strip().endswith("Speaker A: still here")
+
+
+def test_a_replacement_a_killed_command_left_half_done_is_settled_by_the_next_command(tmp_path, capsys):
+    """A store review: `replay --overwrite` killed (SIGKILL) before its first turn left the old
+    meeting in OUT/.voicekit-replaced/ and an empty store in OUT; the next command's own set-aside
+    moved the empty store over it, then deleted both: the meeting was gone. The next command now
+    puts it back when the new meeting never committed a turn, and finishes the replacement when
+    it did."""
+    from voicekit.cli import main
+
+    def meeting(folder, texts):
+        store = MeetingStore(folder / "meeting.sqlite")
+        store.set_meta(stem="m")
+        for i, text in enumerate(texts):
+            store.commit(turn("Speaker A", text, float(i)))
+        store.close()
+
+    out = tmp_path / "o"
+    aside = out / ".voicekit-replaced"
+    aside.mkdir(parents=True)
+    meeting(aside, ["one", "two", "three"])   # the meeting --overwrite was replacing
+    meeting(out, [])                          # the new one, killed before its first turn
+    assert main(["export", str(out)]) == 0
+    assert capsys.readouterr().err == (f"warning: a command that was replacing the meeting in {out} (--overwrite) was "
+                                       "stopped before its first turn: that meeting is put back\n")
+    assert not aside.exists()
+    assert [t.text for t in MeetingStore(out / "meeting.sqlite").turns()] == ["one", "two", "three"]
+    assert (out / "m.txt").read_text(encoding="utf-8").count("Speaker A:") == 3
+    # killed after its first turn: the replacement stands, the old meeting goes
+    aside.mkdir()
+    meeting(aside, ["old"])
+    assert main(["export", str(out)]) == 0
+    assert "was stopped after its first turn: the meeting it replaced is deleted" in capsys.readouterr().err
+    assert not aside.exists() and len(MeetingStore(out / "meeting.sqlite").turns()) == 3
+
+
+def test_a_refinement_of_the_first_store_layout_reaches_the_refined_outputs(tmp_path):
+    """A store review: a store of voicekit's first layout keeps a refinement as one label per turn
+    (refined_speaker, no refined_words); the refined view dropped it."""
+    out = tmp_path / "old"
+    out.mkdir()
+    conn = sqlite3.connect(out / "meeting.sqlite")
+    conn.executescript("""
+        CREATE TABLE meeting (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE turns (id INTEGER PRIMARY KEY AUTOINCREMENT, channel TEXT NOT NULL,
+            speaker TEXT NOT NULL, sender_name TEXT NOT NULL, text TEXT NOT NULL, start REAL NOT NULL,
+            "end" REAL NOT NULL, words TEXT NOT NULL, metadata TEXT NOT NULL, emitted_at REAL,
+            committed_at REAL NOT NULL, refined_speaker TEXT, sent INTEGER NOT NULL DEFAULT 0);
+        CREATE TABLE speaker_names (speaker TEXT PRIMARY KEY, name TEXT NOT NULL);
+        INSERT INTO turns (channel, speaker, sender_name, text, start, "end", words, metadata, committed_at,
+                           refined_speaker)
+            VALUES ('replay', 'Speaker A', 'Speaker A', 'hello there', 1.0, 2.0,
+                    '[[1.0, 1.5, " hello", 0.9, "Speaker A"], [1.5, 2.0, " there", 0.9, "Speaker A"]]', '{}', 0,
+                    'Speaker B');
+    """)
+    conn.close()
+    store = MeetingStore(out / "meeting.sqlite")
+    assert [(t.speaker, t.text) for t in store.turns(refined=True)] == [("Speaker B", "hello there")]
+    store.close()
 
 
 def test_resume_point_is_after_the_audio_the_turns_and_the_kept_windows(tmp_path):

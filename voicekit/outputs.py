@@ -529,9 +529,23 @@ def output_paths(out_dir: str | Path, stem: str) -> list[Path]:
     return [output_path(out_dir, stem, ext, suffix) for suffix in ("", REFINED_SUFFIX) for ext in FORMATS]
 
 
+def render_all(turns: Sequence[SpeakerTurn], stem: str, meta: dict | None = None) -> dict[str, str]:
+    """Every format's text, by extension (:data:`FORMATS`): what :func:`write_all` writes."""
+    duration = (meta or {}).get("duration")   # no cue is held past the end of the meeting
+    duration = float(duration) if isinstance(duration, (int, float)) and not isinstance(duration, bool) else None
+    return {
+        "json": json_text(to_json(turns, meta)),
+        "rttm": to_rttm(turns, stem),
+        "srt": to_srt(turns, until=duration),
+        "vtt": to_vtt(turns, until=duration),
+        "txt": to_text(turns),
+    }
+
+
 def write_all(turns: Sequence[SpeakerTurn], out_dir: str | Path, stem: str, meta: dict | None = None,
               suffix: str = "") -> list[Path]:
-    """Write every format to ``out_dir/<stem><suffix>.<ext>`` atomically (write, then rename).
+    """Write every format to ``out_dir/<stem><suffix>.<ext>`` atomically (write, then rename):
+    :func:`write_texts` of :func:`render_all`.
 
     A file is replaced only once its new content is fully written: a full disk or a read-only
     directory leaves every earlier output as it was, and no partial ``.tmp`` file. Each file is
@@ -547,21 +561,22 @@ def write_all(turns: Sequence[SpeakerTurn], out_dir: str | Path, stem: str, meta
             error holds them (``failures``), the files written (``written``) and the fix
             (``remedy``).
     """
+    return write_texts(render_all(turns, stem, meta), out_dir, stem, suffix)
+
+
+def write_texts(contents: dict[str, str], out_dir: str | Path, stem: str, suffix: str = "") -> list[Path]:
+    """Write each ``{ext: text}`` of :func:`render_all` to ``out_dir/<stem><suffix>.<ext>`` (UTF-8)
+    atomically, as :func:`write_all` says.
+
+    Raises:
+        OutputError: as :func:`write_all`.
+    """
     out_dir = Path(out_dir)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise OutputError(f"cannot create the output directory {out_dir} ({exc.strerror or exc})",
                           [(out_dir, exc)]) from exc
-    duration = (meta or {}).get("duration")   # no cue is held past the end of the meeting
-    duration = float(duration) if isinstance(duration, (int, float)) and not isinstance(duration, bool) else None
-    contents = {
-        "json": json_text(to_json(turns, meta)),
-        "rttm": to_rttm(turns, stem),
-        "srt": to_srt(turns, until=duration),
-        "vtt": to_vtt(turns, until=duration),
-        "txt": to_text(turns),
-    }
     written: list[Path] = []
     failures: list[tuple[Path, OSError]] = []
     for ext, text in contents.items():

@@ -479,6 +479,8 @@ class LiveKitBot:
         return participant.identity in self.room_mics or flag in ("1", "true", "yes")
 
     def _on_track_subscribed(self, track, publication, participant) -> None:  # noqa: ANN001
+        if self._closing:   # a lane opened while close() ends them would be ended by nobody (a review:
+            return          # close() then waited 120 s for its thread)
         rtc = _rtc()
         old = self.lanes.get(publication.sid)
         if track.kind != rtc.TrackKind.KIND_AUDIO or (old is not None and not old.closed):

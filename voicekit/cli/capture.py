@@ -11,12 +11,12 @@ import threading
 import urllib.parse
 from pathlib import Path
 
-from voicekit.cli.common import (CliError, _check_writable, _GracefulStop, _lock_meeting_dir, _plural, _ReaderWatch,
+from voicekit.cli.common import (CliError, _check_writable, _GracefulStop, _plural, _ReaderWatch,
                                  finite_float, HelpFormatter, meeting_dir, warn)
 from voicekit.cli.decisions import _turn_taking, _turn_taking_summary, _with_decisions
 from voicekit.cli.meeting import (_check_existing_meeting, _committed_turns, _discard_unjoined, _interrupt_note,
                                   _replacing, _known_speakers, _meeting_stem, _session_meta, _SetAside, _hints,
-                                  _store_failed, _turns_summary, _write_outputs, _wrote_line)
+                                  _store_failed, _take_meeting_dir, _turns_summary, _write_outputs, _wrote_line)
 from voicekit.cli.options import (_diarizer_name, _hook_args, _hooks, _keep_embeddings_arg, _meeting_args,
                                   _options, _pipeline_args, _session_args, _turntaking_args, _voice_args)
 from voicekit.cli.session import (_close_session, _live_sink, _make_session, _session_log_line,
@@ -73,7 +73,7 @@ def cmd_mic(args: argparse.Namespace) -> int:
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     out = Path(args.out)
     _check_writable(out)
-    _lock_meeting_dir(out)  # until the command returns: a second command into this --out is refused
+    _take_meeting_dir(out)  # until the command returns: a second command into this --out is refused
     if args.seconds is not None and args.seconds <= 0:
         raise CliError(f"--seconds must be positive, got {args.seconds:g}")
     if args.input_device is not None and not args.input_device.strip():   # an unset $MIC: not the default
@@ -269,7 +269,7 @@ def cmd_livekit(args: argparse.Namespace) -> int:
         raise CliError(f"--seconds must be positive, got {args.seconds:g}")
     out = Path(args.out)
     _check_writable(out)
-    _lock_meeting_dir(out)  # until the command returns: a second command into this --out is refused
+    _take_meeting_dir(out)  # until the command returns: a second command into this --out is refused
     args.stem = _meeting_stem(out / "meeting.sqlite", args)
     session = _make_session(args, out, echo=False)  # a missing API key stops here: nothing written, no model
     options = _live_options(args)

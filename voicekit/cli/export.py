@@ -7,9 +7,9 @@ import argparse
 from collections import Counter
 from pathlib import Path
 
-from voicekit.cli.common import CliError, _lock_meeting_dir, _plural
+from voicekit.cli.common import CliError, _plural
 from voicekit.cli.meeting import (OUTPUT_DIGESTS_KEY, _check_readable_store, _has_embeddings, _refine_stored,
-                                  _refined_summary, _write_outputs)
+                                  _refined_summary, _take_meeting_dir, _write_outputs)
 from voicekit.cli.options import _is_names_file, _shared_names, _speaker_names
 
 
@@ -118,7 +118,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     names = _names_arg(args.speaker_names) if args.speaker_names else {}
     _check_readable_store(store_path, "export writes outputs only from a voicekit meeting",
                           access_way="copy the folder and export the copy")
-    _lock_meeting_dir(out, fix="export it when that command has ended (it writes the outputs itself as it ends)")
+    _take_meeting_dir(out, fix="export it when that command has ended (it writes the outputs itself as it ends)")
     store = MeetingStore(store_path)
     meta = store.meta()
     meta.pop(OUTPUT_DIGESTS_KEY, None)   # the store's record of the files, not the meeting's

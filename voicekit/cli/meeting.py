@@ -60,8 +60,12 @@ def _unreadable_store(store_path: Path) -> str | None:
                 conn.execute("SELECT COUNT(*) FROM turns").fetchone()
     except sqlite3.Error as exc:
         from voicekit.store import access_problem
+        from voicekit.store.sqlite import _disk_full
 
-        return None if access_problem(store_path, exc) is not None else str(exc)   # no damage: access
+        # no damage: access, or a full disk (a WAL store needs room for its -shm to be read: a
+        # store review was sent to `.recover` a healthy store on a full disk)
+        return None if access_problem(store_path, exc) is not None or _disk_full(exc, store_path.parent) \
+            else str(exc)
     return None
 
 
@@ -102,13 +106,17 @@ def _check_store_access(store_path: Path, way: str, write: bool = False) -> None
 
 
 def _stored_meta(store_path: Path) -> dict:
-    """The metadata of an existing meeting store ({} for an unreadable one)."""
+    """The metadata of an existing meeting store ({} for an unreadable one; a damaged value is
+    left out, as :meth:`MeetingStore.meta` leaves it out)."""
     import json
 
-    try:
-        return {k: json.loads(v) for k, v in _read_store(store_path, "SELECT key, value FROM meeting") or []}
-    except ValueError:
-        return {}
+    out = {}
+    for key, value in _read_store(store_path, "SELECT key, value FROM meeting") or []:
+        try:
+            out[key] = json.loads(value)
+        except (TypeError, ValueError):
+            continue
+    return out
 
 
 def _check_readable_store(store_path: Path, way: str, access_way: str | None = None) -> None:
@@ -256,6 +264,48 @@ class _SetAside:
         self.moved = []
         if self.dir.is_dir() and not any(self.dir.iterdir()):
             self.dir.rmdir()
+
+    @classmethod
+    def recover(cls, store_path: Path) -> str | None:
+        """After a command that ``--overwrite`` ran was killed (SIGKILL, a crash: nothing restored
+        or dropped the meeting it set aside): put the set-aside meeting back when the new one never
+        committed a turn, else finish the replacement (delete it). Returns a line saying which,
+        or None when nothing was set aside. A store review found the next command's own
+        ``--overwrite`` set aside the empty meeting over it, then deleted both."""
+        import shutil
+
+        folder = cls.folder(store_path)
+        if not folder.is_dir():
+            return None
+        old = folder / store_path.name
+        if not old.is_file():
+            shutil.rmtree(folder, ignore_errors=True)
+            return None
+        if _committed_turns(store_path):
+            shutil.rmtree(folder, ignore_errors=True)
+            return (f"a command that replaced the meeting in {store_path.parent} (--overwrite) was stopped "
+                    "after its first turn: the meeting it replaced is deleted, as --overwrite asked")
+        for path in _meeting_files(store_path):
+            path.unlink()
+        for path in folder.iterdir():
+            path.rename(store_path.parent / path.name)
+        folder.rmdir()
+        return (f"a command that was replacing the meeting in {store_path.parent} (--overwrite) was stopped "
+                "before its first turn: that meeting is put back")
+
+
+def _take_meeting_dir(out: Path, fix: str = "wait until it ends, or choose another --out") -> None:
+    """Take the meeting directory ``out`` for this command (:func:`~voicekit.cli.common._lock_meeting_dir`),
+    then settle a replacement a killed command left half done (:meth:`_SetAside.recover`),
+    with a warning on stderr."""
+    import sys
+
+    from voicekit.cli.common import _lock_meeting_dir
+
+    _lock_meeting_dir(out, fix=fix)
+    note = _SetAside.recover(out / "meeting.sqlite")
+    if note is not None:
+        print(f"warning: {note}", file=sys.stderr)
 
 
 def _meeting_stem(store_path: Path, args: argparse.Namespace) -> str:
@@ -487,13 +537,15 @@ rewrite can tell a file a person edited since (:func:`_write_outputs`)."""
 
 
 def _write_outputs(turns, out: Path, stem: str, meta: dict, suffix: str = "", *, store) -> list[Path]:  # noqa: ANN001
-    """:func:`voicekit.outputs.write_all`, its failure told as one line with the way back.
+    """:func:`voicekit.outputs.write_all` (its two steps), its failure told as one line with the way back.
 
     An output a person edited since voicekit wrote it (its content no longer the digest ``store``
     recorded, :data:`OUTPUT_DIGESTS_KEY`) is first kept as ``<name>.edited.<ext>``
     (``.edited-2.<ext>``…), with a warning: a journalist's trial corrected a transcript by hand,
     ran `voicekit export` to rename a speaker, and lost the corrections. The digests of the files
-    written are recorded in ``store`` (a read-only store exports all the same, without them).
+    written are recorded in ``store`` (a read-only store exports all the same, without them). A file
+    that holds what is about to be written is no edit either (a command killed between writing
+    the files and recording their digests: a store review saw every output called edited).
 
     Raises:
         CliError: some outputs could not be written (every other one is): ``cannot write OUT/x.srt
@@ -505,7 +557,7 @@ def _write_outputs(turns, out: Path, stem: str, meta: dict, suffix: str = "", *,
     import logging
     import sys
 
-    from voicekit.outputs import FORMATS, OutputError, output_path, write_all
+    from voicekit.outputs import OutputError, output_path, render_all, write_texts
     from voicekit.store import StoreError
 
     def digest(path: Path) -> str | None:
@@ -514,11 +566,14 @@ def _write_outputs(turns, out: Path, stem: str, meta: dict, suffix: str = "", *,
         except OSError:
             return None
 
+    contents = render_all(turns, stem, meta)
+    new = {output_path(out, stem, ext, suffix).name: hashlib.sha256(text.encode("utf-8")).hexdigest()
+           for ext, text in contents.items()}
     digests = dict(store.meta().get(OUTPUT_DIGESTS_KEY) or {})
-    for ext in FORMATS:
+    for ext in contents:
         path = output_path(out, stem, ext, suffix)
         recorded = digests.get(path.name)
-        if recorded is None or not path.is_file() or digest(path) in (recorded, None):
+        if recorded is None or not path.is_file() or digest(path) in (recorded, new[path.name], None):
             continue
         kept, n = path.with_name(f"{path.stem}.edited{path.suffix}"), 1
         while kept.exists():
@@ -532,14 +587,14 @@ def _write_outputs(turns, out: Path, stem: str, meta: dict, suffix: str = "", *,
         print(f"warning: {path.name} was edited since voicekit wrote it: your version is kept as {kept.name}",
               file=sys.stderr)
     try:
-        written = write_all(turns, out, stem, meta, suffix=suffix)
+        written = write_texts(contents, out, stem, suffix=suffix)
     except OutputError as exc:
         n = len(turns)
         done = exc.written
         others = f"{', '.join(p.name for p in done)} {'is' if len(done) == 1 else 'are'} written and " if done else ""
         raise CliError(f"{exc}; {others}the {_plural(n, 'turn')} {'is' if n == 1 else 'are'} safe in "
                        f"{out / 'meeting.sqlite'}: {exc.remedy}, then run `voicekit export {out}`") from exc
-    digests.update({p.name: digest(p) for p in written})
+    digests.update({p.name: new[p.name] for p in written})
     try:
         store.set_meta(**{OUTPUT_DIGESTS_KEY: digests})
     except StoreError as exc:   # a read-only store exports all the same, without the record

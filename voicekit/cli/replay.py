@@ -9,12 +9,12 @@ import math
 import time
 from pathlib import Path
 
-from voicekit.cli.common import (CliError, _chain, _check_writable, _GracefulStop, _lock_meeting_dir, _plural,
+from voicekit.cli.common import (CliError, _chain, _check_writable, _GracefulStop, _plural,
                                  _ReaderWatch, HelpFormatter, meeting_dir, warn)
 from voicekit.cli.decisions import _check_explain, _turn_taking, _turn_taking_summary, _with_decisions
 from voicekit.cli.meeting import (_check_existing_meeting, _check_stem, _replacing,
                                   _interrupt_note, _refined_summary, _hints, _store_failed, _turns_summary,
-                                  _unmatched_names, _write_outputs, _wrote_line)
+                                  _take_meeting_dir, _unmatched_names, _write_outputs, _wrote_line)
 from voicekit.cli.options import (_diarizer_name, _hook_args, _hooks, _keep_embeddings_arg, _meeting_args,
                                   _options, _pipeline_args, _session_args, _turntaking_args, _voice_args)
 from voicekit.cli.session import (_close_session, _make_session, _session_log_line, _session_missed_line,
@@ -108,7 +108,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
                            "turn would come out once per channel; drop --per-channel to diarize it")
     out = Path(args.out)
     _check_writable(out)
-    _lock_meeting_dir(out)  # until the command returns: a second command into this --out is refused
+    _take_meeting_dir(out)  # until the command returns: a second command into this --out is refused
     stem = _check_stem(args.stem) or source.path.stem
     options = _options(args, whole_recording=True)
     if options.pyannote is not None and args.per_channel:

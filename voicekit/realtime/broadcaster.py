@@ -55,6 +55,7 @@ from voicekit.realtime.session import (ProviderError, RealtimeSession, SessionCl
 from voicekit.turns import SpeakerTurn
 
 _TURN, _INSTRUCTION, _REPLY = "turn", "instruction", "reply"
+_INSTRUCTION_KEY = ""   # the key of an application instruction in the history (a turn's is vk-t<id>)
 
 CLOSE_GRACE = 1.0
 """Seconds a session's close may take past :meth:`Broadcaster.close`'s timeout (a reply in
@@ -433,15 +434,20 @@ class Broadcaster:
             while self._pending:
                 kind, payload = self._pending[0]
                 if kind == _TURN:
-                    if self._log is not None:
+                    # (a turn without an id is not in the store: it is sent itself, as without one;
+                    # a review found it sent by neither path, and close() still said all went)
+                    if self._log is not None and payload.turn_id is not None:
                         # this turn and those committed before it that are not delivered yet
                         # (dropped from a full queue, or committed by another process)
                         await self._send_from_store(before=None if payload.turn_id is None else payload.turn_id + 1)
                     else:
                         await self._send_turn(payload)
                 elif kind == _INSTRUCTION:
-                    await self.session.send_instruction(payload)
+                    await self._within_close_deadline(self.session.send_instruction(payload), grace=CLOSE_GRACE)
                     self.stats["instructions"] += 1
+                    # a new conversation after a drop is given it again, in its place (a review:
+                    # the turns were resent after a reconnect, the instructions not)
+                    self._history.append((payload, _INSTRUCTION_KEY, None, False))
                 else:
                     await self._reply()
                 self._pending.popleft()
@@ -462,7 +468,7 @@ class Broadcaster:
 
     async def _resend_history(self) -> None:
         """Send a new provider conversation (after a dropped connection) the items the old one
-        had taken, as they were, in order, noted by :meth:`RealtimeAttribution.item_again` as the
+        had taken (application instructions too), as they were, in order, noted by :meth:`RealtimeAttribution.item_again` as the
         new conversation's own: the runtime note goes with the first labelled item of the new
         conversation (A3, A9: once per provider conversation), the item that carried it in the old
         one or, when that item is older than the history kept, the first labelled item resent;
@@ -476,10 +482,14 @@ class Broadcaster:
         items = list(self._history)
         kept: list[tuple[dict[str, Any], str, SpeakerLabel | None, bool]] = []
         for item, key, label, labelled in items:
+            if key == _INSTRUCTION_KEY:
+                await self._within_close_deadline(self.session.send_instruction(item), grace=CLOSE_GRACE)
+                kept.append((item, key, label, labelled))
+                continue
             state = self._attr.snapshot()
             item = self._attr.item_again(item, label, labelled)
             try:
-                await self.session.send_item(item, key)
+                await self._within_close_deadline(self.session.send_item(item, key), grace=CLOSE_GRACE)
             except ProviderError as exc:
                 self._attr.restore(state)   # (its note, and its bare line, did not reach the session)
                 log.error("realtime session %s rejected an item sent again after the reconnect (%s); "
@@ -538,7 +548,9 @@ class Broadcaster:
         # a turn without an id (no store) is numbered: id(turn) is reused once a turn is freed
         key = f"vk-t{turn.turn_id}" if turn.turn_id is not None else f"vk-x{next(self._item_numbers)}"
         try:
-            await self.session.send_item(item, key)
+            # bounded by close(timeout) as the connect and the close are: a provider that stops
+            # acknowledging held close(1) for the 10 s ack timeout, its socket open (a review)
+            await self._within_close_deadline(self.session.send_item(item, key), grace=CLOSE_GRACE)
         except ProviderError as exc:
             log.error("realtime session %s rejected turn %s (client event %s, code %s): %s",
                       self.session_id, turn.turn_id, exc.event_id, exc.code, exc)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import json
+import logging
 import math
 import os
 import sqlite3
@@ -231,6 +232,7 @@ class MeetingStore:
 
     def __init__(self, path: str | Path, meeting_id: str = "default") -> None:
         self.path = Path(path)
+        self._bad_meta: set[str] = set()   # damaged metadata keys, warned of once
         self.register = AuthorRegister(meeting_id)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -306,8 +308,19 @@ class MeetingStore:
             raise self._write_error(exc) from exc
 
     def meta(self) -> dict[str, Any]:
-        """All meeting metadata, in the order the keys were first stored."""
-        return {k: json.loads(v) for k, v in self.conn.execute("SELECT key, value FROM meeting ORDER BY rowid")}
+        """All meeting metadata, in the order the keys were first stored. A value that is not JSON
+        (a damaged store) is left out, with a warning: a store review found one damaged key (the
+        model's name) keeping `voicekit export` from every committed turn."""
+        out: dict[str, Any] = {}
+        for key, value in self.conn.execute("SELECT key, value FROM meeting ORDER BY rowid"):
+            try:
+                out[key] = json.loads(value)
+            except (TypeError, ValueError):
+                if key not in self._bad_meta:
+                    self._bad_meta.add(key)
+                    logging.getLogger("voicekit.store").warning(
+                        "%s: the meeting's %r is damaged (%r is not JSON): left out", self.path, key, str(value)[:40])
+        return out
 
     # --- turns ------------------------------------------------------------------------------
     def commit(self, turn: SpeakerTurn, participants: Sequence[Participant] = ()) -> SpeakerTurn:
@@ -473,11 +486,16 @@ class MeetingStore:
         return names, self._refined_pieces(names)
 
     def _refined_pieces(self, names: dict[str, str]) -> list[SpeakerTurn]:
-        """Every turn split by its refined words' labels (:func:`split_by_labels`), not yet joined."""
+        """Every turn split by its refined words' labels (:func:`split_by_labels`), not yet joined.
+        A turn of the first store layout, refined as a whole (``refined_speaker``, no
+        ``refined_words``: a store review found its refinement dropped), gives every word that label."""
         out = []
-        for row in self.conn.execute(f"SELECT {TURN_COLUMNS}, refined_words FROM turns ORDER BY start, id"):
-            turn, refined_words = turn_from_row(row[:-1]), row[-1]
-            out.extend(split_by_labels(turn, json.loads(refined_words) if refined_words else [], names))
+        for row in self.conn.execute(f"SELECT {TURN_COLUMNS}, refined_words, refined_speaker FROM turns "
+                                     "ORDER BY start, id"):
+            turn, refined_words, refined_speaker = turn_from_row(row[:-2]), row[-2], row[-1]
+            labels = (json.loads(refined_words) if refined_words else
+                      [refined_speaker] * len(turn.words) if refined_speaker else [])
+            out.extend(split_by_labels(turn, labels, names))
         return out
 
     # --- speaker embeddings (opt-in) ----------------------------------------------------------
