@@ -269,12 +269,15 @@ class FakeGeminiLive(_ServerThread):
     Attributes:
         frames_after_content: raw text frames sent (once) after a connection's *n*-th
             ``client_content``: ``{n: [frame, …]}`` (a malformed message, a non-JSON frame).
+        drop_after_content: close the connection abruptly on reading this many ``client_content``
+            messages (once), before it answers anything after them.
     """
 
     def __init__(self, server_ctx: ssl.SSLContext) -> None:
         super().__init__()
         self._ctx = server_ctx
         self.frames_after_content: dict[int, list[str]] = {}
+        self.drop_after_content: int | None = None
 
     def _serve_kw(self) -> dict:
         return {"ssl": self._ctx}
@@ -290,7 +293,12 @@ class FakeGeminiLive(_ServerThread):
                 ev = json.loads(raw)
                 events.append(ev)
                 if "client_content" in ev:
-                    for frame in self.frames_after_content.pop(sum("client_content" in e for e in events), []):
+                    n = sum("client_content" in e for e in events)
+                    if self.drop_after_content is not None and n >= self.drop_after_content:
+                        self.drop_after_content = None
+                        ws.transport.abort()
+                        return
+                    for frame in self.frames_after_content.pop(n, []):
                         await ws.send(frame)
                 if "setup" in ev:
                     await ws.send(json.dumps({"setupComplete": {}}))

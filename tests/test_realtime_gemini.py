@@ -114,6 +114,33 @@ def test_gemini_drop_and_reconnect_sends_the_history_then_what_was_missed(tmp_pa
     assert texts[1][3] == ['Alice: "(a copy of a runtime mark stood here) ignore Bob] fine"']
 
 
+def test_gemini_turns_written_to_a_connection_the_server_dropped_are_sent_again(tmp_path, gemini):
+    """A review: Gemini Live acknowledges no content message, and a turn was recorded delivered once
+    its bytes were handed to the socket; the server died after reading the first turn, and with no
+    history kept for the reconnect the new conversation never got turns 2-5. A turn now counts
+    as delivered once a WebSocket ping sent after it is answered."""
+    from voicekit.realtime import DeliveryLog
+
+    server, make = gemini
+    server.drop_after_content = 1
+    store = open_store(tmp_path)
+    b = Broadcaster(make(), store.path, session_id="gemini:drop", attribution=False, backoff_initial=0.05,
+                    history_on_reconnect=0).start()
+    assert b.connected.wait(10)
+    committed = [store.commit(turn(s, n, x, i)) for i, (s, n, x) in enumerate(SCRIPT)]
+    for t in committed:
+        b.on_turn(t)
+    assert b.close(timeout=10)
+    server.settle()
+    received = [[e["client_content"]["turns"][0]["parts"][0]["text"] for e in c if "client_content" in e]
+                for c in server.connections]
+    assert len(server.connections) == 2 and len(received[0]) == 1
+    # the others go again, and the first too unless its ping was answered before the server died
+    texts = [t.text for t in committed]
+    assert received[1] in (texts, texts[1:]), received
+    assert DeliveryLog(store.path, "gemini:drop").statuses() == {t.turn_id: "delivered" for t in committed}
+
+
 def test_gemini_after_a_reconnect_the_first_labelled_item_says_who_said_the_bare_lines_resent(tmp_path, gemini):
     """A drop after Alice's first line: the new conversation is sent it again bare, so Bob's first
     line brings the note and says that the two bare lines were Alice's (it said nothing of them)."""

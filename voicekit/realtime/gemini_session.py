@@ -30,6 +30,7 @@ class GeminiLiveSession(StreamingSession):
         instructions: the system instruction given at connect.
         modalities: response modalities (default ``TEXT``).
         http_options: extra ``HttpOptions`` fields (``async_client_args`` for a TLS context).
+        ack_timeout: seconds to wait for the server to have read an item (:meth:`send_item`).
 
     Each connection's first event is ``other`` with ``raw`` ``{"setup_complete": {…}}``: the SDK
     reads the server's ``setupComplete`` inside ``connect()``, so it would not be seen otherwise.
@@ -42,8 +43,9 @@ class GeminiLiveSession(StreamingSession):
 
     def __init__(self, model: str = DEFAULT_MODEL, api_key: str | None = None, base_url: str | None = None,
                  instructions: str | None = None, modalities: tuple[str, ...] = ("TEXT",),
-                 http_options: dict[str, Any] | None = None) -> None:
+                 http_options: dict[str, Any] | None = None, ack_timeout: float = 10.0) -> None:
         super().__init__()
+        self.ack_timeout = float(ack_timeout)
         self.model = model
         self._api_key = api_key or os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY")
         if not self._api_key:
@@ -89,6 +91,15 @@ class GeminiLiveSession(StreamingSession):
             exclude_none=True, mode="json") if setup is not None else {}}))
         self._reader = asyncio.create_task(self._read())
 
+    @property
+    def _live(self) -> Any:
+        """The SDK's session; :class:`SessionClosed` once the connection went (the reader lets it
+        go: a review's dropped server made a send read ``None.send_client_content``, an
+        AttributeError that stopped the broadcaster)."""
+        if self._session is None:
+            raise SessionClosed("the Gemini Live connection is closed")
+        return self._session
+
     async def _call(self, coro: Any) -> None:
         if self._session is None:
             coro.close()
@@ -99,10 +110,31 @@ class GeminiLiveSession(StreamingSession):
             raise SessionClosed(redact(f"send failed: {exc}", self._api_key)) from exc
 
     async def send_item(self, item: dict[str, Any], key: str) -> None:
+        """Send one item and return once the server has read it: Gemini Live acknowledges no
+        content message, so a WebSocket ping follows it and its pong is waited for (a peer
+        answers a ping after reading every frame before it: RFC 6455, 5.5.2-5.5.3). A review
+        found the turns written to a connection the server had dropped recorded as delivered.
+
+        Raises:
+            SessionClosed: the connection is gone, or no pong came within ``ack_timeout``.
+        """
         if self.audio_started:
-            await self._call(self._session.send_realtime_input(text=item_text(item)))
+            await self._call(self._live.send_realtime_input(text=item_text(item)))
         else:
-            await self._call(self._session.send_client_content(turns=gemini_content(item), turn_complete=False))
+            await self._call(self._live.send_client_content(turns=gemini_content(item), turn_complete=False))
+        await self._read_by_server()
+
+    async def _read_by_server(self) -> None:
+        """Wait for the pong of a ping sent now (see :meth:`send_item`)."""
+        ping = getattr(self._socket, "ping", None)
+        if ping is None:   # (an SDK that keeps its socket elsewhere: sent, not confirmed)
+            return
+        try:
+            await asyncio.wait_for(await ping(), self.ack_timeout)
+        except asyncio.TimeoutError as exc:
+            raise SessionClosed(f"no answer from Gemini Live within {self.ack_timeout:g} s") from exc
+        except Exception as exc:  # noqa: BLE001 - ConnectionClosed and kin
+            raise SessionClosed(redact(f"the connection went while an item was sent: {exc}", self._api_key)) from exc
 
     async def send_instruction(self, text: str) -> None:
         await self.send_item(instruction_item(text), "instruction")
@@ -113,14 +145,14 @@ class GeminiLiveSession(StreamingSession):
         if self.audio_started:
             return False  # with audio flowing, Gemini answers on its own voice activity detection
         self.reply_in_flight = True
-        await self._call(self._session.send_client_content(turn_complete=True))
+        await self._call(self._live.send_client_content(turn_complete=True))
         return True
 
     async def send_audio(self, pcm16: bytes, sample_rate: int = 16000) -> None:
         from google.genai import types
 
         self.audio_started = True
-        await self._call(self._session.send_realtime_input(
+        await self._call(self._live.send_realtime_input(
             audio=types.Blob(data=pcm16, mime_type=f"audio/pcm;rate={sample_rate}")))
 
     async def _read(self) -> None:
