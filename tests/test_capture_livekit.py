@@ -836,6 +836,28 @@ def test_a_track_subscribed_again_after_a_reconnect_gets_a_new_lane(tmp_path, mo
     assert {t.speaker for t in store.turns()} == {"Diane"}
 
 
+def test_a_track_subscribed_while_the_bot_closes_opens_no_lane(tmp_path, monkeypatch):
+    """A review of the live parts: a track_subscribed event the SDK delivered while close() was
+    ending the lanes opened a lane nobody ended, and close() waited 120 s for its thread."""
+    _sdk_or_skip()
+    bot, store = _offline_bot(tmp_path, monkeypatch)
+    hold = threading.Event()   # the first lane's audio waits: close() finds it running
+
+    async def scenario():
+        _subscribe(bot, 0, "diane", "Diane", _pcm16(JFK), hold=hold)
+        await asyncio.sleep(0.1)
+        closing = asyncio.ensure_future(bot.close())
+        await asyncio.sleep(0)   # close() has begun: it awaits the lanes it ended
+        assert bot._closing
+        _subscribe(bot, 1, "bob", "Bob", _pcm16(LIBRI2), hold=threading.Event())   # (its audio never comes)
+        hold.set()
+        await asyncio.wait_for(closing, 60)
+
+    asyncio.run(scenario())
+    assert list(bot.lanes) == ["TR_0"] and [lane.channel for lane in bot.all_lanes()] == ["r/1"]
+    assert not bot.lanes["TR_0"].thread.is_alive()
+
+
 def test_a_resumed_meeting_goes_on_in_meeting_time_with_new_lanes(tmp_path, monkeypatch):
     """`voicekit livekit --append` after a dropped connection: the second session's turns come
     after the first session's in meeting time, and its lanes are numbered after the first's, so
