@@ -212,16 +212,16 @@ class Broadcaster:
         try:
             self._q.put_nowait(item)
         except queue.Full:
-            self.stats["queue_full"] += 1
-            n = self.stats["queue_full"]
             durable = item[0] == _TURN and self.store_path is not None
-            if durable:
-                with self._catch_lock:   # on_turn runs on several threads (LiveKit lanes)
+            with self._catch_lock:   # on_turn runs on several threads (LiveKit lanes): counts included
+                self.stats["queue_full"] += 1
+                n = self.stats["queue_full"]
+                if durable:
                     self._catch_up = True
                     if item[1].turn_id is not None:  # sent from the store once the queue has drained
                         self._catch_up_through = max(self._catch_up_through or 0, item[1].turn_id)
-            else:
-                self.stats["dropped"] += 1
+                else:
+                    self.stats["dropped"] += 1
             if n == 1 or n % 100 == 0:
                 log.warning("realtime session %s is falling behind: its queue is full (%d items, %d times "
                             "so far); %s", self.session_id, self._queue_size, n,
