@@ -174,6 +174,14 @@ def test_a11_bridging_name_renumbers_neither_group():
     labels = texts([turn("Lan", speaker="1"), turn("ian", speaker="2"), turn("Lan", speaker="3"),
                     turn("Ian", speaker="4"), turn("LAN", speaker="5"), turn("ian", speaker="2")])
     assert labels == ["Lan", "ian", "Lan (2)", "Ian (3)", "LAN (4)", "ian"]
+    # after the bridge the two groups are one: a new source named like either takes the next rank
+    # of the whole group (a mutation audit: without the merge it took "ian (2)" beside "Ian (2)")
+    assert texts([turn("Lan", speaker="1"), turn("ian", speaker="2"), turn("Ian", speaker="3"),
+                  turn("ian", speaker="4")]) == ["Lan", "ian", "Ian (2)", "ian (3)"]
+    # a source that renames itself to a spelling of its group's name brings that spelling's keys:
+    # a second person who gives it is ranked, never a bare name beside the first (mutation audit)
+    assert texts([turn("Lan", speaker="1"), turn("Ian", speaker="1"), turn("ian", speaker="2")]) == [
+        "Lan", "Ian", "ian (2)"]
 
 
 def test_a11_name_ending_in_a_rank_cannot_pass_for_one():
