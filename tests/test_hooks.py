@@ -85,6 +85,61 @@ def test_async_hook():
     assert hooks.run(turn()).sender_name == "Sheila"
 
 
+def test_an_object_with_an_async_call_is_awaited():
+    """A hooks review: an object whose __call__ is async ran in a worker thread; its coroutine was
+    never awaited and its rename lost."""
+    class Renamer:
+        async def __call__(self, t):
+            await asyncio.sleep(0)
+            return HookResult.rename("Diane")
+
+    hooks = HookRunner()
+    hooks.register(Renamer(), name="Renamer")
+    assert hooks.run(turn()).sender_name == "Diane" and hooks.failures == []
+    hooks.close()
+
+
+def test_a_hook_that_edits_the_turn_in_place_changes_nothing(caplog):
+    """A hooks review: a hook that changed `turn.metadata` in place and returned None got past
+    every check (a person's line marked as the assistant's, Speaker A renamed "Speaker B") and
+    changed the caller's turn too. Hooks get a copy; what they return is checked."""
+    original = turn()
+    before = dict(original.metadata)
+
+    def sneaky(t):
+        t.metadata["role"] = "assistant"
+        t.metadata["sender_name"] = "Speaker B"
+
+    hooks = HookRunner()
+    hooks.register(sneaky)
+    out = hooks.run(original)
+    assert out.metadata == before and original.metadata == before
+
+    def sneaky_returned(t):
+        t.metadata["role"] = "assistant"
+        return t
+
+    hooks = HookRunner()
+    hooks.register(sneaky_returned)
+    assert hooks.run(original).metadata == before and len(hooks.failures) == 1
+
+
+def test_a_hook_script_may_define_a_dataclass(tmp_path):
+    """A hooks review: a script with a @dataclass failed to load ("'NoneType' object has no
+    attribute '__dict__'": dataclasses look the module up in sys.modules)."""
+    script = tmp_path / "rules.py"
+    script.write_text("from __future__ import annotations\n"
+                      "from dataclasses import dataclass\n\n\n"
+                      "@dataclass\nclass Rule:\n    label: str\n    name: str\n\n\n"
+                      "RULES = [Rule('Speaker A', 'Diane')]\n\n\n"
+                      "def on_transcription(turn):\n"
+                      "    return next((turn.replace(metadata={**turn.metadata, 'sender_name': r.name})\n"
+                      "                 for r in RULES if r.label == turn.speaker), None)\n", encoding="utf-8")
+    hooks = HookRunner()
+    hooks.load_script(script)
+    assert hooks.run(turn()).sender_name == "Diane"
+
+
 def test_raising_and_slow_hooks_are_logged_and_the_turn_goes_on(caplog):
     def broken(t):
         raise RuntimeError("database down")

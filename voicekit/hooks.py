@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import copy
 import contextlib
 import enum
 import importlib.util
@@ -250,10 +251,14 @@ class HookRunner:
                             f"it), and a names file (one 'Speaker A = Diane' per line) goes to --speaker-names {path}")
         spec = importlib.util.spec_from_file_location(f"voicekit_hook_{path.stem}", path)
         module = importlib.util.module_from_spec(spec)
+        # in sys.modules while it runs, as an imported module is: @dataclass, typing.get_type_hints
+        # and pickle look a class's module up there (a hooks review: a @dataclass failed to load)
+        sys.modules[spec.name] = module
         try:
             with _script_folder_importable(path):
                 spec.loader.exec_module(module)  # type: ignore[union-attr]
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - sys.exit() at import is a failed load too
+            sys.modules.pop(spec.name, None)
             raise HookError(f"hook script {path} failed to load: {_reason(exc)}") from exc
         found = [(trigger, fn) for trigger in HookTrigger
                  if callable(fn := getattr(module, trigger.value, None))]
@@ -299,7 +304,7 @@ class HookRunner:
             if not hook.running.done():
                 raise _StillRunning
             hook.running = None
-        if inspect.iscoroutinefunction(hook.fn):
+        if _is_async(hook.fn):
             if self._loop is None:
                 self._loop = asyncio.new_event_loop()
                 self._loop_thread = threading.Thread(target=_serve_loop, args=(self._loop,),
@@ -374,7 +379,9 @@ class HookRunner:
         for i in range(first, len(hooks)):
             hook = hooks[i]
             try:
-                result = self._call(hook, turn)
+                # a copy: a hook that edits the turn's metadata in place (its role, its name) would
+                # get past every check below, and change what the caller holds (a hooks review)
+                result = self._call(hook, turn.replace(metadata=copy.deepcopy(turn.metadata)))
             except (KeyboardInterrupt, SystemExit):
                 self._resume = (received, i, turn)
                 raise
@@ -450,8 +457,14 @@ class HookRunner:
             loop.call_soon_threadsafe(loop.stop)
             if thread is not None and thread is not threading.current_thread():
                 thread.join(CLOSE_SECONDS)   # a hook blocking the loop itself: abandoned after that
-            for hook in (h for hooks in self._hooks.values() for h in hooks if inspect.iscoroutinefunction(h.fn)):
+            for hook in (h for hooks in self._hooks.values() for h in hooks if _is_async(h.fn)):
                 hook.running = hook.interrupted = None  # calls on the stopped loop never finish
+
+
+def _is_async(fn: Callable[..., Any]) -> bool:
+    """Whether calling ``fn`` gives a coroutine to await: an ``async def`` function, or an object
+    whose ``__call__`` is one (a hooks review: such an object's rename was never awaited)."""
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
 
 
 class _HookRaised(Exception):
