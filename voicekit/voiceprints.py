@@ -24,6 +24,7 @@ import logging
 import os
 import sqlite3
 import time
+import unicodedata
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -336,6 +337,9 @@ class VoiceLibrary:
             self.conn.executescript(_SCHEMA)
         except sqlite3.Error as exc:
             raise _unwritable(self.path, exc) from exc
+        with contextlib.suppress(sqlite3.Error):   # (another program holding it open keeps its mode)
+            # no write-ahead log: a library another tool set to WAL kept deleted voiceprints in it
+            self.conn.execute("PRAGMA journal_mode=DELETE")
         if create:
             try:
                 os.chmod(self.path, 0o600)  # biometric data: readable by its owner only
@@ -434,13 +438,39 @@ class VoiceLibrary:
         v = unit(vector)
         digest = source_digest(v, seconds)
         now = time.time()
-        old = self.get(name)
-        sources = [digest]
+        # the read and the write as one transaction: two meetings enrolling at once lost one's
+        # speech, and left "Carla" and "carla" both (a voiceprint review)
+        with self._sql("writing"):
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                old = self.get(name)
+                if old is not None and digest in self._sources(old.name):
+                    self.conn.execute("COMMIT")
+                    return old
+                name, v, seconds, meetings, created, sources = self._merged(name, v, seconds, digest, old, now)
+                if not self._has_sources():
+                    self.conn.execute("ALTER TABLE voiceprint ADD COLUMN sources TEXT NOT NULL DEFAULT ''")
+                self.conn.execute("INSERT OR REPLACE INTO voiceprint (name, vector, seconds, meetings, created, "
+                                  "updated, sources) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                                  (name, v.astype("<f4").tobytes(), float(seconds), meetings, created, now,
+                                   " ".join(sources)))
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+        return Voiceprint(name, v, float(seconds), meetings, created, now)
+
+    def _merged(self, name: str, v: np.ndarray, seconds: float, digest: str, old: Voiceprint | None,
+                now: float) -> tuple[str, np.ndarray, float, int, float, list[str]]:
+        """What :meth:`enrol` stores: ``(name, vector, seconds, meetings, created, sources)``, the
+        new speech merged into ``old`` (the voice already enrolled under ``name``) when there is one.
+
+        Raises:
+            VoiceprintError: the voice does not match ``old``'s; or a new name reads like an enrolled
+                one with look-alike letters (Cyrillic "Аnna" beside "Anna": a review found one
+                deleted and the other left, both listed as "Anna").
+        """
         if old is not None:
-            earlier = self._sources(old.name)
-            if digest in earlier:
-                return old
-            sources = earlier + sources
             similarity = float(unit(old.vector) @ v)
             if similarity < MATCH_THRESHOLD:
                 raise VoiceprintError(
@@ -448,29 +478,31 @@ class VoiceLibrary:
                     f"{similarity:.3f}, below {MATCH_THRESHOLD}): another person of the same name, or the "
                     f"wrong speaker named {name!r}? Enrol them under another name, or delete the old "
                     "voice first (voicekit voices delete)")
-            name = old.name  # the stored spelling
-            v = unit(old.vector.astype(np.float64) * old.seconds + v.astype(np.float64) * seconds)
-            seconds, meetings, created = old.seconds + seconds, old.meetings + 1, old.created
-        else:
-            meetings, created = 1, now
-            try:
-                other = best_match(v, self.voices())
-            except VoiceprintError:   # another name's damaged row: a warning is not worth a refusal
-                other = (None, 0.0)
-            if other[0] is not None:
-                # the same person under two names would be named by whichever scores higher, or a
-                # second person whose voice reads alike: both worth a look
-                log.warning("the voice enrolled as %s matches the voice already enrolled as %r (similarity %.3f "
-                            "≥ %g): if they are one person, delete one name (voicekit voices delete)",
-                            name, other[0].name, other[1], MATCH_THRESHOLD)
-        with self._sql("writing"), self.conn:
-            if not self._has_sources():
-                self.conn.execute("ALTER TABLE voiceprint ADD COLUMN sources TEXT NOT NULL DEFAULT ''")
-            self.conn.execute("INSERT OR REPLACE INTO voiceprint (name, vector, seconds, meetings, created, "
-                              "updated, sources) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                              (name, v.astype("<f4").tobytes(), float(seconds), meetings, created, now,
-                               " ".join(sources)))
-        return Voiceprint(name, v, float(seconds), meetings, created, now)
+            merged = unit(old.vector.astype(np.float64) * old.seconds + v.astype(np.float64) * seconds)
+            return (old.name, merged, old.seconds + seconds, old.meetings + 1, old.created,
+                    [*self._sources(old.name), digest])
+        from voicekit.attribution._unicode import skeleton
+
+        try:
+            voices = self.voices()
+        except VoiceprintError:   # another name's damaged row: a warning is not worth a refusal
+            voices = []
+        def look(text: str) -> str:   # NFKC and case folded first: "Ian" and "Lan" are two names, "Аnna"
+            return skeleton(unicodedata.normalize("NFKC", _name_key(text)).casefold())   # (Cyrillic А) is "Anna"
+
+        alike = next((voice.name for voice in voices if look(voice.name) == look(name)), None)
+        if alike is not None:
+            raise VoiceprintError(f"{name!r} reads like the enrolled {alike!r} (look-alike letters) but is "
+                                  f"another name: enrol under {alike!r} to add to that voice, or choose a name "
+                                  "that reads differently")
+        other = best_match(v, voices)
+        if other[0] is not None:
+            # the same person under two names would be named by whichever scores higher, or a
+            # second person whose voice reads alike: both worth a look
+            log.warning("the voice enrolled as %s matches the voice already enrolled as %r (similarity %.3f "
+                        "≥ %g): if they are one person, delete one name (voicekit voices delete)",
+                        name, other[0].name, other[1], MATCH_THRESHOLD)
+        return name, v, seconds, 1, now, [digest]
 
     def delete(self, name: str) -> str | None:
         """Delete ``name``'s voiceprint and scrub it from the file.
@@ -494,11 +526,21 @@ class VoiceLibrary:
         return n
 
     def _scrub(self) -> None:
-        # secure_delete zeroes freed cells; VACUUM rewrites the file without free pages; a WAL or
-        # rollback journal left beside it is truncated so no old page survives on disk.
+        """secure_delete zeroes freed cells; VACUUM rewrites the file without free pages; a WAL
+        or rollback journal left beside it is truncated so no old page survives on disk.
+
+        Raises:
+            VoiceprintError: the write-ahead log could not be truncated (another program reads the
+                library): the voice is deleted, and its old pages may stay in the log until the
+                command runs again (a review found the deleted voiceprint's bytes still on disk).
+        """
         with self._sql("scrubbing"):
             self.conn.execute("VACUUM")
-            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            busy = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        if busy:
+            raise VoiceprintError(f"the voice is deleted, but another program has the library {self.path} open, "
+                                  "so its old pages may stay in the file's write-ahead log: close that program "
+                                  "(a running voicekit, sqlite3, a backup) and run the delete again")
 
     def close(self) -> None:
         """Close the file."""
@@ -518,6 +560,9 @@ def _library_errors(path: Path, doing: str) -> Iterator[None]:
     try:
         yield
     except sqlite3.OperationalError as exc:
+        if "locked" in str(exc) or "busy" in str(exc):   # (a review was told to check permissions)
+            raise VoiceprintError(f"error {doing} the voice library {path} ({exc}): another program has it "
+                                  "open (a running voicekit, sqlite3, a backup): close it and try again") from exc
         if "readonly" in str(exc):
             raise VoiceprintError(f"cannot write the voice library {path} ({exc}): it is read-only; make it "
                                   f"writable, or choose another path (--voices / voices --library, or "
@@ -589,9 +634,13 @@ class VoiceIdentifier:
         given = {_name_key(n): label for label, n in named.items()}
         taken = {m.voice.name for m in self.matches.values()}
         new: list[Match] = []
-        for s in speakers:
-            if s.label in self.matches or s.label in named or s.seconds < self.min_seconds:
-                continue
+        eligible = [s for s in speakers
+                    if s.label not in self.matches and s.label not in named and s.seconds >= self.min_seconds]
+        # the closest speaker first: a lesser match listed earlier never takes the voice of a closer
+        # one (a voiceprint review: an impostor at 0.88 took Diane's voice from Diane at 0.99)
+        free0 = [v for v in self.voices if v.name not in taken]
+        eligible.sort(key=lambda s: -best_match(s.centroid, free0, 0.0)[1])
+        for s in eligible:
             free = [v for v in self.voices if v.name not in taken]
             voice, sim = best_match(s.centroid, free, self.threshold)
             if voice is not None and _name_key(voice.name) in given:
