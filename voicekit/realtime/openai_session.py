@@ -126,6 +126,12 @@ class OpenAIRealtimeSession(StreamingSession):
         finally:
             self._acks.pop(key, None)
             self._by_event.pop(event_id, None)
+            # a send given up (the close timeout cancels it) leaves the acknowledgement to nobody:
+            # settled here, so that a drop failing it later logs no "exception never retrieved"
+            if not fut.done():
+                fut.cancel()
+            elif not fut.cancelled():
+                fut.exception()
 
     async def send_instruction(self, text: str) -> None:
         await self._send(item_create(self._ids.next(), instruction_item(text), None))
