@@ -108,15 +108,9 @@ def _check_store_access(store_path: Path, way: str, write: bool = False) -> None
 def _stored_meta(store_path: Path) -> dict:
     """The metadata of an existing meeting store ({} for an unreadable one; a damaged value is
     left out, as :meth:`MeetingStore.meta` leaves it out)."""
-    import json
+    from voicekit.store.sqlite import meta_values
 
-    out = {}
-    for key, value in _read_store(store_path, "SELECT key, value FROM meeting") or []:
-        try:
-            out[key] = json.loads(value)
-        except (TypeError, ValueError):
-            continue
-    return out
+    return meta_values(_read_store(store_path, "SELECT key, value FROM meeting") or [])[0]
 
 
 def _check_readable_store(store_path: Path, way: str, access_way: str | None = None) -> None:

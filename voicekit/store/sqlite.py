@@ -217,6 +217,19 @@ def turn_from_row(row: Sequence) -> SpeakerTurn:
                        channel=channel, metadata=meta, turn_id=tid, emitted_at=emitted)
 
 
+def meta_values(rows) -> tuple[dict[str, Any], dict[str, str]]:  # noqa: ANN001 - (key, value) rows
+    """The meeting metadata of ``(key, JSON text)`` rows, and the values that are not JSON (a
+    damaged store: left out of the first, the raw text by key in the second)."""
+    out: dict[str, Any] = {}
+    damaged: dict[str, str] = {}
+    for key, value in rows:
+        try:
+            out[key] = json.loads(value)
+        except (TypeError, ValueError):
+            damaged[key] = str(value)
+    return out, damaged
+
+
 class MeetingStore:
     """A meeting's turns in SQLite.
 
@@ -311,15 +324,12 @@ class MeetingStore:
         """All meeting metadata, in the order the keys were first stored. A value that is not JSON
         (a damaged store) is left out, with a warning: a store review found one damaged key (the
         model's name) keeping `voicekit export` from every committed turn."""
-        out: dict[str, Any] = {}
-        for key, value in self.conn.execute("SELECT key, value FROM meeting ORDER BY rowid"):
-            try:
-                out[key] = json.loads(value)
-            except (TypeError, ValueError):
-                if key not in self._bad_meta:
-                    self._bad_meta.add(key)
-                    logging.getLogger("voicekit.store").warning(
-                        "%s: the meeting's %r is damaged (%r is not JSON): left out", self.path, key, str(value)[:40])
+        rows = self.conn.execute("SELECT key, value FROM meeting ORDER BY rowid").fetchall()
+        out, damaged = meta_values(rows)
+        for key in damaged.keys() - self._bad_meta:
+            self._bad_meta.add(key)
+            logging.getLogger("voicekit.store").warning(
+                "%s: the meeting's %r is damaged (%r is not JSON): left out", self.path, key, damaged[key][:40])
         return out
 
     # --- turns ------------------------------------------------------------------------------
