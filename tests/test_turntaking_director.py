@@ -188,6 +188,15 @@ def test_t7_first_object_inside_prose_and_fences(chat_server):
     assert (d.decided_by, d.responders) == ("director", ("Elena",))
 
 
+def test_t7_a_score_too_large_for_a_float_is_no_score():
+    """A review: a 400-digit integer score raised OverflowError out of the parser ("never raises")
+    and out of decide() (T5: a failure is never an error to the user)."""
+    huge = '{"scores": {"A": 1' + "0" * 400 + ', "B": 0.1}}'
+    assert parse_director_output(huge, ("A", "B", "C")) is None
+    verdict = parse_director_output('{"scores": {"A": 1, "B": 0, "C": 0.5}}', ("A", "B", "C"))
+    assert verdict is not None and verdict.ranking[0] == "A"
+
+
 @pytest.mark.parametrize("chime", ['"true"', "1", "0", "null", '"yes"'])
 def test_t7_chime_in_only_on_a_real_boolean(chime):
     """T7: anything but a JSON boolean for chime_in is no decision (the ladder falls to T5)."""

@@ -400,6 +400,16 @@ def test_t6_an_alias_with_a_period_is_found_without_it(text):
     assert matcher.find("Drive to the park") == () and matcher.find("DrPark?") == ()
 
 
+@pytest.mark.parametrize("text", ["Sam Jr, any risk?", "What do you think, Sam Jr?", "Sam Jr., any risk?",
+                                  "Doc, any risk?", "Thoughts, doc?"])
+def test_t6_a_last_name_word_is_found_without_its_period(text):
+    """A review: the closing period could be left out of a name's words but its last ("Sam Jr."
+    missed "Sam Jr, any risk?", the alias "Doc." missed "Doc, any risk?")."""
+    matcher = NameMatcher([Member("Sam Jr."), Member("Iris", aliases=("Doc.",))])
+    assert len(matcher.find(text)) == 1
+    assert matcher.find("Sam Jrx, Docs?") == ()
+
+
 def test_t2_a_long_message_costs_time_in_its_length():
     """A red-team trial: each vocative "everyone" of a message re-read all the text before it (a
     regex anchored at the end, from every position): 100 KB took 11 s, 400 KB minutes. The

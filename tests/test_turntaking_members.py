@@ -239,7 +239,7 @@ def test_members_file_thresholds_out_of_range_are_members_errors():
     for extra, message in (({"continuation": {"max_chars": -3}}, "max_chars and max_words must be 0 or more"),
                            ({"continuation": {"max_words": -1}}, "got 25 and -1"),
                            ({"director": {"timeout_s": float("nan")}}, "timeout_s must be a number of seconds"),
-                           ({"director": {"timeout_s": -2}}, "0 or more, got -2.0")):
+                           ({"director": {"timeout_s": -2}}, "from 0 to 600, got -2.0")):
         with pytest.raises(MembersError, match=message):
             parse_members({**base, **extra})
 
@@ -361,3 +361,95 @@ def test_numbers_and_look_alike_free_names_still_load():
     assert parse_members({"members": ["Iris"], "continuation": {"max_chars": 25.0}}).continuation_max_chars == 25
     # aliases are matched as mentions match them (NFC, case-folded): "AI" and "Al" are two mentions
     assert parse_members({"members": [{"name": "Iris", "aliases": ["AI"]}, "Al"]}).members[1].name == "Al"
+
+
+def _load_text(tmp_path, text: str, name: str = "members.yaml"):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return load_members(path)
+
+
+@pytest.mark.parametrize("text, key", [
+    ("members:\n  - Iris\n  - Scribe\nfloor: always\nmembers:\n  - Elena\n", "'members'"),
+    ("members:\n  - name: Iris\n    instructions: You are Iris.\n    answer_only: [Alice]\n"
+     "    instructions: Be brief.\n", "'instructions'"),
+    ("members:\n  - name: Iris\n    name: Elena\n", "'name'"),
+    ("members: [{name: Iris, name: Elena}]\n", "'name'"),
+])
+def test_a_key_given_twice_is_refused_not_the_first_value_dropped(tmp_path, text, key):
+    """PyYAML keeps a repeated key's last value without a word: a second members list, or a
+    second instructions, would replace the first."""
+    with pytest.raises(MembersError, match=f"the key {key} is given again"):
+        _load_text(tmp_path, text)
+    with pytest.raises(MembersError, match="'members' is given twice"):
+        _load_text(tmp_path, '{"members": ["Iris"], "members": ["Elena"]}', "members.json")
+
+
+def test_a_json_members_file_is_read_as_json(tmp_path):
+    """JSON indented with tabs (YAML refuses tabs), and json.dump's ASCII escapes of an emoji (a
+    surrogate pair that YAML decodes as two unpaired halves, which no model call can encode)."""
+    import json
+
+    data = {"members": [{"name": "Iris", "instructions": "You are Iris 🌸, the designer."}, {"name": "Elena"}]}
+    cfg = _load_text(tmp_path, json.dumps(data, indent="\t"), "members.json")
+    assert cfg.members[0].instructions == "You are Iris 🌸, the designer."
+    cfg.members[0].instructions.encode("utf-8")
+    assert [m.name for m in _load_text(tmp_path, json.dumps(data, indent="\t")).members] == ["Iris", "Elena"]
+    assert [m.name for m in _load_text(tmp_path, "[{name: Iris}, Elena]\n").members] == ["Iris", "Elena"]  # YAML flow
+    with pytest.raises(MembersError, match=r"not valid JSON at line 1, column \d+"):
+        _load_text(tmp_path, '{"members": ["Iris",]}', "members.json")
+
+
+@pytest.mark.parametrize("items", ["[007, Alice]", "[12:30]", "[0042, 010]", "[1_000]"])
+def test_a_number_in_a_name_list_is_refused_not_rewritten(items):
+    """YAML reads 0042 as 34 (octal) and 12:30 as 750 (base 60): a turn from participant
+    "0042" would then be refused."""
+    for key in ("aliases", "answer_only", "answer_only_participants"):
+        import yaml
+
+        with pytest.raises(MembersError, match=r"as a number.*quote each name"):
+            parse_members(yaml.safe_load(f"members:\n  - name: Iris\n    {key}: {items}\n"))
+
+
+@pytest.mark.parametrize("name, held", [("Mei\u00a0Ling", "U+00A0 (no-break space)"),
+                                        ("Iris\u00ad", "U+00AD (soft hyphen)"),
+                                        ("Iris\u200b", "U+200B (zero width space)")])
+def test_a_name_with_an_odd_space_or_invisible_character_says_so(name, held):
+    with pytest.raises(MembersError, match=re.escape(f"the name holds {held}") + ".*retype the name"):
+        parse_members({"members": [name]})
+
+
+@pytest.mark.parametrize("section, value", [("continuation", "off"), ("continuation", "0"), ("continuation", "[]"),
+                                            ("director", "no"), ("room", "0")])
+def test_a_section_that_is_no_mapping_is_refused_not_read_as_absent(tmp_path, section, value):
+    """``continuation: off`` used to load as the defaults (25 characters / 3 words): T3 stayed on."""
+    with pytest.raises(MembersError, match=f"'{section}' must be a mapping"):
+        _load_text(tmp_path, f"members: [Iris]\n{section}: {value}\n")
+    cfg = _load_text(tmp_path, "members: [Iris, Elena]\ncontinuation: {max_chars: 0, max_words: 0}\n")
+    taker = TurnTaker(cfg)
+    taker.decide("Elena, what do you think?", SpeakerLabel("Alice", None, "mic"))
+    assert taker.decide("ok", SpeakerLabel("Alice", None, "mic")).decided_by.value != "continuation"
+
+
+def test_director_timeout_is_bounded():
+    """A timeout past threading.TIMEOUT_MAX loaded, then the first director call raised
+    OverflowError out of decide() (T5: a failure is never an error to the user)."""
+    with pytest.raises(MembersError, match="timeout_s must be a number of seconds from 0 to 600"):
+        parse_members({"members": ["Iris", "Elena"], "director": {"timeout_s": 1e10}})
+    with pytest.raises(ValueError, match="director timeout must be 0 to 600"):
+        TurnTaker(["Iris", "Elena"], director_timeout_s=1e10)
+
+
+def test_a_name_colon_instructions_item_says_how_to_write_it(tmp_path):
+    with pytest.raises(MembersError, match=r"member #1: '- Iris: …' reads 'Iris' as a key: write '- name: Iris'"):
+        _load_text(tmp_path, "members:\n  - Iris: You are Iris, the designer.\n")
+    with pytest.raises(MembersError, match="did you mean 'name'"):   # a misspelt key is still named
+        _load_text(tmp_path, "members:\n  - nmae: Iris\n")
+
+
+@pytest.mark.parametrize("alias", ["İris", "Ｉｒｉｓ", "Iri\u00ads", "Iris."])
+def test_an_alias_that_a_mention_reads_as_another_members_name_is_refused(alias):
+    """Mentions match after NFKC with invisible characters left out and İ read as I (T6): Elena
+    with the alias İris took every "Iris, …" and Iris could never be named."""
+    with pytest.raises(MembersError, match="is used by both"):
+        parse_members({"members": [{"name": "Elena", "aliases": [alias]}, "Iris"]})

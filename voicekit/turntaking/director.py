@@ -127,12 +127,13 @@ def first_json_object(raw: str) -> dict | None:
 
 
 def _is_score(value: object) -> bool:
-    return (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and 0.0 <= float(value) <= 1.0
-    )
+    """A real number in [0, 1]: not a bool, not NaN, and no integer too large for a float (JSON
+    allows ``1000…0`` with hundreds of digits; converting it raises OverflowError)."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return value in (0, 1)
+    return isinstance(value, float) and math.isfinite(value) and 0.0 <= value <= 1.0
 
 
 def parse_director_output(raw: str | None, keys: Sequence[str]) -> DirectorVerdict | None:

@@ -29,7 +29,6 @@ import icu
 import regex
 
 from voicekit.attribution import SpeakerLabel
-from voicekit.attribution._unicode import strip_ignorables
 from voicekit.attribution.labels import check_label
 from voicekit.turntaking.director import (
     DEFAULT_TIMEOUT_S,
@@ -38,7 +37,7 @@ from voicekit.turntaking.director import (
     member_keys,
     parse_director_output,
 )
-from voicekit.turntaking.members import Floor, Member, RoomConfig, TurnSource, validate_members
+from voicekit.turntaking.members import MAX_DIRECTOR_TIMEOUT_S, Floor, Member, RoomConfig, TurnSource, name_form, validate_members
 
 if TYPE_CHECKING:
     from voicekit.hooks import HookRunner, HookTrigger
@@ -111,20 +110,11 @@ def _name_body(words: Sequence[str]) -> str:
     for i, w in enumerate(words):
         if i + 1 < len(words) and len(w) > 1 and w.endswith("."):
             body += _phrase_body([w[:-1]]) + r"(?:\.\s*|\s+)"
+        elif len(w) > 1 and w.endswith("."):   # the last word: "Sam Jr." is called "Sam Jr, any risk?"
+            body += _phrase_body([w[:-1]]) + r"\.?"
         else:
             body += _phrase_body([w]) + (r"\s+" if i + 1 < len(words) else "")
     return body
-
-
-#: Turkish dotted capital I: its full case fold is two characters (``i`` and a combining dot), so a
-#: case-insensitive search never matched ``İris`` (how Turkish writes Iris) to ``Iris``.
-_DOTTED_I = {0x130: "I"}
-
-
-def _name_form(text: str) -> str:
-    """A text as names are searched in it (T6): default-ignorable characters (zero-width spaces,
-    soft hyphens) removed, NFKC (``Ｉｒｉｓ`` is ``Iris``), ``İ`` read as ``I``."""
-    return unicodedata.normalize("NFKC", strip_ignorables(text)).translate(_DOTTED_I)
 
 
 class _BoundedSearch:
@@ -186,7 +176,7 @@ class NameMatcher:
             for n in m.call_names:
                 if not n.strip():
                     raise ValueError(f"member {m.name!r} has an empty name")
-                entries.append((_name_form(n.strip()), m.name))
+                entries.append((name_form(n.strip()), m.name))
         entries.sort(key=lambda e: -len(e[0]))
         bodies = []
         for name, _ in entries:
@@ -201,7 +191,7 @@ class NameMatcher:
 
     def find(self, text: str) -> tuple[str, ...]:
         """Member names mentioned in ``text``, each once, in order of first appearance."""
-        text = _name_form(text)
+        text = name_form(text)
         if not self._spaced:
             folded = text.casefold().replace("’", "'")
             if not any(n.rstrip(".") in folded for n in self._folded):
@@ -598,8 +588,9 @@ class TurnTaker:
         )
         if min(self.continuation_max_chars, self.continuation_max_words) < 0:
             raise ValueError("continuation thresholds must be >= 0")
-        if self.director_timeout_s < 0:
-            raise ValueError("director timeout must be >= 0")
+        if not 0 <= self.director_timeout_s <= MAX_DIRECTOR_TIMEOUT_S:
+            raise ValueError(f"director timeout must be 0 to {MAX_DIRECTOR_TIMEOUT_S:g} seconds, got "
+                             f"{self.director_timeout_s}")
         self.names = NameMatcher(self.members)
         self.room_address = RoomAddress([*room_phrases, *cfg.room_phrases], [*room_exclusions, *cfg.room_exclusions],
                                         [*room_vocatives, *cfg.room_vocatives])

@@ -7,6 +7,9 @@ all (``answer_only``).
 
 from __future__ import annotations
 
+import difflib
+import functools
+import json
 import math
 import re
 import unicodedata
@@ -16,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from voicekit.attribution import SpeakerLabel
+from voicekit.attribution._unicode import is_invisible, strip_ignorables
 
 
 class MembersError(ValueError):
@@ -191,6 +195,27 @@ class RoomConfig:
     room_exclusions: tuple[str, ...] = ()
 
 
+MAX_DIRECTOR_TIMEOUT_S = 600.0
+"""Longest director timeout accepted (seconds; T4). A director slower than this has missed the
+turn anyway, and a wait past ``threading.TIMEOUT_MAX`` would raise instead of timing out."""
+
+#: Turkish dotted capital I: its full case fold is two characters (``i`` and a combining dot), so a
+#: case-insensitive search never matched ``İris`` (how Turkish writes Iris) to ``Iris``.
+_DOTTED_I = {0x130: "I"}
+
+
+def name_form(text: str) -> str:
+    """A text as names are searched in it (T6): default-ignorable characters (zero-width spaces,
+    soft hyphens) removed, NFKC (``Ｉｒｉｓ`` is ``Iris``), ``İ`` read as ``I``."""
+    return unicodedata.normalize("NFKC", strip_ignorables(text)).translate(_DOTTED_I)
+
+
+def _call_key(name: str) -> str:
+    """What makes two call names one for a mention (T6): :func:`name_form`, case folded, a
+    closing period left out (``Dr. Park`` is called ``Dr Park``, ``Jr.`` ``Jr``)."""
+    return " ".join(w.rstrip(".") if len(w) > 1 else w for w in name_form(name).casefold().split())
+
+
 # punctuation that a transcript never holds inside a spoken name (a name word may end in "." as in
 # "Dr. Park", and hold ' or - as in "O'Neil", "Jean-Luc")
 _UNSAID = frozenset(',;:!?()[]{}<>"“”«»')
@@ -245,7 +270,13 @@ def validate_members(members: Sequence[Member]) -> tuple[Member, ...]:
             raise MembersError(f"member {m.name!r}: the name reads like the diarization label of a person in "
                                "the room (Speaker A, Speaker B…), which the transcript and --explain show beside "
                                "the members' names; give the member a person-like name")
-        # a run of spaces is no role; a line break, a control or an invisible character still differs
+        odd = [c for c in dict.fromkeys(m.name.strip()) if c not in " \t"
+               and (unicodedata.category(c) in ("Zs", "Zl", "Zp", "Cc", "Cf") or is_invisible(c))]
+        if odd:   # pasted from a web page: "Mei\u00a0Ling", "Iris\u00ad"
+            held = ", ".join(f"U+{ord(c):04X} ({unicodedata.name(c, 'a control character').lower()})" for c in odd)
+            raise MembersError(f"member {m.name!r}: the name holds {held}, which shows as a blank or not at all: "
+                               "retype the name with plain spaces")
+        # a run of spaces is no role
         if reads_like_role(m.name) or display_name(m.name) != _nfc(re.sub(r"[ \t]+", " ", m.name.strip())):
             raise MembersError(f"member {m.name!r}: the name reads like a role or a label that other members' "
                                "views use (User, Assistant, System, You, @channel, a rank such as '(2)'); "
@@ -261,7 +292,7 @@ def validate_members(members: Sequence[Member]) -> tuple[Member, ...]:
                     same = "the same name" if _nfc(n.strip()) == _nfc(other) else "names that read alike"
                     raise MembersError(f"members #{j + 1} {other!r} and #{i + 1} {n!r} have {same}: "
                                        "give each member a name of its own")
-                if _nfc(n.strip()).casefold() == _nfc(other).casefold():   # a mention (T6) would call both
+                if _call_key(n) == _call_key(other):   # a mention (T6) would call both
                     raise MembersError(f"name {n!r} is used by both {members[j].name!r} and {m.name!r}")
             seen.append((n.strip(), i))
     return tuple(members)
@@ -287,8 +318,12 @@ def _as_str_list(value: Any, what: str) -> list[str]:
         # YAML 1.1 reads yes/no/on/off/true/false unquoted as booleans: "Yes" would become "True"
         raise MembersError(f"{what}: YAML read a bare yes/no/on/off/true/false as a boolean; "
                            "quote the word (\"Yes\") to mean the word")
-    if isinstance(value, list) and all(isinstance(v, (str, int)) for v in value):
-        return [str(v) for v in value]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return list(value)
+    if isinstance(value, list) and (numbers := [v for v in value if isinstance(v, (int, float))]):
+        # YAML reads 0042 as 34 (octal), 12:30 as 750 (base 60), 1_000 as 1000: the text is lost
+        raise MembersError(f"{what}: YAML read {numbers[0]!r} as a number, which may not be the text written "
+                           "(0042 reads 34, 12:30 reads 750): quote each name or id, e.g. [\"0042\"]")
     raise MembersError(f"{what} must be a string or a list of strings")
 
 
@@ -306,8 +341,6 @@ _EXAMPLE = ("a members file is YAML (or JSON), e.g. 'members: [{name: Iris}, {na
 def _check_keys(mapping: Mapping, known: Sequence[str], where: str) -> None:
     """Raise :class:`MembersError` for a key of ``mapping`` not in ``known`` (a typo would
     otherwise be ignored without a word), naming the closest known key."""
-    import difflib
-
     for key in mapping:
         if key not in known:
             close = difflib.get_close_matches(str(key), known, n=1)
@@ -381,6 +414,11 @@ def parse_members(data: Any) -> RoomConfig:
             raw = {"name": raw}
         if not isinstance(raw, Mapping):
             raise MembersError(f"member #{i + 1}: expected a mapping")
+        if len(raw) == 1 and (key := next(iter(raw))) not in _MEMBER_KEYS and isinstance(key, str) \
+                and not difflib.get_close_matches(key, _MEMBER_KEYS, n=1):
+            # "- Iris: You are Iris, the designer." (a misspelt "nmae: Iris" is named by _check_keys)
+            raise MembersError(f"member #{i + 1}: '- {key}: …' reads {key!r} as a key: write '- name: {key}' "
+                               "and its keys under it, '  instructions: …'")
         name = raw.get("name")
         if isinstance(name, bool):
             word = "yes/on/true" if name else "no/off/false"
@@ -420,10 +458,9 @@ def parse_members(data: Any) -> RoomConfig:
             )
         )
     floor = _floor(data.get("floor", Floor.ALWAYS.value), "members file")
-    cont = data.get("continuation") or {}
-    director = data.get("director") or {}
-    if not isinstance(cont, Mapping) or not isinstance(director, Mapping):
-        raise MembersError("'continuation' and 'director' must be mappings")
+    cont = _section(data, "continuation", "continuation: {max_chars: 25, max_words: 3} "
+                    "({max_chars: 0, max_words: 0} turns the continuation rule T3 off)")
+    director = _section(data, "director", "director: {timeout_s: 5}")
     _check_keys(cont, _CONTINUATION_KEYS, "continuation")
     _check_keys(director, _DIRECTOR_KEYS, "director")
     max_chars = _number(cont, "max_chars", 25, "continuation", "a whole number of characters")
@@ -432,11 +469,10 @@ def parse_members(data: Any) -> RoomConfig:
     if min(max_chars, max_words) < 0:
         raise MembersError(f"continuation: max_chars and max_words must be 0 or more, got {max_chars} and "
                            f"{max_words}")
-    if not math.isfinite(timeout_s) or timeout_s < 0:
-        raise MembersError(f"director: timeout_s must be a number of seconds, 0 or more, got {timeout_s}")
-    room = data.get("room") or {}
-    if not isinstance(room, Mapping):
-        raise MembersError("'room' must be a mapping: room: {phrases: [hallo zusammen, à tous]}")
+    if not (math.isfinite(timeout_s) and 0 <= timeout_s <= MAX_DIRECTOR_TIMEOUT_S):
+        raise MembersError(f"director: timeout_s must be a number of seconds from 0 to {MAX_DIRECTOR_TIMEOUT_S:g}, "
+                           f"got {timeout_s}")
+    room = _section(data, "room", "room: {phrases: [hallo zusammen, à tous]}")
     _check_keys(room, _ROOM_ADDRESS_KEYS, "room")
     extra = {key: tuple(p.strip() for p in _as_str_list(room.get(key), f"room: {key}")) for key in _ROOM_ADDRESS_KEYS}
     for key, phrases in extra.items():
@@ -452,6 +488,21 @@ def parse_members(data: Any) -> RoomConfig:
         room_vocatives=extra["vocatives"],
         room_exclusions=extra["exclusions"],
     )
+
+
+def _section(data: Mapping, key: str, example: str) -> Mapping:
+    """``data[key]``, a mapping; ``{}`` when the key is absent or null.
+
+    Raises:
+        MembersError: for any other value, naming the key: ``continuation: off`` or ``0`` would
+            otherwise read as absent and leave the defaults on without a word.
+    """
+    value = data.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise MembersError(f"'{key}' must be a mapping, got {value!r}: {example}")
+    return value
 
 
 def _number(mapping: Mapping, key: str, default: int | float, where: str, what: str) -> Any:
@@ -492,8 +543,17 @@ def load_members(path: str | Path) -> RoomConfig:
         text = Path(path).read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
         raise MembersError(f"not UTF-8 text ({exc.reason} at byte {exc.start}): save it as UTF-8") from None
+    json_file = Path(path).suffix.lower() == ".json"
+    if json_file or text.lstrip()[:1] in ("{", "["):
+        try:   # JSON's own reader: YAML refuses JSON indented with tabs and splits "\ud83c\udf38" in two
+            return parse_members(json.loads(text, object_pairs_hook=_json_object))
+        except json.JSONDecodeError as exc:
+            if json_file:
+                raise MembersError(f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg} "
+                                   f"({_EXAMPLE})") from None
+            # YAML's flow style ("[{name: Iris}]") is no JSON: read as YAML below
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_unique_key_loader())   # a SafeLoader
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
@@ -501,6 +561,43 @@ def load_members(path: str | Path) -> RoomConfig:
         raise MembersError(f"not valid YAML{where}: {problem} ({_EXAMPLE})") from None
     _check_no_key_folded(text)
     return parse_members(data)
+
+
+def _json_object(pairs: list[tuple[str, Any]]) -> dict:
+    """A JSON object as a dict; :class:`MembersError` for a key given twice (JSON readers keep
+    the last value without a word: a second "members" would drop the first list)."""
+    keys = [key for key, _ in pairs]
+    twice = next((key for key in keys if keys.count(key) > 1), None)
+    if twice is not None:
+        raise MembersError(f"the key {twice!r} is given twice in one object, and only the last would count: "
+                           "remove or merge one")
+    return dict(pairs)
+
+
+@functools.cache
+def _unique_key_loader() -> type:
+    """PyYAML's SafeLoader, refusing a mapping key given twice (it keeps the last value without a
+    word: a second ``members:`` list, ``instructions:`` or ``name:`` would replace the first)."""
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node, deep=False):  # noqa: ANN001, ANN202 - PyYAML's signature
+            first: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":   # "<<: *defaults"
+                    continue
+                key = self.construct_object(key_node, deep=deep)
+                try:
+                    if key in first:
+                        raise MembersError(f"line {key_node.start_mark.line + 1}: the key {key!r} is given again "
+                                           f"(first at line {first[key]}), and YAML would keep only the last: "
+                                           "remove or merge one")
+                    first[key] = key_node.start_mark.line + 1
+                except TypeError:   # an unhashable key: PyYAML's own error follows
+                    continue
+            return super().construct_mapping(node, deep=deep)
+
+    return UniqueKeyLoader
 
 
 def _check_no_key_folded(text: str) -> None:
