@@ -422,6 +422,32 @@ def test_cpwer_scores_words_and_speakers_on_the_samples_reference():
     assert reference_segments(eval_file("test")) is None   # no transcript
 
 
+def test_wer_reads_typographic_apostrophes_as_apostrophes():
+    """A review: Whisper's normaliser expands "don't" but split "don’t" in two, so a hand-typed
+    reference with ’ scored 43 % WER against Whisper's identical words."""
+    from voicekit.evaluation import cer, wer
+
+    assert wer("I don\u2019t think it\u2019s ready", "I don't think it's ready") == 0.0
+    assert cer("Rock \u2018n\u2019 roll, y\u02bcall", "Rock 'n' roll, y'all") == 0.0
+    assert wer("I don't think", "I do think") > 0
+
+
+def test_der_with_no_reference_speech_is_what_pyannote_gives():
+    """A review: a UEM stretch with no reference speech and 3 s of false alarm scored DER 0 %,
+    and the table printed the seconds as a percentage (300.0)."""
+    from pyannote.core import Annotation, Segment, Timeline
+    from pyannote.metrics.diarization import DiarizationErrorRate
+
+    from voicekit.evaluation import DerScore, score_der
+
+    ref, hyp = Annotation(uri="q"), Annotation(uri="q")
+    hyp[Segment(1.0, 4.0)] = "Speaker A"
+    uem = Timeline([Segment(0.0, 5.0)], uri="q")
+    score = score_der(ref, hyp, uem, 0.0)
+    assert score.der == DiarizationErrorRate(collar=0.0, skip_overlap=False)(ref, hyp, uem=uem) == 1.0
+    assert DerScore(0.0, 0.0, 0.0, 0.0, 0.0).der == 0.0
+
+
 def test_the_transcript_json_is_strict_json():
     """A hook's emitted_at of inf wrote "emitted_at": Infinity, which no JSON parser but Python's
     reads. The hooks refuse it now; the JSON writer refuses any NaN or infinity that would reach

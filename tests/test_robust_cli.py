@@ -537,6 +537,43 @@ def test_eval_checks_a_users_index_before_running_anything(tmp_path, capsys, hea
     assert message in err, err
 
 
+@pytest.mark.parametrize("reference, line, message", [
+    ("uem", "Mtg 1 5.0 15.0", "the UEM {dir}/ref.uem has no line for file id 'mtg' (the ids in it: Mtg)"),
+    ("uem", "mtg 1 5.0 end", "ref.uem, line 1: the start and end (fields 3 and 4) must be seconds"),
+    ("rttm", "SPEAKER mtg 1 17.0 <NA> <NA> <NA> b <NA> <NA>", "ref.rttm, line 2: the onset and duration"),
+    ("stm", "other 1 ana 1.6 3.8 And so it begins.", "the STM transcript {dir}/ref.stm has no line for file id 'mtg'"),
+])
+def test_eval_checks_a_users_references_before_running_anything(tmp_path, capsys, reference, line, message):
+    """A review: a UEM whose file id had a typo was ignored (the whole recording scored: DER 42 %
+    for a hypothesis perfect inside the UEM), a bad RTTM time failed only after the pipeline had
+    run, with no file nor line named, and an STM shared by several files scored every file's
+    words against each."""
+    folder = _index(tmp_path, "file_id\taudio\trttm\tspeakers\tuem\ttranscript",
+                    f"mtg\ttest.wav\tref.rttm\t3\t{'ref.uem' if reference == 'uem' else '-'}\t"
+                    f"{'ref.stm' if reference == 'stm' else '-'}")
+    path = tmp_path / f"ref.{reference}"
+    path.write_text((path.read_text(encoding="utf-8") if path.exists() else "") + line + "\n", encoding="utf-8")
+    assert main(["eval", "--eval-dir", folder]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message.format(dir=tmp_path) in err, err
+
+
+def test_an_stm_shared_by_several_files_gives_each_its_own_lines(tmp_path):
+    from voicekit.evaluation import EvalFile, cpwer, reference_segments, reference_text
+    from voicekit.turns import SpeakerTurn
+
+    stm = tmp_path / "all.stm"
+    stm.write_text("a 1 ana 0.0 1.0 hello there\nb 1 bo 0.0 1.0 something else entirely\n"
+                   "a 1 bo 1.0 2.0 good morning\n", encoding="utf-8")
+    file = EvalFile("a", stm, stm, None, stm, 2, "-")
+    assert reference_text(file) == "hello there good morning"
+    rows = reference_segments(file)
+    assert [r[0] for r in rows] == ["ana", "bo"]
+    turns = [SpeakerTurn("Speaker A", "hello there", 0.0, 1.0), SpeakerTurn("Speaker B", "good morning", 1.0, 2.0)]
+    assert cpwer(rows, turns) == 0.0
+    assert cpwer(rows, []) == 1.0   # nothing heard: every word deleted (meeteval refuses an empty session)
+
+
 def test_eval_files_checks_only_the_rows_it_scores(tmp_path):
     """A folder holding some of its index's recordings can score those with --files."""
     from voicekit.evaluation import EvalIndexError, load_index

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import math
 import unicodedata
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -150,18 +151,60 @@ def _speaker_lines(rttm: Path) -> list[list[str]]:
 
 
 def _check_rttm_ids(file: EvalFile, where: str) -> None:
+    """Check the references of a row before anything is run: the RTTM (and the UEM, and an STM
+    transcript, when the row has them) hold lines for its file id, and their times are numbers.
+
+    Raises:
+        EvalIndexError: naming the file, the line and the fix.
+    """
     ids = {parts[1] for parts in _speaker_lines(file.rttm)}
     if file.file_id not in ids:
         found = ", ".join(sorted(ids)[:10]) if ids else "none"
         raise EvalIndexError(f"{where}: {file.rttm} has no SPEAKER line for file id {file.file_id!r} (the ids "
                              f"in it: {found}); the file_id column must be the RTTM's second field")
+    for n, parts in _numbered_lines(file.rttm):
+        if len(parts) >= 8 and parts[0] == "SPEAKER" and parts[1] == file.file_id:
+            _check_times(parts[3:5], f"{where}: {file.rttm}, line {n}", "onset and duration (fields 4 and 5)")
+    if file.uem is not None:
+        for n, parts in _lines_for(file.uem, file.file_id, f"{where}: the UEM"):
+            _check_times(parts[2:4], f"{where}: {file.uem}, line {n}", "start and end (fields 3 and 4)")
+    if file.transcript is not None and _stm_rows(file.transcript) is not None:
+        _lines_for(file.transcript, file.file_id, f"{where}: the STM transcript")
+
+
+def _numbered_lines(path: Path) -> list[tuple[int, list[str]]]:
+    """The fields of each line of a reference file but blank ones and ``;;`` comments, numbered
+    from 1."""
+    return [(n, line.split()) for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+            if line.strip() and not line.startswith(";;")]
+
+
+def _lines_for(path: Path, file_id: str, what: str) -> list[tuple[int, list[str]]]:
+    """The numbered lines of a UEM or STM file whose first field is ``file_id``.
+
+    Raises:
+        EvalIndexError: when there is none (a UEM for another file would score the whole
+            recording; an STM shared by several files would score every file's words).
+    """
+    lines = _numbered_lines(path)
+    rows = [(n, parts) for n, parts in lines if parts[0] == file_id]
+    if not rows:
+        found = ", ".join(sorted({parts[0] for _, parts in lines})[:10]) or "none"
+        raise EvalIndexError(f"{what} {path} has no line for file id {file_id!r} (the ids in it: {found}); its "
+                             "first field must be the file_id column")
+    return rows
+
+
+def _check_times(fields: Sequence[str], where: str, what: str) -> None:
+    if len(fields) < 2 or not all(_is_number(x) and math.isfinite(float(x)) and float(x) >= 0 for x in fields):
+        raise EvalIndexError(f"{where}: the {what} must be seconds (numbers, 0 or more), got {' '.join(fields)!r}")
 
 
 def load_reference(file: EvalFile, duration: float):
     """The reference ``pyannote.core.Annotation`` and UEM ``Timeline`` of a file.
 
     The UEM is every ``file_id channel start end`` line of the file's UEM for its file id (a UEM
-    of several stretches scores all of them), else ``[0, duration]``."""
+    of several stretches scores all of them); ``[0, duration]`` when the file has no UEM."""
     from pyannote.core import Annotation, Segment, Timeline
 
     ref = Annotation(uri=file.file_id)
@@ -170,12 +213,12 @@ def load_reference(file: EvalFile, duration: float):
             start, dur = float(parts[3]), float(parts[4])
             ref[Segment(start, start + dur), ref.new_track(Segment(start, start + dur))] = parts[7]
     stretches = []
-    if file.uem is not None:
+    if file.uem is not None:   # load_index checked that it has lines for the file id
         for line in file.uem.read_text(encoding="utf-8").splitlines():
             parts = line.split()
             if len(parts) == 4 and parts[0] == file.file_id:
                 stretches.append(Segment(float(parts[2]), float(parts[3])))
-    uem = Timeline(stretches or [Segment(0.0, duration)], uri=file.file_id)
+    uem = Timeline(stretches if file.uem is not None else [Segment(0.0, duration)], uri=file.file_id)
     return ref, uem
 
 
@@ -209,8 +252,12 @@ class DerScore:
 
     @property
     def der(self) -> float:
-        """Diarization error rate as a fraction (0.07 = 7 %)."""
-        return (self.false_alarm + self.missed + self.confusion) / self.total if self.total else 0.0
+        """Diarization error rate as a fraction (0.07 = 7 %); with no reference speech, 1.0 when
+        there is any error (false alarm) and 0.0 when there is none, as pyannote.metrics scores it."""
+        error = self.false_alarm + self.missed + self.confusion
+        if not self.total:
+            return 1.0 if error else 0.0
+        return error / self.total
 
 
 def score_der(reference, hypothesis, uem, collar: float) -> DerScore:
@@ -229,9 +276,15 @@ def pool(scores: Sequence[DerScore]) -> DerScore:
                     sum(s.confusion for s in scores))
 
 
+#: Typographic apostrophes read as ``'``: Whisper's normaliser expands "don't" but splits "don’t"
+#: into two words, so a hand-typed transcript's ’ counted as errors against Whisper's '.
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
+
+
 def normalize_text(text: str) -> str:
-    """Whisper's English text normalisation (``whisper_normalizer.english.EnglishTextNormalizer``)."""
-    return _normalizer()(text)
+    """Whisper's English text normalisation (``whisper_normalizer.english.EnglishTextNormalizer``),
+    after typographic apostrophes (’ ‘ ʼ) are read as ``'``."""
+    return _normalizer()(text.translate(_APOSTROPHES))
 
 
 @functools.lru_cache(maxsize=1)
@@ -271,7 +324,7 @@ def reference_text(file: EvalFile) -> str | None:
     """The reference transcript of a file, or None when it has none.
 
     An STM file (every line but ``;;`` comments ``file channel speaker start end text``, NIST
-    sclite's format) gives its texts in time order; any other file is plain text, read whole."""
+    sclite's format) gives the texts of the lines for the file's id, in time order; any other file is plain text, read whole."""
     if file.transcript is None or not file.transcript.is_file():
         return None
     rows = reference_segments(file)
@@ -286,15 +339,25 @@ def reference_segments(file: EvalFile) -> list[tuple[str, float, float, str]] | 
     plain-text one (no speakers)."""
     if file.transcript is None or not file.transcript.is_file():
         return None
+    rows = _stm_rows(file.transcript)
+    if rows is None:
+        return None
+    return sorted(((speaker, start, end, text) for file_id, speaker, start, end, text in rows
+                   if file_id == file.file_id), key=lambda row: row[1])
+
+
+def _stm_rows(path: Path) -> list[tuple[str, str, float, float, str]] | None:
+    """``(file id, speaker, start, end, text)`` of every line of an STM file but ``;;`` comments,
+    or None when the file is no STM (plain text)."""
     rows = []
-    for line in file.transcript.read_text(encoding="utf-8").splitlines():
+    for line in path.read_text(encoding="utf-8").splitlines():
         if not line.strip() or line.startswith(";;"):
             continue
         parts = line.split(maxsplit=5)
         if len(parts) < 5 or not all(_is_number(x) for x in parts[3:5]):
             return None
-        rows.append((parts[2], float(parts[3]), float(parts[4]), parts[5] if len(parts) == 6 else ""))
-    return sorted(rows, key=lambda row: row[1])
+        rows.append((parts[0], parts[2], float(parts[3]), float(parts[4]), parts[5] if len(parts) == 6 else ""))
+    return rows
 
 
 def cpwer(reference: Sequence[tuple[str, float, float, str]], hypothesis: Sequence[SpeakerTurn]) -> float:
@@ -305,7 +368,7 @@ def cpwer(reference: Sequence[tuple[str, float, float, str]], hypothesis: Sequen
         hypothesis: speaker turns; a turn's speaker is its ``speaker`` label.
 
     Both texts are normalised as for :func:`wer`; a reference without words scores 0 (or 1 when
-    the hypothesis has some). Source: Watanabe et al., "CHiME-6 Challenge: Tackling Multispeaker
+    the hypothesis has some), a hypothesis without words 1. Source: Watanabe et al., "CHiME-6 Challenge: Tackling Multispeaker
     Speech Recognition for Unsegmented Recordings", 2020; meeteval (von Neumann et al., 2023).
     """
     import meeteval
@@ -319,6 +382,8 @@ def cpwer(reference: Sequence[tuple[str, float, float, str]], hypothesis: Sequen
     hyp = seglst((t.speaker, t.start, t.end, t.text) for t in hypothesis)
     if not any(seg["words"].strip() for seg in ref):
         return 0.0 if not any(seg["words"].strip() for seg in hyp) else 1.0
+    if not any(seg["words"].strip() for seg in hyp):   # meeteval refuses a session with no segment
+        return 1.0   # every reference word deleted
     return float(meeteval.wer.cpwer(ref, hyp)["meeting"].error_rate)
 
 
@@ -437,13 +502,16 @@ def format_table(results: Sequence[FileResult]) -> str:
         return f"{100 * x:.1f}"
 
     def split(s: DerScore) -> str:
-        t = s.total or 1.0
+        if not s.total:   # no reference speech: the components are no share of anything
+            return f"{pct(s.der)} (no reference speech; {s.false_alarm:.1f} s false alarm)"
+        t = s.total
         return f"{pct(s.der)} ({pct(s.false_alarm / t)}/{pct(s.missed / t)}/{pct(s.confusion / t)})"
 
     ok = [r for r in results if r.error is None]
     for r in results:
         if r.error:
-            lines.append(f"| {r.file.file_id} | {r.file.kind} | ERROR: {r.error} | | | | | | | |")
+            error = " ".join(r.error.split()).replace("|", "\\|")   # one table row
+            lines.append(f"| {r.file.file_id} | {r.file.kind} | ERROR: {error} | | | | | | | |")
             continue
         lines.append(
             f"| {r.file.file_id} | {r.file.kind} | {pct(r.live[0.0].der)} | {split(r.live[0.5])} | "
