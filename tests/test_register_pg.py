@@ -173,3 +173,95 @@ def test_a12_pg_two_processes_at_a_barrier_get_distinct_stable_ranks(dsn):
         assert all((lab.rank or 1) == by_id[t.turn_id] for t, lab in zip(turns, labels))
     finally:
         store.close()
+
+
+def test_ensure_schema_takes_no_table_lock_once_the_tables_exist(dsn):
+    """A review: every ensure_schema ran CREATE INDEX IF NOT EXISTS, which takes a table lock in
+    the opposite order to a commit's, and two programs starting one meeting deadlocked (one lost
+    its turns). Here another connection holds a commit's lock on ``turns``; ensure_schema must not
+    wait for it."""
+    import psycopg
+
+    from voicekit.store.postgres import PostgresMeetingStore
+
+    with psycopg.connect(dsn) as holder:
+        holder.execute("INSERT INTO turns (meeting_id, speaker, text, start_s, end_s, channel, metadata, words) "
+                       "VALUES ('m-held', 'A', 'x', 0, 1, 'mic', '{}', '[]')")   # RowExclusiveLock, not committed
+        store = PostgresMeetingStore.connect(dsn + "?options=-c%20lock_timeout%3D2000", "m-" + uuid.uuid4().hex)
+        try:
+            store.ensure_schema()   # the old DDL: LockNotAvailable after 2 s
+            assert store.commit_turn(turn("Alice"))[0].turn_id is not None
+        finally:
+            store.close()
+        holder.rollback()
+
+
+def test_a_failed_call_leaves_the_store_usable_and_names_ensure_schema(dsn):
+    """A review: a read that failed (a missing table, a cancelled query) left the connection in
+    an aborted transaction, and every later commit of the meeting failed."""
+    import psycopg
+
+    from voicekit.store.postgres import PostgresMeetingStore
+
+    schema = "vk_" + uuid.uuid4().hex[:12]
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        admin.execute(f"CREATE SCHEMA {schema}")
+        try:
+            store = PostgresMeetingStore.connect(f"{dsn}?options=-c%20search_path%3D{schema}", "m-1")
+            try:
+                with pytest.raises(RuntimeError, match=r"tables do not exist.*call ensure_schema\(\) once"):
+                    store.turns()
+                with pytest.raises(RuntimeError, match="ensure_schema"):
+                    store.commit_turn(turn("Alice"))
+                store.ensure_schema()
+                with pytest.raises(ValueError, match="last must be 0 or more"):
+                    store.turns(last=-1)
+                assert [t.text for t in store.turns()] == []
+                assert store.commit_turn(turn("Alice", text="after"))[1].text == "Alice"
+                assert [t.text for t in store.turns()] == ["after"]
+            finally:
+                store.close()
+        finally:
+            admin.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def test_commit_turn_checks_a_turn_as_the_sqlite_store_does(dsn):
+    """A review: a NUL character failed inside the transaction with a database error, numpy
+    metadata raised where SQLite writes its str(), and NaN times were stored."""
+    import numpy as np
+
+    from voicekit.store.postgres import PostgresMeetingStore
+
+    store = PostgresMeetingStore.connect(dsn, "m-" + uuid.uuid4().hex)
+    try:
+        for bad, message in ((turn("Alice", text="a\x00b"), "NUL character"),
+                             (turn("Al\x00ice"), "NUL character"),
+                             (turn("Alice", note={"k": "\x00"}), "NUL character"),
+                             (turn("Alice").replace(start=float("nan")), "finite seconds"),
+                             (turn("Alice", score=float("inf")), "Out of range float values")):
+            with pytest.raises(ValueError, match=message):
+                store.commit_turn(bad)
+        stored, _ = store.commit_turn(turn("Alice", score=np.float32(0.5), text="ok \\u0000 typed"))
+        back = store.turns()
+        assert [t.text for t in back] == ["ok \\u0000 typed"] and back[0].metadata["score"] == "0.5"
+    finally:
+        store.close()
+
+
+def test_connect_gives_up_on_a_server_that_does_not_answer(monkeypatch):
+    """A review: connect() against a server that accepts TCP and never answers waited forever."""
+    import socket
+    import time
+
+    import psycopg
+
+    import voicekit.store.postgres as pg
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        monkeypatch.setattr(pg, "CONNECT_TIMEOUT_S", 2)
+        t0 = time.monotonic()
+        with pytest.raises(psycopg.OperationalError):
+            pg.PostgresMeetingStore.connect(f"postgresql://x@127.0.0.1:{silent.getsockname()[1]}/db", "m")
+        assert time.monotonic() - t0 < 30
