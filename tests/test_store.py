@@ -1,6 +1,7 @@
 """The SQLite meeting store: durable commits, attribution records at commit time (A12),
 refined labels beside the live ones."""
 
+import json
 import sqlite3
 import pytest
 
@@ -119,6 +120,26 @@ def test_one_speaker_keeps_one_name_in_the_refined_view_and_the_rttm(tmp_path):
     assert [t.sender_name for t in store.turns(refined=True)] == ["Sheila", "Sheila", "Chair", "Speaker B"]
     names = [line.split()[7] for line in to_rttm(live, "m").splitlines()]
     assert names == ["Sheila", "Sheila", "Chair", "Speaker_B"]
+
+
+def test_a_one_turn_name_on_a_labels_last_turn_does_not_name_the_speaker(tmp_path):
+    """A review: a hook's ``HookResult(name="Chair")`` ("this turn only") on Speaker B's last turn
+    named every earlier bare Speaker B turn "Chair" in the RTTM and in ``speakers[]``; one more
+    bare turn flipped them back. The outputs take the speaker's name from the store's
+    persistent names."""
+    from voicekit.cli.meeting import _write_outputs
+
+    store = MeetingStore(tmp_path / "m.sqlite")
+    store.commit(turn("Speaker A", "hello there", 0.0))
+    store.commit(turn("Speaker A", "this is Sheila", 2.0, "Sheila"))
+    store.commit(turn("Speaker B", "we move to the vote", 4.0))
+    store.commit(turn("Speaker B", "the motion reads", 6.0, "Chair"))   # a name of its own, the last turn
+    store.set_speaker_names({"Speaker A": "Sheila"})
+    _write_outputs(store.turns(renamed=True), tmp_path, "m", {}, store=store)
+    rttm = [line.split()[7] for line in (tmp_path / "m.rttm").read_text(encoding="utf-8").splitlines()]
+    assert rttm == ["Sheila", "Sheila", "Speaker_B", "Chair"]
+    doc = json.loads((tmp_path / "m.json").read_text(encoding="utf-8"))
+    assert doc["speakers"] == [{"label": "Speaker A", "name": "Sheila"}, {"label": "Speaker B", "name": "Speaker B"}]
 
 
 def test_names_given_after_the_meeting_name_every_turn_of_the_label_and_keep_the_emitted_one(tmp_path):

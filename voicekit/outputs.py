@@ -96,16 +96,15 @@ def format_line(turn: SpeakerTurn) -> str:
     return f"[{clock(turn.start, digits=1)} → {clock(turn.end, digits=1)}] {turn.sender_name}: {turn.text}"
 
 
-def to_json(turns: Sequence[SpeakerTurn], meta: dict | None = None) -> dict:
+def to_json(turns: Sequence[SpeakerTurn], meta: dict | None = None, names: dict[str, str] | None = None) -> dict:
     """The transcript as a JSON-serialisable dict (schema in ``docs/transcript-format.md``).
 
-    ``speakers`` lists each label in order of first appearance with the name its latest turn
-    carries: a label named from some turn on (a known voice matched, a hook's rename) is listed
-    under that name."""
+    ``speakers`` lists each label in order of first appearance with its name
+    (:func:`speaker_names`: the persistent ``names`` when given, label -> name)."""
     return {
         "version": JSON_SCHEMA_VERSION,
         "meeting": meta or {},
-        "speakers": [{"label": k, "name": v} for k, v in speaker_names(turns).items()],
+        "speakers": [{"label": k, "name": v} for k, v in speaker_names(turns, names).items()],
         "turns": [
             {
                 "id": t.turn_id,
@@ -130,11 +129,22 @@ def to_json(turns: Sequence[SpeakerTurn], meta: dict | None = None) -> dict:
     }
 
 
-def speaker_names(turns: Sequence[SpeakerTurn]) -> dict[str, str]:
-    """Each speaker label, in order of first appearance, with the name its latest turn carries."""
+def speaker_names(turns: Sequence[SpeakerTurn], names: dict[str, str] | None = None) -> dict[str, str]:
+    """Each speaker label, in order of first appearance, with the speaker's name.
+
+    Args:
+        turns: the turns.
+        names: the meeting's persistent names, label -> name (a known voice matched, a hook's
+            rename, ``export --speaker-names``: what the meeting store records). When given, a
+            label without one is named by itself: a name a hook gave one turn only
+            (``HookResult(name=…)``) is not the speaker's. When None (no store), the name the
+            label's latest turn carries.
+    """
     speakers: dict[str, str] = {}
     for t in turns:
         speakers[t.speaker] = t.sender_name  # a dict keeps the order of first insertion
+    if names is not None:
+        return {label: names.get(label, label) for label in speakers}
     return speakers
 
 
@@ -156,17 +166,17 @@ def json_text(doc: dict) -> str:
     return f'{lines},\n  "turns": [\n{turns}\n  ]\n}}\n' if turns else f'{lines},\n  "turns": []\n}}\n'
 
 
-def to_rttm(turns: Sequence[SpeakerTurn], file_id: str) -> str:
+def to_rttm(turns: Sequence[SpeakerTurn], file_id: str, names: dict[str, str] | None = None) -> str:
     """RTTM lines ``SPEAKER <file> 1 <start> <dur> <NA> <NA> <name> <NA> <NA>``; spaces in names
     become ``_`` (RTTM fields are space-separated).
 
     RTTM is scored per speaker name, so one speaker keeps one name: a turn that still carried
     its bare label (``Speaker A``, before a hook or a known voice named the speaker from a later
-    turn on) is written under the name the label's latest turn carries (:func:`speaker_names`,
-    the JSON's ``speakers[].name``); a turn given a name of its own keeps it. Two names that only
+    turn on) is written under the speaker's name (:func:`speaker_names` with the persistent
+    ``names``, the JSON's ``speakers[].name``); a turn given a name of its own keeps it. Two names that only
     their spaces tell apart (``Ana María``, ``Ana_María``) would be one speaker in RTTM: the
     second one written takes ``_2`` (``Ana_María_2``)."""
-    latest = speaker_names(turns)
+    latest = speaker_names(turns, names)
     fields: dict[str, str] = {}   # shown name -> its RTTM field, one field per name
     lines = []
     for t in turns:
@@ -529,13 +539,15 @@ def output_paths(out_dir: str | Path, stem: str) -> list[Path]:
     return [output_path(out_dir, stem, ext, suffix) for suffix in ("", REFINED_SUFFIX) for ext in FORMATS]
 
 
-def render_all(turns: Sequence[SpeakerTurn], stem: str, meta: dict | None = None) -> dict[str, str]:
-    """Every format's text, by extension (:data:`FORMATS`): what :func:`write_all` writes."""
+def render_all(turns: Sequence[SpeakerTurn], stem: str, meta: dict | None = None,
+               names: dict[str, str] | None = None) -> dict[str, str]:
+    """Every format's text, by extension (:data:`FORMATS`): what :func:`write_all` writes.
+    ``names``: the persistent names, label -> name (:func:`speaker_names`)."""
     duration = (meta or {}).get("duration")   # no cue is held past the end of the meeting
     duration = float(duration) if isinstance(duration, (int, float)) and not isinstance(duration, bool) else None
     return {
-        "json": json_text(to_json(turns, meta)),
-        "rttm": to_rttm(turns, stem),
+        "json": json_text(to_json(turns, meta, names)),
+        "rttm": to_rttm(turns, stem, names),
         "srt": to_srt(turns, until=duration),
         "vtt": to_vtt(turns, until=duration),
         "txt": to_text(turns),
@@ -543,7 +555,7 @@ def render_all(turns: Sequence[SpeakerTurn], stem: str, meta: dict | None = None
 
 
 def write_all(turns: Sequence[SpeakerTurn], out_dir: str | Path, stem: str, meta: dict | None = None,
-              suffix: str = "") -> list[Path]:
+              suffix: str = "", names: dict[str, str] | None = None) -> list[Path]:
     """Write every format to ``out_dir/<stem><suffix>.<ext>`` atomically (write, then rename):
     :func:`write_texts` of :func:`render_all`.
 
@@ -561,7 +573,7 @@ def write_all(turns: Sequence[SpeakerTurn], out_dir: str | Path, stem: str, meta
             error holds them (``failures``), the files written (``written``) and the fix
             (``remedy``).
     """
-    return write_texts(render_all(turns, stem, meta), out_dir, stem, suffix)
+    return write_texts(render_all(turns, stem, meta, names), out_dir, stem, suffix)
 
 
 def write_texts(contents: dict[str, str], out_dir: str | Path, stem: str, suffix: str = "") -> list[Path]:
