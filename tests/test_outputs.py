@@ -330,6 +330,45 @@ def test_two_long_names_alike_at_their_start_are_cut_apart_in_the_srt():
     assert names_shown == ["Councilmember Maria G…", "Councilmember Maria C…"], names_shown
 
 
+def test_long_names_alike_but_at_their_end_keep_the_end_that_tells_them_apart():
+    """A review: names that differ only at column 47 were widened to 48 columns, over the 42 of
+    a line, on every cue. Past 30 columns the cut keeps the start and the distinguishing end."""
+    from voicekit.outputs import MAX_LINE_CHARS, _width, cue_names
+
+    names = ["Councilmember Maria Gonzalez-Rodriguez, District 3", "Councilmember Maria Gonzalez-Rodriguez, District 4"]
+    shown = cue_names(names)
+    assert shown == {names[0]: "Councilmember Mari…3", names[1]: "Councilmember Mari…4"}
+    assert all(_width(s) == 20 for s in shown.values())
+    turns = [dataclasses.replace(even_turn("we will now hear the report of the finance committee on the budget", start, 6.0),
+                                 metadata={"sender_name": name}) for start, name in ((0.0, names[0]), (7.0, names[1]))]
+    lines = [line for _, _, cue in _srt_cues(to_srt(turns)) for line in cue]
+    assert lines[0].startswith("Councilmember Mari…3: ") and max(map(_width, lines)) <= MAX_LINE_CHARS
+
+
+def test_no_run_of_dashes_becomes_an_srt_arrow():
+    """A review: one pass of "-->" -> "->" turned "--->" into "-->", and a hook's text could forge
+    a cue timing line on a cue's second line."""
+    text = "xxxxxxx 00:00:30,000 ---> 00:00:40,000 and ----> and -- > and -->"
+    srt = to_srt([dataclasses.replace(even_turn(text, 1.0, 2.0), metadata={"sender_name": "Ops ---> Finance"})])
+    text_lines = [line for line in srt.splitlines() if not re.fullmatch(r"[\d:,]+ --> [\d:,]+|\d+|", line)]
+    assert text_lines and not any("-->" in line for line in text_lines), srt
+    assert "Ops -> Finance" in srt
+
+
+@pytest.mark.parametrize("emoji", ["👍🏽", "👨\u200d👩\u200d👧", "👩\u200d💻", "🇫🇷", "❤️"])
+def test_a_line_never_breaks_inside_an_emoji(emoji):
+    """A review: wide characters were units of their own, so a line broke between 👍 and its
+    skin tone, and around each joiner of 👨‍👩‍👧."""
+    from voicekit.outputs import _units
+
+    units = [u for u, _ in _units(emoji * 3)]
+    assert "".join(units) == emoji * 3 and all(u and not u.replace(emoji, "") for u in units), units
+    cues = subtitle_cues(even_turn(" ".join([emoji * 12] * 4), 0.0, 8.0), prefix="Speaker A: ")
+    for cue in cues:
+        for line in cue.lines:
+            assert not line.startswith(("\u200d", "\U0001f3fd", "\ufe0f")), line
+
+
 def test_a_short_cue_stays_up_into_the_pause_after_it_long_enough_to_be_read():
     """A captioner's trial: a one-word turn ("Yes.", 0.32 s) followed by 2 s of silence was a
     0.32 s cue, and 49 characters in 2.12 s read at 23 a second. A cue stays up into the pause

@@ -90,6 +90,18 @@ def test_touching_turns_stay_apart_across_channels_and_names():
     assert [t.text for t in join_touching([b, c, d])] == ["three four", "five six seven"]
 
 
+def test_a_joined_turn_went_out_when_its_last_emitted_turn_did():
+    """A review: the final flush of a replay is stamped before live turns that went out later;
+    a refined turn joining them took the last one's 44.611 s against 48.567 s."""
+    from voicekit.turns import join_touching
+
+    a = turn("Speaker A", "one two", 0.0).replace(emitted_at=48.567)
+    b = turn("Speaker A", "three four", a.end).replace(emitted_at=44.611)
+    c = turn("Speaker A", "five", b.end).replace(emitted_at=None)
+    assert join_touching([a, b, c])[0].emitted_at == 48.567
+    assert join_touching([c, c.replace(start=c.end, end=c.end + 1)])[0].emitted_at is None
+
+
 def test_a_hooks_text_edit_survives_refinement(tmp_path):
     """A turn whose text a hook edited (a redaction) is not cut at its words' times, which would
     bring Whisper's words back: it stays whole under the label of most of its words."""
@@ -318,6 +330,26 @@ def test_a_damaged_metadata_value_is_left_out_and_the_turns_export(tmp_path, cap
     store.close()
     assert main(["export", str(tmp_path)]) == 0
     assert (tmp_path / "m.txt").read_text(encoding="utf-8").strip().endswith("Speaker A: still here")
+
+
+def test_a_nan_metadata_value_is_refused_and_one_stored_before_is_left_out(tmp_path, caplog):
+    """A review: ``set_meta(gain=float("nan"))`` was stored, Python's reader took the NaN back,
+    and `voicekit export` then failed on the JSON output with no file written."""
+    from voicekit.cli import main
+
+    store = MeetingStore(tmp_path / "meeting.sqlite")
+    store.set_meta(stem="m")
+    with pytest.raises(ValueError, match="Out of range float"):
+        store.set_meta(gain=float("nan"), note="kept?")
+    assert store.meta() == {"stem": "m"}   # nothing of the refused call
+    store.commit(turn("Speaker A", "still here", 1.0))
+    store.conn.execute("INSERT INTO meeting(key, value) VALUES ('gain', 'NaN'), ('peak', '[1, Infinity]')")
+    store.conn.commit()
+    assert store.meta() == {"stem": "m"}
+    assert "the meeting's 'gain' is damaged" in caplog.text
+    store.close()
+    assert main(["export", str(tmp_path)]) == 0
+    assert json.loads((tmp_path / "m.json").read_text(encoding="utf-8"))["turns"][0]["text"] == "still here"
 
 
 def test_a_replacement_a_killed_command_left_half_done_is_settled_by_the_next_command(tmp_path, capsys):

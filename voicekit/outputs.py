@@ -9,9 +9,10 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import re
 import textwrap
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -238,6 +239,9 @@ def _is_wide(c: str) -> bool:
     return unicodedata.east_asian_width(c) in ("W", "F")
 
 
+_ARROW = re.compile(r"-{2,}>")
+
+
 def _width(text: str) -> int:
     """Columns ``text`` takes on screen: two for a wide character, none for a combining mark."""
     return sum(2 if _is_wide(c) else 0 if unicodedata.combining(c) else 1 for c in text)
@@ -247,20 +251,26 @@ def _units(text: str) -> list[tuple[str, bool]]:
     """``text`` as the pieces a line may break between, each with whether a space goes before it:
     its space-separated words, and inside a word that holds wide characters (Chinese, Japanese:
     no spaces between words) each wide character, a run of other characters staying whole and the
-    line-breaking rules kept (``、`` stays with the character before it, ``「`` with the one after)."""
+    line-breaking rules kept (``、`` stays with the character before it, ``「`` with the one after).
+    A character is a user-perceived one, an extended grapheme cluster (``regex``'s ``\\X``): an
+    emoji stays whole with its skin tone, its joiners and the emoji it joins (``👍🏽``, ``👨‍👩‍👧``)."""
+    import regex
+
     units: list[tuple[str, bool]] = []
     for i, word in enumerate(text.split()):
         if not any(_is_wide(c) for c in word):
             units.append((word, i > 0))
             continue
         pieces: list[str] = []
-        for c in word:
-            glue = bool(pieces) and (c in _NO_LINE_START or pieces[-1][-1] in _NO_LINE_END
-                                     or not (_is_wide(c) or _is_wide(pieces[-1][-1])))
+        last = ""   # the grapheme cluster that ends pieces[-1]
+        for c in regex.findall(r"\X", word):
+            glue = bool(pieces) and (c in _NO_LINE_START or last in _NO_LINE_END
+                                     or not (_is_wide(c[0]) or _is_wide(last[0])))
             if glue:
                 pieces[-1] += c
             else:
                 pieces.append(c)
+            last = c
         units.extend((piece, i > 0 and j == 0) for j, piece in enumerate(pieces))
     return units
 
@@ -426,8 +436,9 @@ def to_srt(turns: Sequence[SpeakerTurn], until: float | None = None) -> str:
     duration in seconds, past which no cue is held (:func:`_cues_in_time_order`)."""
     blocks = []
     for i, (_t, cue) in enumerate(_cues_in_time_order(turns, named=True, until=until), start=1):
-        # SRT has no escape: "-->" in a text (a hook's) is written "->", never read as a timing line
-        text = "\n".join(line.replace("-->", "->") for line in cue.lines)
+        # SRT has no escape: "-->" in a text (a hook's) is written "->", never read as a timing line;
+        # every run of dashes at once, or "--->" would become "-->"
+        text = "\n".join(_ARROW.sub("->", line) for line in cue.lines)
         blocks.append(f"{i}\n{clock(cue.start, ',')} --> {clock(cue.end, ',')}\n{text}\n")
     return "\n".join(blocks)
 
@@ -471,7 +482,10 @@ def cue_names(names: Iterable[str], width: int = MAX_CUE_NAME) -> dict[str, str]
     LiveKit display name made every cue one word and every line 250 characters: a LiveKit trial);
     names that one cut would make alike are cut further on until they differ
     ("Councilmember Maria G…", "Councilmember Maria C…": a captioner's trial found two people
-    shown as one), so two speakers never share a cue name.
+    shown as one), so two speakers never share a cue name. Past ``width`` + 10 columns, names
+    still alike keep their start and the end that tells them apart instead, ``width`` columns in
+    all ("Councilmember…ict 3", "Councilmember…ict 4"): a wider name left no room for words on
+    a 42-column line.
 
     Args:
         names: speaker names (repeats are fine).
@@ -481,19 +495,37 @@ def cue_names(names: Iterable[str], width: int = MAX_CUE_NAME) -> dict[str, str]
         name -> the name as cues show it.
     """
     out: dict[str, str] = {}
-    pending = sorted(set(names))
-    while pending:
+
+    def settle(pending: list[str], cut: Callable[[str], str]) -> list[str]:
+        """Give each name whose cut no other pending name shares that cut; the others, pending."""
         by_cut: dict[str, list[str]] = {}
         for name in pending:
-            by_cut.setdefault(_cut(name, width), []).append(name)
-        pending = []
-        for cut, group in by_cut.items():
-            if len(group) == 1:
-                out[group[0]] = cut
-            else:   # two names alike once cut: both wider (a name that fits whole is kept whole)
-                pending.extend(group)
-        width += 1
+            by_cut.setdefault(cut(name), []).append(name)
+        out.update((group[0], shown) for shown, group in by_cut.items() if len(group) == 1)
+        return [name for group in by_cut.values() if len(group) > 1 for name in group]
+
+    pending, cols = sorted(set(names)), width
+    while pending and cols <= width + 10:   # two names alike once cut: both wider (a name that fits is whole)
+        pending, cols = settle(pending, lambda name: _cut(name, cols)), cols + 1
+    for tail in range(1, width - 2):
+        if not pending:
+            break
+        pending = settle(pending, lambda name: _cut_middle(name, width, tail))
+    while pending:   # alike at the start and at the end: wider again
+        pending, cols = settle(pending, lambda name: _cut(name, cols)), cols + 1
     return out
+
+
+def _cut_middle(name: str, width: int, tail: int) -> str:
+    """``name``'s start, ``…``, and its last ``tail`` columns: ``width`` columns in all."""
+    kept, used = [], 0
+    for c in reversed(name):
+        used += _width(c)
+        if used > tail:
+            break
+        kept.append(c)
+    end = "".join(reversed(kept))
+    return _cut(name, width - _width(end)) + end.lstrip()
 
 
 def _cut(name: str, width: int) -> str:

@@ -474,8 +474,9 @@ def join_touching(turns: Sequence[SpeakerTurn]) -> list[SpeakerTurn]:
     ("C: … It" | "D: opens a menu." both become E), and the endpointer cuts a long one at its
     maximum length: one speaker's stretch is then one turn again. Two turns are joined when they
     touch (less than :data:`CONTINUOUS_GAP` seconds apart) and have the same channel, label and
-    name. The joined turn keeps the first one's ``turn_id`` and metadata, the last one's
-    ``emitted_at`` (when all its words were out), in ``metadata["live_ids"]`` the ids of every
+    name. The joined turn keeps the first one's ``turn_id`` and metadata, the latest
+    ``emitted_at`` of its turns (when all its words were out: the last turn in time need not
+    have gone out last), in ``metadata["live_ids"]`` the ids of every
     live turn it holds words of, in order, and in ``metadata["moved_from"]`` the live labels it
     was moved from, in order, joined by ", " (absent when none). Its text is its words
     joined, or the turns' texts joined by a space when a hook edited one of them (the edit is kept).
@@ -508,7 +509,8 @@ def join_touching(turns: Sequence[SpeakerTurn]) -> list[SpeakerTurn]:
         if moved:
             meta["moved_from"] = ", ".join(moved)
         joined.append(group[0].replace(text=text, end=group[-1].end, words=words, metadata=meta,
-                                       emitted_at=group[-1].emitted_at))
+                                       emitted_at=max((t.emitted_at for t in group if t.emitted_at is not None),
+                                                      default=None)))
     return joined
 
 

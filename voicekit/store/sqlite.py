@@ -219,15 +219,21 @@ def turn_from_row(row: Sequence) -> SpeakerTurn:
 
 def meta_values(rows) -> tuple[dict[str, Any], dict[str, str]]:  # noqa: ANN001 - (key, value) rows
     """The meeting metadata of ``(key, JSON text)`` rows, and the values that are not JSON (a
-    damaged store: left out of the first, the raw text by key in the second)."""
+    damaged store: left out of the first, the raw text by key in the second). ``NaN`` and
+    ``Infinity``, which Python's reader takes but strict JSON has not, are damage too: the JSON
+    output could not be written with them."""
     out: dict[str, Any] = {}
     damaged: dict[str, str] = {}
     for key, value in rows:
         try:
-            out[key] = json.loads(value)
+            out[key] = json.loads(value, parse_constant=_not_json)
         except (TypeError, ValueError):
             damaged[key] = str(value)
     return out, damaged
+
+
+def _not_json(constant: str) -> None:
+    raise ValueError(f"{constant} is not JSON")
 
 
 class MeetingStore:
@@ -313,10 +319,13 @@ class MeetingStore:
 
         Raises:
             StoreError: when the store cannot be written (disk full, read-only).
+            TypeError, ValueError: a value that is not JSON (a NaN or infinite number: strict JSON
+                has none, and the transcript's JSON could not be written); nothing is written.
         """
+        rows = [(k, json.dumps(v, ensure_ascii=False, allow_nan=False)) for k, v in values.items()]
         try:
             with self.conn:
-                self.conn.executemany(_META_UPSERT, [(k, json.dumps(v, ensure_ascii=False)) for k, v in values.items()])
+                self.conn.executemany(_META_UPSERT, rows)
         except sqlite3.Error as exc:
             raise self._write_error(exc) from exc
 
