@@ -487,6 +487,71 @@ def test_a_device_that_never_delivers_is_reported_lost(virtual_mic, monkeypatch)
     assert source.lost is not None and "no audio at all in the 1 s after the stream started" in source.lost
 
 
+def test_mic_cli_a_device_lost_before_the_first_turn_leaves_the_old_meeting(virtual_mic, tmp_path, monkeypatch,
+                                                                           capsys):
+    """A review: `mic --overwrite` whose device stopped delivering before the first turn deleted
+    the meeting it was to replace and wrote an empty one (livekit kept it), then advised
+    "--append", which argparse refuses beside --overwrite. The device's name, printed through
+    rich, is no markup ("desk [/b] mic" was an internal error once the stream had opened)."""
+    import dataclasses
+
+    import sounddevice
+
+    import voicekit.capture.mic as mic
+    from voicekit.cli import main
+    from voicekit.store import MeetingStore
+
+    out = tmp_path / "m"
+    assert main(["replay", str(FALCON), "--out", str(out), "--quiet"]) == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.suffix != ".sqlite"}
+    monkeypatch.setattr(sounddevice, "InputStream", _SilentStream)
+    listed = mic.list_input_devices
+    monkeypatch.setattr(mic, "list_input_devices", lambda: [
+        dataclasses.replace(d, name=f"{d.name} [/b] mic") if d.name == "pulse" else d for d in listed()])
+    capsys.readouterr()
+    assert main(["mic", "--device", "pulse [/b] mic", "--out", str(out), "--overwrite"]) == 1
+    err = capsys.readouterr().err
+    assert "listening on 'pulse [/b] mic'" in err and "internal error" not in err, err
+    assert "no audio at all" in err and "no turn was committed: the meeting --overwrite was to replace is kept" in err
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.suffix != ".sqlite"} == before
+    assert len(MeetingStore(out / "meeting.sqlite").turns()) == 3
+    assert not (out / ".voicekit-replaced").exists()
+
+
+def test_a_mic_source_captures_once(virtual_mic, monkeypatch):
+    """A review: iterating a MicSource a second time opened a new stream and waited forever on
+    its closed queue."""
+    import sounddevice
+
+    from voicekit.capture import CaptureError
+    from voicekit.capture.mic import MicSource
+
+    monkeypatch.setattr(sounddevice, "InputStream", _SilentStream)
+    source = MicSource("pulse", first_block_seconds=0.5)
+    assert list(source) == []
+    with pytest.raises(CaptureError, match="captured once and was stopped: make a new MicSource"):
+        list(source)
+
+
+def test_a_hung_audio_server_at_start_is_an_error_not_a_long_wait(monkeypatch):
+    """A review: with PulseAudio frozen, PortAudio's device listing (sounddevice's import) held
+    `voicekit mic` and `voicekit devices` for two minutes, deaf to Ctrl-C, then blamed a missing
+    server. Here the listing is a call that never returns."""
+    import threading
+
+    import voicekit.capture.mic as mic
+    from voicekit.capture import CaptureError
+
+    monkeypatch.setattr(mic, "AUDIO_SERVER_TIMEOUT_S", 0.5)
+    hang = threading.Event()
+    with pytest.raises(CaptureError, match="the audio server does not answer .*pulseaudio -k"):
+        mic._within(hang.wait, "listing the audio devices")
+    hang.set()
+    assert mic._within(lambda: 42, "x") == 42
+    with pytest.raises(ZeroDivisionError):
+        mic._within(lambda: 1 / 0, "x")
+
+
 def test_mic_cli_a_device_that_refuses_the_stream_leaves_the_old_meeting(virtual_mic, tmp_path, monkeypatch,
                                                                           capsys):
     """The stream cannot be opened (PortAudio refuses): one error line, exit 2, and nothing in

@@ -38,14 +38,56 @@ from voicekit.sources import LiveFeed
 log = logging.getLogger(__name__)
 
 
+#: Seconds PortAudio may take to list the devices (its initialisation, on the first use) before
+#: the audio server is taken for hung.
+AUDIO_SERVER_TIMEOUT_S = 20.0
+
+
 def _sounddevice():
-    try:
-        import sounddevice as sd
-    except ImportError as exc:  # pragma: no cover - depends on the install
-        raise CaptureError("sounddevice is not installed: pip install sounddevice") from exc
-    except OSError as exc:  # PortAudio library missing
-        raise CaptureError(f"PortAudio is missing ({exc}): apt-get install libportaudio2") from exc
-    return sd
+    """The ``sounddevice`` module. Its import initialises PortAudio, which lists the devices: with
+    an audio server that hangs (a stopped PulseAudio) that took two minutes, deaf to Ctrl-C. It
+    runs on a worker thread that the caller waits for (Ctrl-C still works), at most
+    :data:`AUDIO_SERVER_TIMEOUT_S` seconds.
+
+    Raises:
+        CaptureError: sounddevice or PortAudio missing, or the audio server does not answer.
+    """
+    def load():  # noqa: ANN202
+        try:
+            import sounddevice as sd
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            raise CaptureError("sounddevice is not installed: pip install sounddevice") from exc
+        except OSError as exc:  # PortAudio library missing
+            raise CaptureError(f"PortAudio is missing ({exc}): apt-get install libportaudio2") from exc
+        return sd
+
+    return _within(load, "listing the audio devices")
+
+
+def _within(call, what: str):  # noqa: ANN001, ANN202
+    """``call()`` on a worker thread, waited for at most :data:`AUDIO_SERVER_TIMEOUT_S` seconds
+    (a wait that Ctrl-C interrupts); its exception is raised here.
+
+    Raises:
+        CaptureError: the call did not return in time (the audio server does not answer).
+    """
+    box: dict = {}
+
+    def run() -> None:
+        try:
+            box["value"] = call()
+        except BaseException as exc:  # noqa: BLE001 - raised in the caller's thread below
+            box["error"] = exc
+
+    worker = threading.Thread(target=run, name="voicekit-portaudio", daemon=True)
+    worker.start()
+    worker.join(AUDIO_SERVER_TIMEOUT_S)
+    if worker.is_alive():
+        raise CaptureError(f"the audio server does not answer ({what} took more than {AUDIO_SERVER_TIMEOUT_S:g} s): "
+                           "restart it (PulseAudio: `pulseaudio -k`, then `pulseaudio --start`) and try again")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 @dataclass(frozen=True)
@@ -73,7 +115,7 @@ def rescan() -> None:
     """Make PortAudio enumerate the devices again (it lists them once, at import)."""
     sd = _sounddevice()
     sd._terminate()
-    sd._initialize()
+    _within(sd._initialize, "listing the audio devices again")
 
 
 def list_input_devices() -> list[InputDevice]:
@@ -269,10 +311,15 @@ class MicSource:
         """Open and start the stream (iteration does it when not done already).
 
         Raises:
-            CaptureError: the device refuses the stream.
+            CaptureError: the device refuses the stream, or this source captured once already
+                and was stopped (its queue is closed: a second iteration waited forever with a
+                stream open).
         """
         if self._stream is not None:
             return
+        if self.started_at is not None and self._stopped.is_set():
+            raise CaptureError(f"this MicSource of {self.device.name!r} captured once and was stopped: make a new "
+                               "MicSource to capture again")
         sd = _sounddevice()
         try:
             self._stream = sd.InputStream(device=self.device.index, samplerate=self.sample_rate,

@@ -61,8 +61,30 @@ def cmd_devices(args: argparse.Namespace) -> int:
     return 0
 
 
+class _LostBeforeFirstTurn(Exception):
+    """The device stopped delivering before the meeting that replaces one (``--overwrite``)
+    committed a turn: raised in :func:`_replacing`'s block, which puts the old meeting back."""
+
+
+class _Caught:
+    """A context manager that stops an exception of ``kind`` and keeps it (``caught``)."""
+
+    def __init__(self, kind: type[BaseException]) -> None:
+        self.kind, self.caught = kind, None
+
+    def __enter__(self) -> "_Caught":
+        return self
+
+    def __exit__(self, kind, exc, tb) -> bool:  # noqa: ANN001
+        if isinstance(exc, self.kind):
+            self.caught = exc
+            return True
+        return False
+
+
 def cmd_mic(args: argparse.Namespace) -> int:
     from rich.console import Console
+    from rich.markup import escape
 
     from voicekit.capture.mic import MicSource
     from voicekit.outputs import format_line
@@ -94,7 +116,8 @@ def cmd_mic(args: argparse.Namespace) -> int:
     # keeps the old one); the blocks it delivers meanwhile wait in its queue. The stream is closed however
     # the block ends (a failure before the pipeline reads it left it running until the process exited).
     # _replacing: a run that fails before its first turn puts back the meeting --overwrite replaces
-    with source, _replacing(out / "meeting.sqlite", args.append) as store:
+    lost_first = _Caught(_LostBeforeFirstTurn)
+    with lost_first, source, _replacing(out / "meeting.sqlite", args.append) as store:
         if hooks.names:
             store.set_speaker_names(hooks.names)
         # the broadcaster of --session joins ``live`` just before the capture is read
@@ -115,7 +138,7 @@ def cmd_mic(args: argparse.Namespace) -> int:
         elif args.append:
             warn(err, f"--append: {out}/ holds no meeting to go on with (no turn stored): a new meeting "
                       "starts")
-        err.print(f"listening on {source.device.name!r} ({source.sample_rate} Hz, {source.channels} ch); "
+        err.print(f"listening on {escape(repr(source.device.name))} ({source.sample_rate} Hz, {source.channels} ch); "
                   "Ctrl-C ends the meeting")
         result = None
         watch = _ReaderWatch()   # `voicekit mic | head -3`: the meeting ends as after Ctrl-C
@@ -151,6 +174,13 @@ def cmd_mic(args: argparse.Namespace) -> int:
                 logging.getLogger("voicekit.cli").warning("%s", exc)
             hooks.close()
             session_missed, stopped = _close_session(broadcaster, args, err)
+        if source.lost is not None and _SetAside.folder(out / "meeting.sqlite").is_dir() \
+                and not _committed_turns(out / "meeting.sqlite"):
+            raise _LostBeforeFirstTurn(source.lost)   # _replacing puts back the meeting --overwrite replaced
+    if lost_first.caught is not None:
+        err.print(f"[red]voicekit: error: {escape(str(lost_first.caught))}; no turn was committed: the meeting "
+                  f"--overwrite was to replace is kept in {out}/ (exit code 1)[/red]")
+        return 1
     duration = round(pipe.start_time + heard, 3)   # the meeting's, every session of it
     meta["sessions"][-1].update(duration=heard, input_overflows=source.input_overflows,
                                 queue_overflows=source.feed.overflows)
@@ -166,7 +196,7 @@ def cmd_mic(args: argparse.Namespace) -> int:
     store.close()
     _report_voice_matches([pipe], err, out)
     enrolled = _enrol_voices(args, [pipe], err)
-    err.print(f"[dim]{source.report()}[/dim]")
+    err.print(f"[dim]{escape(source.report())}[/dim]")
     if result is not None:
         err.print(f"[dim]{'this session: ' if pipe.start_time else ''}{_turns_summary(result)}[/dim]")
         for hint in _hints(result, options, components.transcriber.english_only):
@@ -177,8 +207,9 @@ def cmd_mic(args: argparse.Namespace) -> int:
     if session_missed:
         err.print(_session_missed_line(args, [broadcaster]))
     if source.lost is not None:  # the watchdog ended the capture: say so, and fail the run
-        err.print(f"[red]voicekit: error: {source.lost}; the meeting up to then is written: once the device is "
-                  "back, the same command with --append goes on with it, on the same clock (exit code 1)[/red]")
+        again = "--append in place of --overwrite" if args.overwrite else "--append"
+        err.print(f"[red]voicekit: error: {escape(source.lost)}; the meeting up to then is written: once the device "
+                  f"is back, the same command with {again} goes on with it, on the same clock (exit code 1)[/red]")
         return 1
     if result is None or stopped:
         return 130
