@@ -94,6 +94,7 @@ def _is_mark(c: str) -> bool:
     return unicodedata.category(c)[0] == "M"
 
 
+@functools.lru_cache(maxsize=4096)   # pure, and asked of the same few names at every turn (turn-taking's decide)
 def reads_like_role(name: str) -> bool:
     """True when a name reads like a role a model knows: assistant, user, system, you (A7).
 
@@ -186,6 +187,7 @@ def one_line(name: str) -> str:
     return " ".join(s.split())
 
 
+@functools.lru_cache(maxsize=4096)   # pure: a meeting's labels show the same few names at every turn
 def display_name(name: str) -> str:
     """The form a resolved name takes in a label (empty when nothing is left).
 
