@@ -395,6 +395,10 @@ def test_a_short_cue_stays_up_into_the_pause_after_it_long_enough_to_be_read():
     assert [(round(a, 3), round(b, 3)) for a, b, _ in _srt_cues(to_srt([yes, close]))][0] == (24.544, 25.0)
     # and the end of the meeting cuts the last one (a trial: a cue held 0.9 s past the recording)
     assert [(round(a, 3), round(b, 3)) for a, b, _ in _srt_cues(to_srt([yes], until=25.0))] == [(24.544, 25.0)]
+    # two cues at one start (two channels) are both held to the next later start, not to each other
+    also = timed_turn([" Yep."], [(24.544, 24.864)], speaker="Speaker C")
+    assert [(round(a, 3), round(b, 3)) for a, b, _ in _srt_cues(to_srt([yes, also, close]))] == [
+        (24.544, 25.0), (24.544, 25.0), (25.0, round(25.0 + MIN_CUE_SECONDS, 3))]
 
 
 def test_a_word_too_long_to_follow_the_name_starts_the_next_line_of_the_srt_cue():
