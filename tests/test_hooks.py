@@ -7,9 +7,11 @@ import time
 
 import pytest
 
-from _pipeline_support import SAMPLE, needs_eval
+from _pipeline_support import EVAL, SAMPLE, needs_eval
 from voicekit.hooks import HookError, HookResult, HookRunner, HookTrigger, parse_speaker_names
 from voicekit.turns import SpeakerTurn, Word
+
+EXAMPLE = EVAL / "pyaudioanalysis" / "diarizationExample.wav"
 
 
 def turn(speaker="Speaker A", text="Hi, this is Diane in New Jersey.", start=3.1):
@@ -470,6 +472,25 @@ def test_hook_time_counts_in_the_turn_latency():
     assert len(result.turns) == len(seen) >= 2, seen
     for before, t in zip(seen, result.turns):
         assert t.emitted_at >= before + 0.3 - 0.001  # emitted_at is rounded to the millisecond
+
+
+def test_a_turn_goes_out_after_the_hooks_of_the_turns_before_it_in_its_utterance():
+    """A review: emitted_at was stamped once per utterance, plus the turn's own hook time, so the
+    second turn of an utterance read as emitted before the first (its hook's 0.5 s left out)."""
+    import itertools
+
+    from _pipeline_support import components
+    from voicekit.audio import iter_16k_blocks
+    from voicekit.pipeline import Pipeline
+
+    hooks = HookRunner(timeout=2.0)
+    hooks.register(lambda t: time.sleep(0.2), name="slow")
+    result = Pipeline(components=components(), hooks=hooks, realtime_clock=True).run(   # unpaced: wall clock
+        itertools.islice(iter_16k_blocks(EXAMPLE), 250))   # the first 25 s
+    hooks.close()
+    assert len(result.turns) > len(result.utterance_latencies) >= 2   # an utterance of two turns or more
+    stamps = [t.emitted_at for t in result.turns]
+    assert all(b >= a + 0.2 - 0.002 for a, b in zip(stamps, stamps[1:])), stamps
 
 
 def test_ctrl_c_while_a_hook_runs_calls_no_hook_twice_when_the_turn_is_retried():

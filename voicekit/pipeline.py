@@ -172,6 +172,7 @@ class _Progress:
     turns: list[SpeakerTurn] | None = None
     done: int = 0       # turns of ``turns`` committed or blocked by a hook
     committed: int = 0  # of which committed
+    handled_at: float = 0.0   # perf_counter when its handling (last) began: the estimated emitted_at
 
 
 def _check_components(components: Components, options: PipelineOptions) -> None:
@@ -360,7 +361,7 @@ class Pipeline:
 
     def _handle(self, p: _Progress) -> None:
         utt = p.utt
-        t = time.perf_counter()
+        t = p.handled_at = time.perf_counter()
         if p.words is None:
             p.words = self.components.transcriber.transcribe(utt.samples, utt.start, speech=utt.speech,
                                                              frame_seconds=utt.frame_seconds)
@@ -378,11 +379,7 @@ class Pipeline:
                 for m in self.voices.update(getattr(self.diarizer, "speakers", ()), named=self.hooks.names):
                     log.info("%s is %s (voiceprint similarity %.3f after %.1f s of speech)",
                              m.label, m.voice.name, m.similarity, m.seconds)
-            if self.realtime_clock:
-                emitted = self.start_time + time.monotonic() - self._t0
-            else:
-                emitted = utt.closed_at + (time.perf_counter() - t)
-            turns = words_to_turns(p.diarized, channel=self._channel, emitted_at=round(emitted, 3))
+            turns = words_to_turns(p.diarized, channel=self._channel, emitted_at=round(self._emitted_now(), 3))
             if p.language:
                 turns = [t.replace(metadata={**t.metadata, "language": p.language}) for t in turns]
             # (a crosstalk turn bounds its neighbours' widening, then goes: SingleSpeaker)
@@ -407,6 +404,14 @@ class Pipeline:
             emb = history[-1][1]
             self.store.add_embeddings(utt.index, emb.starts, emb.ends, emb.vectors)
 
+    def _emitted_now(self) -> float:
+        """``emitted_at`` for a turn that goes out now, meeting seconds: with ``realtime_clock`` the
+        wall clock since the stream started; else (an unpaced replay) the estimate of a machine
+        that keeps up: the utterance's close in audio time plus the time spent handling it."""
+        if self.realtime_clock:
+            return self.start_time + time.monotonic() - self._t0
+        return self._progress.utt.closed_at + (time.perf_counter() - self._progress.handled_at)
+
     def _meeting_time(self, t: float) -> float:
         """Meeting time (s) of time ``t`` of this stream's clock: the same here (the endpointer
         counts from :attr:`start_time`); a LiveKit lane's clock starts at its first frame."""
@@ -414,7 +419,6 @@ class Pipeline:
 
     def _commit(self, turn: SpeakerTurn) -> None:
         """Hooks, store, sinks for one turn of the utterance at the head of the pending queue."""
-        t = time.perf_counter()
         progress = self._progress
         if self.voices is not None:
             turn = turn.replace(metadata=self.voices.stamp(turn.metadata, turn.speaker))
@@ -432,8 +436,9 @@ class Pipeline:
         if self.voices is not None:
             final = self._check_identity(final)
         if final.emitted_at is not None:
-            # the turn goes out after its hooks: their time is part of the turn's latency
-            final = final.replace(emitted_at=round(final.emitted_at + time.perf_counter() - t, 3))
+            # the turn goes out now, after its hooks and the earlier turns of its utterance (their
+            # hooks and commits): that time is part of its latency
+            final = final.replace(emitted_at=round(self._emitted_now(), 3))
         if self.store is not None:
             final = self.store.commit(final, self.participants())
         self.turns.append(final)

@@ -240,6 +240,9 @@ class _LanePipeline(Pipeline):
         """Nothing: a lane may end mid-meeting, on its own thread; the room's duration is the
         bot's meeting time, which ``voicekit livekit`` stores when the meeting ends."""
 
+    def _emitted_now(self) -> float:
+        return self.bot.meeting_time()   # the room's clock: every lane's turns on one timeline
+
     def _commit(self, turn: SpeakerTurn) -> None:
         lane = self.lane
         shift = lane.offset or 0.0
@@ -250,9 +253,8 @@ class _LanePipeline(Pipeline):
         meta["track_sid"] = lane.track_sid
         if not lane.room_mic and not lane.name:
             meta.pop("sender_name", None)   # unnamed: labelled by the channel, never the identity
-        emitted = round(self.bot.meeting_time(), 3)
         turn = turn.replace(start=round(turn.start + shift, 3), end=round(turn.end + shift, 3), words=words,
-                            metadata=meta, emitted_at=emitted)
+                            metadata=meta, emitted_at=round(self._emitted_now(), 3))
         with self.bot._commit_lock:
             n = len(self.turns)
             super()._commit(turn)
