@@ -3,7 +3,7 @@
     python scripts/bench_export.py [--turns 50000]
 
 Builds a meeting store of N two-word turns in a temporary directory and reports the wall-clock
-and CPU seconds of the export, and the statements it ran. Not a test: timing belongs here, the
+and CPU seconds of the export, and the size of its outputs. Not a test: timing belongs here, the
 unit test (tests/test_robust_faults.py) asserts the statement count.
 """
 

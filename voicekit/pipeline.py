@@ -595,8 +595,8 @@ class Pipeline:
         if self.finished:
             raise RuntimeError("Pipeline.push after Pipeline.finish: the stream has ended; a new Pipeline with "
                                "resume=True and the meeting's store goes on with the meeting")
+        t = time.perf_counter()   # the VAD stage's clock counts the PCM normaliser too
         block = self._pcm(mono_block(block, "Pipeline.push"))
-        t = time.perf_counter()
         self._consumed += len(block)
         # extend() queues each utterance as the endpointer yields it: an interrupt inside the VAD
         # keeps those closed before it

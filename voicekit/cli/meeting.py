@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import statistics
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -336,7 +337,7 @@ def _turns_summary(result, speed: bool = False) -> str:  # noqa: ANN001 - Meetin
         parts.append(f"{_seconds(result.audio_seconds)} of audio in {result.processing_seconds:.1f} s"
                      + (f" (RTF {result.rtf:.3f})" if result.audio_seconds >= 1.0 else ""))
     if lat:
-        parts.append(f"median turn latency {lat[len(lat) // 2]:.2f} s"
+        parts.append(f"median turn latency {statistics.median(lat):.2f} s"
                      + (" (estimated; --realtime measures it)" if speed else ""))
     line = ", ".join(parts)
     if not result.turns and not result.blocked:
