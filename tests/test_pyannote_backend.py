@@ -387,6 +387,43 @@ def test_replay_cli_offline_maps_every_word(pipeline_dir, offline_segments, tmp_
 
 
 @needs_eval
+def test_offline_pyannote_replays_a_flac_that_breaks_off_as_far_as_it_goes(pipeline_dir, tmp_path, capsys):
+    """A review: with --diarizer pyannote (offline) the whole recording was loaded at once, so a
+    FLAC that breaks off raised the decoder's error (exit 2, no outputs) where the embedded
+    diarizer transcribes it as far as it goes (exit 1). Then `export --refine` on that meeting
+    advised flags that pyannote refuses."""
+    import soundfile as sf
+
+    from voicekit.cli import main
+
+    flac = tmp_path / "sample.flac"
+    sf.write(flac, sf.read(SAMPLE)[0], 16000)
+    data = flac.read_bytes()
+    cut = tmp_path / "cut.flac"
+    cut.write_bytes(data[: len(data) * 2 // 3])
+    out = tmp_path / "out"
+    assert main(["replay", str(cut), "--out", str(out), "--quiet", "--diarizer", f"pyannote:{pipeline_dir}"]) == 1
+    err = capsys.readouterr().err
+    assert "is truncated (the decoder stopped: " in err and (out / "cut.json").exists(), err
+    assert main(["export", str(out), "--refine"]) == 2
+    err = capsys.readouterr().err
+    assert "pyannote diarized it" in err and "--diarizer embedded --refine" in err and "--keep-embeddings" not in err
+
+
+def test_eval_shows_no_refined_scores_where_no_refinement_ran():
+    """A review: `voicekit eval --diarizer pyannote` printed refined cells, the live labels
+    re-joined, as if a refinement had run."""
+    from voicekit.evaluation import DerScore, EvalFile, FileResult, format_table
+
+    score = {c: DerScore(c, 10.0, 0.0, 1.0, 1.0) for c in (0.0, 0.5)}
+    file = EvalFile("m", SAMPLE, SAMPLE, None, None, 2, "test")
+    table = format_table([FileResult(file, score, {}, 2, 0, None, 10.0, 1.0)])
+    row, pooled = table.splitlines()[-2:]
+    assert row.startswith("| m | test | 20.0 | 20.0 (0.0/10.0/10.0) | - | - | 2/-/2 |"), row
+    assert "| - | - | live/refined exact 1/-, within ±1 1/-, of 1 |" in pooled, pooled
+
+
+@needs_eval
 def test_streaming_pipeline_windows_and_words(models):
     from voicekit.audio import iter_16k_blocks
     from voicekit.diarization.online import DiarizerOptions

@@ -456,6 +456,30 @@ def test_append_keeps_embeddings_of_every_session_or_of_none(tmp_path):
     assert "this command keeps none" in lines[0] and f"voicekit export {kept} --drop-embeddings" in lines[0]
 
 
+def test_a_failed_export_changes_nothing_in_the_store(tmp_path):
+    """A review: a label typo in --speaker-names ended `export --refine --num-speakers 1
+    --drop-embeddings` with "nothing renamed", after it had replaced the stored refinement and
+    deleted the embeddings, so the corrected command could no longer re-cluster."""
+    from voicekit.store import MeetingStore
+
+    out = tmp_path / "m"
+    assert _cli("replay", FALCON, "--out", out, "--quiet", "--keep-embeddings", "--refine")[0] == 0
+    with MeetingStore(out / "meeting.sqlite") as store:
+        refined, kept = [t.speaker for t in store.turns(refined=True)], len(store.embeddings())
+    assert len(set(refined)) == 3 and kept
+    rc, err = _cli("export", out, "--refine", "--num-speakers", "1", "--speaker-names", "Speaker Z=Zed",
+                   "--drop-embeddings")
+    assert rc == 2 and "Speaker Z is no speaker of this meeting" in err and "nothing renamed" in err, err
+    with MeetingStore(out / "meeting.sqlite") as store:
+        assert [t.speaker for t in store.turns(refined=True)] == refined and len(store.embeddings()) == kept
+    rc, err = _cli("export", out, "--refine", "--num-speakers", "1", "--speaker-names", "Speaker A=Ann",
+                   "--drop-embeddings")
+    assert rc == 0, err
+    with MeetingStore(out / "meeting.sqlite") as store:
+        assert {t.sender_name for t in store.turns(refined=True, renamed=True)} == {"Ann"}
+        assert not store.embeddings()
+
+
 def test_append_keeps_the_stored_stem(tmp_path):
     """`--append` rewrites the stored meeting's outputs: a --stem other than its own would write a
     second set beside them (and leave the first one stale), so it is refused before the device."""

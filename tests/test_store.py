@@ -102,6 +102,32 @@ def test_a_joined_turn_went_out_when_its_last_emitted_turn_did():
     assert join_touching([c, c.replace(start=c.end, end=c.end + 1)])[0].emitted_at is None
 
 
+def test_a_turn_without_words_is_no_turn_committed_since_the_refinement(tmp_path):
+    """A review: a turn whose words a hook removed (``words=()``) kept a NULL refined label, so
+    every export said a turn was committed since the refinement, and re-clustered."""
+    store = MeetingStore(tmp_path / "m.sqlite")
+    a = store.commit(turn("Speaker A", "hello there", 0.0))
+    store.commit(turn("Speaker B", "my number is", 2.0).replace(text="[redacted]", words=()))
+    assert store.unrefined_turns() == 1   # before any refinement: the turn with words
+    store.set_refined({a.turn_id: ["Speaker A", "Speaker A"]})
+    assert store.has_refined() and store.unrefined_turns() == 0
+    c = store.commit(turn("Speaker A", "one more", 4.0))   # committed since: counted
+    assert store.unrefined_turns() == 1 and c.turn_id
+
+
+def test_an_edited_turn_kept_whole_is_not_counted_as_moved_in_part(tmp_path):
+    """A review: the refine summary said "1 more in part" for a turn whose text a hook edited,
+    which the refined view keeps whole under its live speaker."""
+    store = MeetingStore(tmp_path / "m.sqlite")
+    t = store.commit(turn("Speaker A", "we met in Spain last year", 0.0).replace(text="we met in [place] last year"))
+    plain = store.commit(turn("Speaker A", "and then we left", 3.0))
+    store.set_refined({t.turn_id: ["Speaker A"] * 4 + ["Speaker B"] * 2, plain.turn_id: ["Speaker A"] * 3 + ["Speaker B"]})
+    assert [x.speaker for x in store.turns(refined=True)][:1] == ["Speaker A"]
+    assert store.relabelled_turns() == 1   # the plain turn, in part; the edited one stays whole
+    store.set_refined({t.turn_id: ["Speaker B"] * 4 + ["Speaker A"] * 2, plain.turn_id: ["Speaker A"] * 4})
+    assert store.relabelled_turns() == 1 and store.changed_turns() == [(t.turn_id, "Speaker A", "Speaker B")]
+
+
 def test_a_hooks_text_edit_survives_refinement(tmp_path):
     """A turn whose text a hook edited (a redaction) is not cut at its words' times, which would
     bring Whisper's words back: it stays whole under the label of most of its words."""

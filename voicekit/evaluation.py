@@ -401,7 +401,8 @@ class FileResult:
 
     Attributes:
         file: the :class:`EvalFile`.
-        live / refined: ``{collar: DerScore}`` for the live and refined outputs.
+        live / refined: ``{collar: DerScore}`` for the live and refined outputs (refined: empty
+            when no refinement ran, with ``--diarizer pyannote``).
         speakers_live / speakers_refined: number of speakers found.
         wer: WER of the transcript, or None without a reference transcript.
         cpwer_live / cpwer_refined: cpWER of the live and refined turns, or None without a
@@ -452,24 +453,30 @@ def evaluate_file(file: EvalFile, components, options, *, oracle_count: bool = F
     try:
         info = probe(file.audio)
         pipe = Pipeline(options, components)
-        result = pipe.run(FileSource(file.audio), refine=True)
+        # pyannote's labels are not refined (voicekit's refinement re-clusters the speaker encoder's
+        # windows): its refined cells would repeat the live ones and read as a refinement that ran
+        refine = options.pyannote is None
+        result = pipe.run(FileSource(file.audio), refine=refine)
         turns = [t.replace(turn_id=i) if t.turn_id is None else t for i, t in enumerate(result.turns)]
-        refined_turns = refined_view(turns, result.refined)
+        refined_turns = refined_view(turns, result.refined) if refine else None
+        hyps = {"": turns, **({".refined": refined_turns} if refine else {})}
         if out_dir is not None:
             Path(out_dir).mkdir(parents=True, exist_ok=True)
-            for suffix, hyp in (("", turns), (".refined", refined_turns)):
+            for suffix, hyp in hyps.items():
                 (Path(out_dir) / f"{file.file_id}{suffix}.rttm").write_text(to_rttm(hyp, file.file_id), encoding="utf-8")
         ref, uem = load_reference(file, info.duration)
         live = {c: score_der(ref, turns_to_annotation(turns, file.file_id), uem, c) for c in COLLARS}
-        refined = {c: score_der(ref, turns_to_annotation(refined_turns, file.file_id), uem, c) for c in COLLARS}
+        refined = {c: score_der(ref, turns_to_annotation(refined_turns, file.file_id), uem, c)
+                   for c in COLLARS} if refine else {}
         ref_text = reference_text(file)
         ref_rows = reference_segments(file)
-        cp = None if ref_rows is None else (cpwer(ref_rows, turns), cpwer(ref_rows, refined_turns))
+        cp = None if ref_rows is None else (cpwer(ref_rows, turns),
+                                            cpwer(ref_rows, refined_turns) if refine else None)
     except Exception as exc:  # noqa: BLE001 - reported in the table
         return FileResult(file, {}, {}, 0, 0, None, 0.0, 0.0, f"{type(exc).__name__}: {exc}")
     hyp_text = " ".join(t.text for t in turns)
     return FileResult(file, live, refined, len({t.speaker for t in turns}),
-                      len({t.speaker for t in refined_turns}),
+                      len({t.speaker for t in refined_turns}) if refine else 0,
                       None if ref_text is None else wer(ref_text, hyp_text),
                       result.audio_seconds, result.processing_seconds,
                       cpwer_live=None if cp is None else cp[0], cpwer_refined=None if cp is None else cp[1])
@@ -513,23 +520,25 @@ def format_table(results: Sequence[FileResult]) -> str:
             error = " ".join(r.error.split()).replace("|", "\\|")   # one table row
             lines.append(f"| {r.file.file_id} | {r.file.kind} | ERROR: {error} | | | | | | | |")
             continue
+        refined = bool(r.refined)   # no refinement ran (pyannote): its cells are "-"
         lines.append(
             f"| {r.file.file_id} | {r.file.kind} | {pct(r.live[0.0].der)} | {split(r.live[0.5])} | "
-            f"{pct(r.refined[0.0].der)} | {split(r.refined[0.5])} | "
-            f"{r.speakers_live}/{r.speakers_refined}/{r.file.speakers} | "
+            f"{pct(r.refined[0.0].der) if refined else '-'} | {split(r.refined[0.5]) if refined else '-'} | "
+            f"{r.speakers_live}/{r.speakers_refined if refined else '-'}/{r.file.speakers} | "
             f"{'-' if r.wer is None else pct(r.wer)} | {r.processing_seconds / max(r.audio_seconds, 1e-9):.3f} | "
-            f"{'-' if r.cpwer_live is None else f'{pct(r.cpwer_live)}/{pct(r.cpwer_refined)}'} |")
+            f"{'-' if r.cpwer_live is None else pct(r.cpwer_live) + '/' + (pct(r.cpwer_refined) if refined else '-')} |")
     if ok:
         live0, live5 = pool([r.live[0.0] for r in ok]), pool([r.live[0.5] for r in ok])
-        ref0, ref5 = pool([r.refined[0.0] for r in ok]), pool([r.refined[0.5] for r in ok])
+        with_refined = [r for r in ok if r.refined]
+        ref0, ref5 = pool([r.refined[0.0] for r in with_refined]), pool([r.refined[0.5] for r in with_refined])
         exact_l = sum(r.speakers_live == r.file.speakers for r in ok)
-        exact_r = sum(r.speakers_refined == r.file.speakers for r in ok)
+        exact_r = sum(r.speakers_refined == r.file.speakers for r in with_refined) if with_refined else "-"
         near_l = sum(abs(r.speakers_live - r.file.speakers) <= 1 for r in ok)
-        near_r = sum(abs(r.speakers_refined - r.file.speakers) <= 1 for r in ok)
+        near_r = sum(abs(r.speakers_refined - r.file.speakers) <= 1 for r in with_refined) if with_refined else "-"
         audio = sum(r.audio_seconds for r in ok)
         proc = sum(r.processing_seconds for r in ok)
         files = f"{len(ok)} file{'s' if len(ok) != 1 else ''}"
-        lines.append(f"| **pooled ({files})** | | {pct(live0.der)} | {split(live5)} | {pct(ref0.der)} | "
-                     f"{split(ref5)} | live/refined exact {exact_l}/{exact_r}, within ±1 {near_l}/{near_r}, "
+        lines.append(f"| **pooled ({files})** | | {pct(live0.der)} | {split(live5)} | "
+                     f"{pct(ref0.der) if with_refined else '-'} | {split(ref5) if with_refined else '-'} | live/refined exact {exact_l}/{exact_r}, within ±1 {near_l}/{near_r}, "
                      f"of {len(ok)} | | {proc / audio:.3f} | |")
     return "\n".join(lines)

@@ -17,7 +17,7 @@ from voicekit.cli.decisions import _turn_taking, _turn_taking_summary, _with_dec
 from voicekit.cli.meeting import (_check_existing_meeting, _committed_turns, _discard_unjoined, _interrupt_note,
                                   _replacing, _known_speakers, _meeting_stem, _session_meta, _SetAside, _hints,
                                   _store_failed, _take_meeting_dir, _turns_summary, _write_outputs, _wrote_line)
-from voicekit.cli.options import (_diarizer_name, _hook_args, _hooks, _keep_embeddings_arg, _meeting_args,
+from voicekit.cli.options import (_diarizer_meta, _diarizer_name, _hook_args, _hooks, _keep_embeddings_arg, _meeting_args,
                                   _options, _pipeline_args, _session_args, _turntaking_args, _voice_args)
 from voicekit.cli.session import (_close_session, _live_sink, _make_session, _session_log_line,
                                   _session_missed_line, _start_session)
@@ -131,7 +131,8 @@ def cmd_mic(args: argparse.Namespace) -> int:
             decide.seed(store.turns())
         meta = _session_meta(store, {"source": f"mic:{source.device.name}", "stem": stem,
                                      "sample_rate": source.sample_rate, "channels": source.channels,
-                                     "model": args.model, "vad": args.vad}, pipe.start_time)
+                                     "model": args.model, "vad": args.vad, **_diarizer_meta(options)},
+                               pipe.start_time)
         if pipe.start_time:
             err.print(f"[dim]going on with the meeting in {out}/ at {pipe.start_time:.1f} s "
                       f"({_known_speakers(pipe)})[/dim]")
@@ -328,7 +329,8 @@ def cmd_livekit(args: argparse.Namespace) -> int:
     # before the new meeting's first turn (a connection lost at once), puts it back, as replay and mic do
     aside = _SetAside(store_path) if store_path.exists() and not args.append else None
     store = MeetingStore(store_path)
-    meta = {"source": f"livekit:{url}", "stem": args.stem, "model": args.model, "vad": args.vad}
+    meta = {"source": f"livekit:{url}", "stem": args.stem, "model": args.model, "vad": args.vad,
+            **_diarizer_meta(options)}
     # the broadcaster of --session joins ``live`` once the room is joined; on_turn runs on the lanes' threads
     on_turn, live = _live_sink(_with_decisions(
         None if args.quiet else (lambda t: console.print(f"{t.channel}  {format_line(t)}", markup=False)),

@@ -47,15 +47,13 @@ def _names_arg(value: str) -> dict[str, str]:
         raise CliError(f"--speaker-names: {exc}") from exc
 
 
-def _rename(store, names: dict[str, str], given: str = "") -> None:  # noqa: ANN001 - MeetingStore
-    """Name the meeting's speakers after it (``--speaker-names``) and say what was renamed
-    (``given``: the names file, named in an error).
+def _check_names(store, names: dict[str, str], given: str = "") -> None:  # noqa: ANN001 - MeetingStore
+    """Check ``--speaker-names`` before the command writes anything (a re-clustering, dropped
+    embeddings): every label is one that a turn of the meeting carries, live or refined.
 
     Raises:
-        CliError: a label no turn of the meeting carries, live or refined (nothing is renamed).
+        CliError: a label no turn carries, with the labels there are and the one meant.
     """
-    from voicekit.store import StoreError
-
     labels = store.speaker_labels()
     unknown = [label for label in names if label not in labels]
     if unknown:
@@ -71,6 +69,13 @@ def _rename(store, names: dict[str, str], given: str = "") -> None:  # noqa: ANN
                        f"of this meeting (its speakers{', live and refined' if store.has_refined() else ''}: "
                        f"{', '.join(sorted(labels)) or 'none'}); nothing renamed"
                        + (f": did you mean {', '.join(hint)}?" if hint else ""))
+
+
+def _rename(store, names: dict[str, str]) -> None:  # noqa: ANN001 - MeetingStore
+    """Name the meeting's speakers after it (``--speaker-names``, checked by :func:`_check_names`)
+    and say what was renamed."""
+    from voicekit.store import StoreError
+
     try:
         store.rename_speakers(names)
     except StoreError as exc:
@@ -129,6 +134,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     # it can be redone only from kept embeddings
     stale = store.unrefined_turns() if store.has_refined() else 0
     redo = bool(stale) and _has_embeddings(store_path)
+    if names:   # before anything is written: a typo no longer left a new refinement and no embeddings
+        _check_names(store, names, args.speaker_names if _is_names_file(args.speaker_names) else "")
     try:
         count = None if args.num_speakers == "auto" else args.num_speakers
         if args.refine and (args.num_speakers is not None or not store.has_refined() or redo):
@@ -147,12 +154,12 @@ def cmd_export(args: argparse.Namespace) -> int:
         elif args.refine:
             print("using the refinement already stored" + (" (pass --num-speakers N, or auto, to re-cluster from "
                                                             "the kept embeddings)" if store.embeddings() else ""))
-        if args.drop_embeddings:
+        if names:
+            _rename(store, names)
+        if args.drop_embeddings:   # last: what failed before leaves them to try again
             dropped = store.drop_embeddings()
             print(f"deleted the speaker embeddings of {_plural(dropped, 'utterance')}" if dropped else
                   "this meeting keeps no speaker embeddings: nothing to delete")
-        if names:
-            _rename(store, names, args.speaker_names if _is_names_file(args.speaker_names) else "")
         renamed = store.renamed_speakers()
         if renamed:
             meta["renamed"] = renamed
@@ -190,7 +197,7 @@ def _export_parser(sub) -> None:  # noqa: ANN001
     p.add_argument("--num-speakers", type=_count_or_auto, default=None, metavar="N|auto",
                    help="with --refine: re-cluster into this many speakers, or with the count estimated "
                         "again (auto: after an earlier --num-speakers) (needs the kept embeddings); a "
-                        "cluster with under 2 s of speech joins the most alike one, so a meeting with "
+                        "cluster with under 3 s of speech (12 windows) joins the most alike one, so a meeting with "
                         "fewer voices ends with fewer")
     p.add_argument("--speaker-names", default=None, metavar="MAP_OR_FILE",
                    help="name speakers after the meeting: 'Speaker A=Diane,Speaker B=Sheila', or a file with "

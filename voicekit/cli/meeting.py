@@ -160,8 +160,11 @@ def _check_existing_meeting(store_path: Path, args: argparse.Namespace, stem: st
         _check_store_access(store_path, "record this session in another --out", write=True)
         # export --refine re-clusters every turn from its kept windows: all sessions keep them, or none
         kept, keep = _has_embeddings(store_path), getattr(args, "keep_embeddings", None)
+        pyannote = str(getattr(args, "diarizer", "embedded")).startswith("pyannote")
         if kept and not keep:
-            way = ("add --keep-embeddings to keep this session's too, or" if keep is not None else
+            way = ("--diarizer pyannote keeps none (go on with --diarizer embedded --keep-embeddings, or record this "
+                   "session in another --out), or" if pyannote else
+                   "add --keep-embeddings to keep this session's too, or" if keep is not None else
                    "this command keeps none (record this session in another --out), or")
             raise CliError(f"the meeting in {store_path.parent} kept its speakers' embeddings (for `voicekit export "
                            f"--refine`, and to know its speakers again as it goes on): {way} first "
@@ -194,9 +197,11 @@ def _session_meta(store, meta: dict, start_time: float) -> dict:  # noqa: ANN001
 def _known_speakers(pipe) -> str:  # noqa: ANN001 - a Pipeline
     """How a resumed meeting's speakers are known, for the line that says it goes on."""
     known = [s.label for s in getattr(pipe.diarizer, "speakers", ())]
+    how = ("--diarizer pyannote keeps no speaker embeddings" if pipe.options.pyannote is not None else
+           "run every session with --keep-embeddings to know voices again")
     return (f"{', '.join(known)} known by voice from the stored embeddings" if known else
             "new speakers are labelled after the stored ones: the meeting kept no speaker embeddings, so a voice "
-            "heard before gets a new label (run every session with --keep-embeddings to know voices again)")
+            f"heard before gets a new label ({how})")
 
 
 def _has_embeddings(store_path: Path) -> bool:
@@ -498,7 +503,11 @@ def _refine_stored(store, num_speakers: int | None, out: Path) -> None:  # noqa:
             raise CliError("cannot re-cluster: this meeting's speaker embeddings were not kept (or were "
                            f"dropped); its stored refinement is written by `voicekit export {out} --refine` "
                            f"without --num-speakers, and {again}")
-        if store.meta().get("diarizer") == "per-channel":
+        if str(store.meta().get("diarizer", "")).startswith("pyannote:"):
+            how = ("pyannote diarized it (--diarizer pyannote), and voicekit's refinement re-clusters the embedded "
+                   "speaker encoder's windows, which such a meeting does not keep: `voicekit export "
+                   f"{out}` without --refine writes its outputs (replay it with --diarizer embedded --refine to refine it)")
+        elif store.meta().get("diarizer") == "per-channel":
             how = ("it was replayed with --per-channel, where each channel is one speaker and none is "
                    f"diarized: there is nothing to re-cluster (`voicekit export {out}` without --refine writes its outputs)")
         elif source.startswith("livekit:"):

@@ -185,6 +185,13 @@ def _diarizer_name(options) -> str:  # noqa: ANN001 - PipelineOptions
     return "speaker encoder" if p is None else f"pyannote {p.source}, {p.mode}"
 
 
+def _diarizer_meta(options) -> dict[str, str]:  # noqa: ANN001 - PipelineOptions
+    """The meeting metadata that names a pyannote diarizer, ``diarizer: pyannote:<source> (<mode>)``
+    (what `export` reads to give advice that fits the meeting); empty for the speaker encoder."""
+    p = options.pyannote
+    return {} if p is None else {"diarizer": f"pyannote:{p.source} ({p.mode})"}
+
+
 def _hooks(args: argparse.Namespace, err):  # noqa: ANN001 - rich Console
     from voicekit.hooks import HookRunner, HookTrigger
 

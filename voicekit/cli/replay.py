@@ -15,7 +15,7 @@ from voicekit.cli.decisions import _check_explain, _turn_taking, _turn_taking_su
 from voicekit.cli.meeting import (_check_existing_meeting, _check_stem, _replacing,
                                   _interrupt_note, _refined_summary, _hints, _store_failed, _turns_summary,
                                   _take_meeting_dir, _unmatched_names, _write_outputs, _wrote_line)
-from voicekit.cli.options import (_diarizer_name, _hook_args, _hooks, _keep_embeddings_arg, _meeting_args,
+from voicekit.cli.options import (_diarizer_meta, _diarizer_name, _hook_args, _hooks, _keep_embeddings_arg, _meeting_args,
                                   _options, _pipeline_args, _session_args, _turntaking_args, _voice_args)
 from voicekit.cli.session import (_close_session, _make_session, _session_log_line, _session_missed_line,
                                   _start_session)
@@ -130,13 +130,18 @@ def cmd_replay(args: argparse.Namespace) -> int:
     components = Components.load(options)  # before the store: a missing model leaves no meeting
     diarizer = None
     if options.pyannote is not None and options.pyannote.mode == "offline":
-        from voicekit.audio import load_audio
+        import numpy as np
+
         from voicekit.diarization.pyannote_backend import PyannoteOfflineDiarizer
+        from voicekit.sources import FileSource
 
         t = time.monotonic()
         d = options.diarizer
-        segments = components.pyannote.diarize(load_audio(source.path, channel=args.channel, raw=raw),
-                                                d.num_speakers, d.min_speakers, d.max_speakers)
+        # decoded as the pipeline decodes it: a file that breaks off mid-stream gives the audio
+        # before the break (loading it whole raised, and the replay lost the whole recording)
+        audio = np.concatenate([np.zeros(0, np.float32),
+                                *FileSource(source.path, channel=args.channel, raw=raw)])
+        segments = components.pyannote.diarize(audio, d.num_speakers, d.min_speakers, d.max_speakers)
         diarizer = PyannoteOfflineDiarizer(segments)
         err.print(f"[dim]pyannote diarized the whole recording in {time.monotonic() - t:.1f} s: "
                   f"{_plural(len({s.label for s in segments}), 'speaker')}, "
@@ -145,8 +150,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         meta = {"source": str(source.path), "stem": stem, "duration": round(source.info.duration, 3),
                 "sample_rate": source.info.sample_rate, "channels": source.info.channels,
                 "model": args.model, "vad": args.vad}
-        if options.pyannote is not None:
-            meta["diarizer"] = f"pyannote:{options.pyannote.source} ({options.pyannote.mode})"
+        meta.update(_diarizer_meta(options))
         if args.per_channel:
             meta["diarizer"] = "per-channel"   # a speaker per channel, none diarized (nothing to refine)
         # the stored duration is known when the replay ends; one killed before leaves None, which

@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from voicekit.attribution import AuthorRegister, Participant, meeting_lock
-from voicekit.turns import (SpeakerTurn, Word, inherited_names, join_touching, majority_label, metadata_json,
-                            rename_turns, split_by_labels)
+from voicekit.turns import (SpeakerTurn, Word, inherited_names, join_touching, join_words, majority_label,
+                            metadata_json, rename_turns, split_by_labels)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meeting (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -465,11 +465,18 @@ class MeetingStore:
             "AND refined_speaker != speaker ORDER BY id"))
 
     def relabelled_turns(self) -> int:
-        """How many live turns have at least one word that refinement gave another speaker
-        (the turns of :meth:`changed_turns`, and those moved only in part)."""
-        return sum(any(label != speaker for label in json.loads(words))
-                   for speaker, words in self.conn.execute(
-                       "SELECT speaker, refined_words FROM turns WHERE refined_words IS NOT NULL"))
+        """How many live turns the refined view moves, whole or in part: at least one word given
+        another speaker (the turns of :meth:`changed_turns`, and those moved only in part); a
+        turn whose text a hook edited stays whole in the refined view, so it counts only when
+        its refined speaker differs (:func:`voicekit.turns.split_by_labels`)."""
+        count = 0
+        for speaker, refined_words, refined_speaker, text, words in self.conn.execute(
+                "SELECT speaker, refined_words, refined_speaker, text, words FROM turns WHERE refined_words IS NOT NULL"):
+            if text != join_words(_words_from_json(words)):   # edited: kept whole
+                count += refined_speaker is not None and refined_speaker != speaker
+            else:
+                count += any(label != speaker for label in json.loads(refined_words))
+        return count
 
     def turns(self, refined: bool = False, renamed: bool = False) -> list[SpeakerTurn]:
         """All committed turns in time order.
@@ -598,9 +605,12 @@ class MeetingStore:
         return self.conn.execute("SELECT COUNT(*) FROM turns WHERE refined_speaker IS NOT NULL").fetchone()[0] > 0
 
     def unrefined_turns(self) -> int:
-        """How many turns have no refined label: all of them before any refinement; after one,
-        the turns committed since (the meeting went on, ``voicekit mic --append``)."""
-        return self.conn.execute("SELECT COUNT(*) FROM turns WHERE refined_speaker IS NULL").fetchone()[0]
+        """How many turns with words have no refined label: all of them before any refinement;
+        after one, the turns committed since (the meeting went on, ``voicekit mic --append``). A
+        turn without words (a hook's ``words=()`` redaction) has nothing to refine: counted, it
+        made every later export say a turn was committed since, and re-cluster."""
+        return self.conn.execute("SELECT COUNT(*) FROM turns WHERE refined_speaker IS NULL "
+                                 "AND words != '[]'").fetchone()[0]
 
     def close(self) -> None:
         """Close the connection."""
