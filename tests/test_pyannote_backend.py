@@ -110,6 +110,43 @@ def test_a_checkpoint_file_bad_yaml_or_another_kind_of_checkpoint_gets_its_own_f
     assert "is a PyTorch file but not a pyannote.audio model" in str(info.value) and "plda" not in str(info.value)
 
 
+def test_a_cut_checkpoint_a_model_folder_and_uncached_hub_models_get_their_own_fix(pipeline_dir, tmp_path):
+    """A review: a checkpoint cut short (torch's zip format), a model's folder given for a
+    pipeline's, and a downloaded 3.1 folder whose hub-named models are not cached all got the
+    advice about `plda`, which had nothing to do with them."""
+    import shutil
+
+    import yaml
+
+    from voicekit.diarization.pyannote_backend import PyannoteModels
+    from voicekit.models import ModelError
+
+    cut = tmp_path / "cut"
+    shutil.copytree(pipeline_dir, cut)
+    checkpoint = cut / "segmentation" / "pytorch_model.bin"
+    checkpoint.write_bytes(checkpoint.read_bytes()[:4096])
+    with pytest.raises(ModelError) as info:
+        PyannoteModels(str(cut))
+    assert "is not a whole PyTorch checkpoint (damaged, cut short" in str(info.value) and "plda" not in str(info.value)
+    model = tmp_path / "segmentation-3.0"
+    model.mkdir()
+    (model / "config.yaml").write_text("task: {duration: 10.0}\nmodel: {_target_: pyannote.audio.models.PyanNet}\n",
+                                       encoding="utf-8")
+    with pytest.raises(ModelError, match=r"its config.yaml describes a model .*, not a pipeline") as info:
+        PyannoteModels(str(model))
+    assert "plda" not in str(info.value)
+    hub = tmp_path / "speaker-diarization-3.1"
+    shutil.copytree(pipeline_dir, hub)
+    config = yaml.safe_load((hub / "config.yaml").read_text(encoding="utf-8"))
+    config["pipeline"]["params"]["segmentation"] = "voicekit-test/segmentation-absent"
+    (hub / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    with pytest.raises(ModelError) as info:
+        PyannoteModels(str(hub))
+    message = str(info.value)
+    assert "names models by their Hugging Face names, which are not in the local cache" in message, message
+    assert "`hf download voicekit-test/segmentation-absent`" in message and "Internet connection" not in message
+
+
 @pytest.fixture(scope="module")
 def sample_audio():
     from voicekit.audio import load_audio
@@ -259,7 +296,7 @@ def test_load_errors_name_the_fix(tmp_path, monkeypatch):
         checkpoint.write_bytes(b"m" + bytes(range(256)) * 8)
     with pytest.raises(ModelError) as info:
         PyannoteModels(str(tmp_path / "bytes"))
-    assert "a checkpoint its config.yaml names is not a PyTorch checkpoint" in str(info.value), info.value
+    assert "a checkpoint its config.yaml names is not a whole PyTorch checkpoint" in str(info.value), info.value
     assert "plda" not in str(info.value)
     # pyannote.audio missing
     monkeypatch.setitem(sys.modules, "pyannote.audio", None)

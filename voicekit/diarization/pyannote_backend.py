@@ -153,6 +153,32 @@ def _is_hub_name(source: str) -> bool:
             and not source.endswith((".yaml", ".yml")))
 
 
+def _hub_names(source: str) -> list[str]:
+    """The Hugging Face names (``org/name``) that a local pipeline's config.yaml gives for its
+    models, where no such path exists beside it; empty when the file cannot be read."""
+    import yaml
+
+    path = Path(source)
+    config = path / "config.yaml" if path.is_dir() else path
+    try:
+        data = yaml.safe_load(config.read_text(encoding="utf-8"))
+    except (OSError, ValueError, yaml.YAMLError):
+        return []
+    found: list[str] = []
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, str) and _is_hub_name(item) and not item.startswith("$") \
+                and not (config.parent / item).exists() \
+                and item not in found:
+            found.append(item)
+    return sorted(found)
+
+
 class PyannoteModels:
     """A loaded pyannote speaker-diarization pipeline and, for streaming, its two models.
 
@@ -248,11 +274,25 @@ class PyannoteModels:
     @staticmethod
     def _load_error(source: str, is_local: bool, exc: BaseException | None) -> str:
         why = f" ({type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''})" if exc else ""
-        if is_local and exc is not None and (type(exc).__name__ == "UnpicklingError" or "load key" in str(exc)):
+        text, kind = str(exc), type(exc).__name__
+        offline = kind in ("LocalEntryNotFoundError", "OfflineModeIsEnabled") or "Internet connection" in text
+        if exc is not None and (kind in ("UnpicklingError", "EOFError") or "load key" in text
+                                or "PytorchStreamReader" in text):   # (torch's zip checkpoints, cut short)
             return (f"pyannote pipeline {source!r} does not load{why}: a checkpoint its config.yaml names is "
-                    "not a PyTorch checkpoint (damaged, cut short, or another kind of file); check or fetch "
-                    "again the checkpoint files (pytorch_model.bin…) under the segmentation and embedding "
-                    "entries of its config.yaml")
+                    "not a whole PyTorch checkpoint (damaged, cut short, or another kind of file); "
+                    + ("check or fetch again the checkpoint files (pytorch_model.bin…) under the segmentation "
+                       "and embedding entries of its config.yaml" if is_local else
+                       f"fetch it again on a machine with internet: `hf download {source} --force-download`"))
+        if is_local and isinstance(exc, KeyError) and text.strip("'\"") == "pipeline":
+            return (f"pyannote pipeline {source!r} does not load{why}: its config.yaml describes a model (a "
+                    "segmentation or embedding checkpoint), not a pipeline: give the folder of a diarization "
+                    "pipeline, whose config.yaml has a `pipeline:` entry (pyannote/speaker-diarization-community-1 "
+                    "or -3.1)")
+        if is_local and offline:   # a downloaded 3.1 folder names hub models that are not cached here
+            hub = ", ".join(f"`hf download {name}`" for name in _hub_names(source)) or "`hf download <name>` for each"
+            return (f"pyannote pipeline {source!r} does not load: its config.yaml names models by their Hugging "
+                    f"Face names, which are not in the local cache, and nothing is downloaded at run time; on a "
+                    f"machine with internet run {hub} (or put their folders beside config.yaml and name those)")
         if is_local and exc is not None and type(exc).__module__.startswith("yaml"):
             return f"pyannote pipeline {source!r}: its config.yaml is not valid YAML{why}; fix or fetch it again"
         if is_local and isinstance(exc, KeyError) and "pyannote.audio" in str(exc):
@@ -263,7 +303,7 @@ class PyannoteModels:
             return (f"pyannote pipeline {source!r} does not load{why}; its config.yaml must name checkpoints "
                     "that exist locally ($model/… subfolders or paths); `plda` must be an existing directory "
                     "with xvec_transform.npz and plda.npz, since a missing path is taken for a hub name")
-        if exc is not None and type(exc).__name__ in ("LocalEntryNotFoundError", "OfflineModeIsEnabled"):
+        if offline:
             why = ""   # the hub's own text asks to check the internet connection: nothing is fetched here anyway
         needs = (" and the models its config names (for 3.1: `hf download pyannote/segmentation-3.0` and "
                  "`hf download pyannote/wespeaker-voxceleb-resnet34-LM`)" if source.endswith("-3.1") else "")
