@@ -324,7 +324,8 @@ def reference_text(file: EvalFile) -> str | None:
     """The reference transcript of a file, or None when it has none.
 
     An STM file (every line but ``;;`` comments ``file channel speaker start end text``, NIST
-    sclite's format) gives the texts of the lines for the file's id, in time order; any other file is plain text, read whole."""
+    sclite's format) gives the texts of the lines for the file's id, in time order; any other
+    file is plain text, read whole."""
     if file.transcript is None or not file.transcript.is_file():
         return None
     rows = reference_segments(file)
@@ -368,8 +369,9 @@ def cpwer(reference: Sequence[tuple[str, float, float, str]], hypothesis: Sequen
         hypothesis: speaker turns; a turn's speaker is its ``speaker`` label.
 
     Both texts are normalised as for :func:`wer`; a reference without words scores 0 (or 1 when
-    the hypothesis has some), a hypothesis without words 1. Source: Watanabe et al., "CHiME-6 Challenge: Tackling Multispeaker
-    Speech Recognition for Unsegmented Recordings", 2020; meeteval (von Neumann et al., 2023).
+    the hypothesis has some), a hypothesis without words 1. Source: Watanabe et al., "CHiME-6
+    Challenge: Tackling Multispeaker Speech Recognition for Unsegmented Recordings", 2020;
+    meeteval (von Neumann et al., 2023).
     """
     import meeteval
     from meeteval.io import SegLST
@@ -539,6 +541,7 @@ def format_table(results: Sequence[FileResult]) -> str:
         proc = sum(r.processing_seconds for r in ok)
         files = f"{len(ok)} file{'s' if len(ok) != 1 else ''}"
         lines.append(f"| **pooled ({files})** | | {pct(live0.der)} | {split(live5)} | "
-                     f"{pct(ref0.der) if with_refined else '-'} | {split(ref5) if with_refined else '-'} | live/refined exact {exact_l}/{exact_r}, within ±1 {near_l}/{near_r}, "
+                     f"{pct(ref0.der) if with_refined else '-'} | {split(ref5) if with_refined else '-'} | "
+                     f"live/refined exact {exact_l}/{exact_r}, within ±1 {near_l}/{near_r}, "
                      f"of {len(ok)} | | {proc / audio:.3f} | |")
     return "\n".join(lines)

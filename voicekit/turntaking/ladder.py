@@ -37,7 +37,8 @@ from voicekit.turntaking.director import (
     member_keys,
     parse_director_output,
 )
-from voicekit.turntaking.members import MAX_DIRECTOR_TIMEOUT_S, Floor, Member, RoomConfig, TurnSource, name_form, validate_members
+from voicekit.turntaking.members import (MAX_DIRECTOR_TIMEOUT_S, Floor, Member, RoomConfig, TurnSource, name_form,
+                                        validate_members)
 
 if TYPE_CHECKING:
     from voicekit.hooks import HookRunner, HookTrigger
