@@ -1488,3 +1488,18 @@ def test_log_lines_read_like_the_other_lines_without_debug():
     except ValueError:
         text = line("voicekit.pipeline", logging.ERROR, "the on_turn callback failed", sys.exc_info())
     assert text.startswith("error: the on_turn callback failed\nTraceback") and text.endswith("ValueError: bad")
+
+
+def test_export_help_gives_the_refined_clusters_minimum():
+    """A review: the --num-speakers help said a cluster under 2 s joins another; MIN_NEW_WINDOWS
+    is 12 windows at the encoder's 0.25 s hop (3 s) since 6ee8b7a."""
+    from voicekit.cli import build_parser
+    from voicekit.diarization.encoder import SpeakerEncoder
+    from voicekit.diarization.refine import MIN_NEW_WINDOWS
+
+    parser = build_parser()
+    export = next(a for a in parser._subparsers._group_actions[0].choices.values() if a.prog.endswith("export"))
+    import inspect
+
+    seconds = MIN_NEW_WINDOWS * inspect.signature(SpeakerEncoder).parameters["hop"].default
+    assert f"under {seconds:g} s of speech ({MIN_NEW_WINDOWS} windows)" in export.format_help().replace("\n", " ")
