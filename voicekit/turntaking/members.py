@@ -207,6 +207,8 @@ _DOTTED_I = {0x130: "I"}
 def name_form(text: str) -> str:
     """A text as names are searched in it (T6): default-ignorable characters (zero-width spaces,
     soft hyphens) removed, NFKC (``Ｉｒｉｓ`` is ``Iris``), ``İ`` read as ``I``."""
+    if text.isascii():   # none of that changes ASCII (every message is read so: keep it cheap)
+        return text
     return unicodedata.normalize("NFKC", strip_ignorables(text)).translate(_DOTTED_I)
 
 
