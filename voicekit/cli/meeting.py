@@ -570,8 +570,8 @@ def _write_outputs(turns, out: Path, stem: str, meta: dict, suffix: str = "", *,
         except OSError:
             return None
 
-    refined = bool(meta.get("refined"))   # the speakers' names as the store records them
-    contents = render_all(turns, stem, meta, {**store.speaker_names(refined=refined), **store.renamed_speakers()})
+    # the speakers' names as the store records them (names given after the meeting are among them)
+    contents = render_all(turns, stem, meta, store.speaker_names(refined=bool(meta.get("refined"))))
     new = {output_path(out, stem, ext, suffix).name: hashlib.sha256(text.encode("utf-8")).hexdigest()
            for ext, text in contents.items()}
     digests = dict(store.meta().get(OUTPUT_DIGESTS_KEY) or {})
