@@ -24,6 +24,7 @@ import functools
 import hashlib
 import json
 import math
+import re
 from typing import Any, Iterator, Sequence
 
 import psycopg
@@ -78,9 +79,8 @@ _PG_SCHEMA = (
     "CREATE INDEX IF NOT EXISTS turns_meeting ON turns (meeting_id, id)",
 )
 
-#: The tables and indexes of :data:`_PG_SCHEMA`: when all exist, ensure_schema runs no DDL.
-_PG_OBJECTS = ("meeting_secret", "author_key", "author_key_group", "author_register", "author_register_rank",
-               "turn_attribution", "attribution_summary", "turns", "turns_meeting")
+#: The tables and indexes of :data:`_PG_SCHEMA`, read from it: when all exist, ensure_schema runs no DDL.
+_PG_OBJECTS = tuple(re.search(r"IF NOT EXISTS (\w+)", stmt).group(1) for stmt in _PG_SCHEMA)
 
 #: Seconds libpq waits for the server to answer a connection (a DSN's own connect_timeout wins).
 CONNECT_TIMEOUT_S = 10
